@@ -1,0 +1,3 @@
+
+f
+dXR0jPNVFsnEWcGbg3JSY0lcLrAeaTqVCgbGdyv7JkMtDhm0PPJkXyrFSxpvQTonprHxE7Aq6lz4S30HcugahUwhc2nIwvpmuDITp

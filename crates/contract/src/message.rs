@@ -1,0 +1,192 @@
+//! Every contract message behind one enum, with the three canonical encodings.
+
+use prost::Message as _;
+
+use crate::pb::{bench, helloworld};
+
+/// A wire encoding of the contract's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// Protobuf, as carried by gRPC (without the gRPC frame).
+    Protobuf,
+    /// The canonical JSON form (proto3 JSON mapping, unpopulated fields emitted).
+    Json,
+    /// The SOAP 1.1 envelope around the operation's body element.
+    Xml,
+}
+
+impl Encoding {
+    /// Every encoding.
+    pub const ALL: [Encoding; 3] = [Encoding::Json, Encoding::Protobuf, Encoding::Xml];
+
+    /// The vector file extension: `pb`, `json`, `xml`.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Encoding::Protobuf => "pb",
+            Encoding::Json => "json",
+            Encoding::Xml => "xml",
+        }
+    }
+}
+
+/// Why a body could not be decoded into the expected message.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// Not valid protobuf for the message.
+    #[error("invalid protobuf: {0}")]
+    Protobuf(#[from] prost::DecodeError),
+    /// Not valid JSON, or not the message's JSON form.
+    #[error("invalid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Not a valid SOAP envelope, or not the message's XML form.
+    #[error("invalid XML: {0}")]
+    Xml(#[from] crate::xml::XmlError),
+    /// A SOAP body element other than the expected one.
+    #[error("unexpected SOAP body element {found}, expected {expected}")]
+    WrongElement {
+        /// What the body held.
+        found: String,
+        /// What the operation needs.
+        expected: String,
+    },
+}
+
+macro_rules! messages {
+    ($( $kind:ident => $ty:ty; )*) => {
+        /// The type of a contract message.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum MessageKind {
+            $(
+                #[doc = concat!("`", stringify!($ty), "`")]
+                $kind,
+            )*
+        }
+
+        /// A contract message of any type.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Message {
+            $(
+                #[doc = concat!("`", stringify!($ty), "`")]
+                $kind($ty),
+            )*
+        }
+
+        impl Message {
+            /// The message's type.
+            pub fn kind(&self) -> MessageKind {
+                match self { $(Message::$kind(_) => MessageKind::$kind,)* }
+            }
+
+            /// Protobuf bytes.
+            pub fn to_protobuf(&self) -> Vec<u8> {
+                match self { $(Message::$kind(m) => m.encode_to_vec(),)* }
+            }
+
+            /// Canonical JSON bytes.
+            pub fn to_json(&self) -> Vec<u8> {
+                let r = match self { $(Message::$kind(m) => serde_json::to_vec(m),)* };
+                r.expect("contract messages always serialize")
+            }
+
+            /// Writes the XML fields of this message inside an element named
+            /// `element` in the contract namespace.
+            pub fn write_xml_element(&self, out: &mut String, element: &str) {
+                match self { $(Message::$kind(m) => crate::xml::write_element(out, element, m),)* }
+            }
+
+            /// Decodes protobuf bytes as a message of `kind`.
+            pub fn from_protobuf(kind: MessageKind, bytes: &[u8]) -> Result<Message, DecodeError> {
+                Ok(match kind { $(MessageKind::$kind => Message::$kind(<$ty>::decode(bytes)?),)* })
+            }
+
+            /// Decodes canonical JSON as a message of `kind` (unknown members are errors).
+            pub fn from_json(kind: MessageKind, bytes: &[u8]) -> Result<Message, DecodeError> {
+                Ok(match kind { $(MessageKind::$kind => Message::$kind(serde_json::from_slice::<$ty>(bytes)?),)* })
+            }
+
+            /// Decodes an XML element's children as a message of `kind`.
+            pub fn from_xml_element(kind: MessageKind, element: &crate::xml::Element) -> Result<Message, DecodeError> {
+                Ok(match kind { $(MessageKind::$kind => Message::$kind(crate::xml::from_element::<$ty>(element)?),)* })
+            }
+        }
+    };
+}
+
+messages! {
+    Empty => bench::Empty;
+    InventoryStatus => bench::InventoryStatus;
+    DeviceList => bench::DeviceList;
+    ItemList => bench::ItemList;
+    Product => bench::Product;
+    CloneRequest => bench::CloneRequest;
+    CloneResponse => bench::CloneResponse;
+    IntegerValue => bench::IntegerValue;
+    IntegerList => bench::IntegerList;
+    ObjectList => bench::ObjectList;
+    FileRequest => bench::FileRequest;
+    FileContent => bench::FileContent;
+    EchoMessage => bench::EchoMessage;
+    HelloRequest => helloworld::HelloRequest;
+    HelloReply => helloworld::HelloReply;
+}
+
+impl Message {
+    /// Encodes as a request body of `op` (XML: the SOAP envelope with
+    /// `<Op>Request`).
+    pub fn encode_request(&self, op: crate::Operation, encoding: Encoding) -> Vec<u8> {
+        match encoding {
+            Encoding::Xml => crate::soap::envelope(op.soap_request_element(), self).into_bytes(),
+            _ => self.encode(encoding),
+        }
+    }
+
+    /// Encodes as a response body of `op` (XML: the SOAP envelope with
+    /// `<Op>Response`).
+    pub fn encode_response(&self, op: crate::Operation, encoding: Encoding) -> Vec<u8> {
+        match encoding {
+            Encoding::Xml => crate::soap::envelope(op.soap_response_element(), self).into_bytes(),
+            _ => self.encode(encoding),
+        }
+    }
+
+    /// Encodes as protobuf or JSON; XML uses the `<Op>Response` element of the
+    /// first operation returning this type, so prefer [`Message::encode_response`].
+    pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
+        match encoding {
+            Encoding::Protobuf => self.to_protobuf(),
+            Encoding::Json => self.to_json(),
+            Encoding::Xml => {
+                let mut out = String::new();
+                self.write_xml_element(&mut out, "Message");
+                out.into_bytes()
+            }
+        }
+    }
+
+    /// Decodes a request body of `op`.
+    pub fn decode_request(op: crate::Operation, encoding: Encoding, bytes: &[u8]) -> Result<Message, DecodeError> {
+        Self::decode_as(op.request_kind(), op.soap_request_element(), encoding, bytes)
+    }
+
+    /// Decodes a response body of `op`.
+    pub fn decode_response(op: crate::Operation, encoding: Encoding, bytes: &[u8]) -> Result<Message, DecodeError> {
+        Self::decode_as(op.response_kind(), op.soap_response_element(), encoding, bytes)
+    }
+
+    fn decode_as(kind: MessageKind, element: &str, encoding: Encoding, bytes: &[u8]) -> Result<Message, DecodeError> {
+        match encoding {
+            Encoding::Protobuf => Self::from_protobuf(kind, bytes),
+            Encoding::Json => Self::from_json(kind, bytes),
+            Encoding::Xml => {
+                let payload = crate::soap::parse_envelope(bytes)?;
+                if payload.name != element || payload.namespace.as_deref() != Some(crate::SOAP_NAMESPACE) {
+                    return Err(DecodeError::WrongElement {
+                        found: payload.qualified_name(),
+                        expected: format!("{{{}}}{element}", crate::SOAP_NAMESPACE),
+                    });
+                }
+                Self::from_xml_element(kind, &payload)
+            }
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! Writing and reading `contract/vectors`, `contract/data` and
+//! `contract/workloads.json`.
+
+use std::path::{Path, PathBuf};
+
+use crate::{Dataset, Encoding, Message, Operation, workload};
+
+/// The generated files: relative path and content.
+pub fn generate(dataset: &Dataset) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = vec![(PathBuf::from("data/dataset.json"), dataset.to_json())];
+    let registry: Vec<serde_json::Value> = workload::ALL
+        .iter()
+        .map(|w| {
+            serde_json::json!({
+                "name": w.name,
+                "operation": w.operation.name(),
+                "description": w.description,
+                "grpcPath": w.operation.grpc_path(),
+                "restMethod": format!("{:?}", w.operation.http_method()).to_uppercase(),
+                "restPath": w.operation.rest_path(&w.request()),
+                "soapAction": w.operation.soap_action(),
+            })
+        })
+        .collect();
+    let mut json = serde_json::to_vec_pretty(&registry).expect("registry serializes");
+    json.push(b'\n');
+    files.push((PathBuf::from("workloads.json"), json));
+    for w in workload::ALL {
+        let request = w.request();
+        let response = w
+            .operation
+            .respond(&request, dataset)
+            .expect("every workload has a valid request");
+        let dir = PathBuf::from("vectors").join(w.name);
+        for enc in Encoding::ALL {
+            let ext = enc.extension();
+            files.push((
+                dir.join(format!("request.{ext}")),
+                request.encode_request(w.operation, enc),
+            ));
+            files.push((
+                dir.join(format!("response.{ext}")),
+                response.encode_response(w.operation, enc),
+            ));
+        }
+    }
+    files
+}
+
+/// One workload's vectors loaded from disk.
+#[derive(Debug, Clone)]
+pub struct Vector {
+    /// The operation.
+    pub operation: Operation,
+    /// The request body for `encoding`.
+    pub request: Vec<u8>,
+    /// The expected response body for `encoding`.
+    pub response: Vec<u8>,
+}
+
+/// Reads `vectors/<workload>/{request,response}.<ext>` under `contract_dir`.
+pub fn load(contract_dir: &Path, workload: &str, encoding: Encoding) -> std::io::Result<Vector> {
+    let w = workload::find(workload)
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, workload::unknown(workload)))?;
+    let dir = contract_dir.join("vectors").join(workload);
+    let ext = encoding.extension();
+    Ok(Vector {
+        operation: w.operation,
+        request: std::fs::read(dir.join(format!("request.{ext}")))?,
+        response: std::fs::read(dir.join(format!("response.{ext}")))?,
+    })
+}
+
+/// Decodes an expected response vector.
+pub fn expected_response(op: Operation, encoding: Encoding, bytes: &[u8]) -> Message {
+    Message::decode_response(op, encoding, bytes).expect("vectors decode")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_workload_round_trips_in_every_encoding() {
+        let dataset = Dataset::generate();
+        for w in workload::ALL {
+            let request = w.request();
+            let response = w.operation.respond(&request, &dataset).unwrap();
+            for enc in Encoding::ALL {
+                let req_bytes = request.encode_request(w.operation, enc);
+                let decoded = Message::decode_request(w.operation, enc, &req_bytes)
+                    .unwrap_or_else(|e| panic!("{} request {enc:?}: {e}", w.name));
+                assert_eq!(decoded, request, "{} request {enc:?}", w.name);
+                let resp_bytes = response.encode_response(w.operation, enc);
+                let decoded = Message::decode_response(w.operation, enc, &resp_bytes)
+                    .unwrap_or_else(|e| panic!("{} response {enc:?}: {e}", w.name));
+                assert_eq!(decoded, response, "{} response {enc:?}", w.name);
+            }
+        }
+    }
+
+    #[test]
+    fn xml_fields_follow_field_number_order_even_with_a_oneof() {
+        let w = workload::find("grpcbench.complex").unwrap();
+        let xml = String::from_utf8(w.request().encode_request(w.operation, Encoding::Xml)).unwrap();
+        let c1 = xml.find("<c1>").unwrap();
+        let pets = xml.find("<pets>").unwrap();
+        let l = xml.find("<l>444325235223</l>").unwrap();
+        assert!(l < c1 && c1 < pets, "{xml}");
+    }
+
+    #[test]
+    fn xml_rejects_a_wrong_body_element_naming_both() {
+        let w = workload::find("tasks.int").unwrap();
+        let body = w.request().encode_request(w.operation, Encoding::Xml);
+        let err = Message::decode_request(Operation::GetInventoryXs, Encoding::Xml, &body).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unexpected SOAP body element {urn:protobench:v1}GetIntegerRequest, expected {urn:protobench:v1}GetInventoryXsRequest"
+        );
+    }
+
+    #[test]
+    fn json_rejects_unknown_members() {
+        let err = Message::decode_request(Operation::Echo, Encoding::Json, br#"{"payload":"x","extra":1}"#);
+        assert!(err.is_err());
+    }
+
+    #[test]
+    fn xml_accepts_prefixed_elements_from_other_clients() {
+        let body = br#"<?xml version="1.0"?><S:Envelope xmlns:S="http://schemas.xmlsoap.org/soap/envelope/"><S:Header/><S:Body><ns2:EchoRequest xmlns:ns2="urn:protobench:v1"><ns2:payload>hi &amp; bye</ns2:payload></ns2:EchoRequest></S:Body></S:Envelope>"#;
+        let m = Message::decode_request(Operation::Echo, Encoding::Xml, body).unwrap();
+        assert_eq!(
+            m,
+            Message::EchoMessage(crate::pb::bench::EchoMessage {
+                payload: "hi & bye".into()
+            })
+        );
+    }
+}
