@@ -1,0 +1,137 @@
+//! `rest` and `rest-h2`: the contract's JSON form on axum, one route per
+//! operation.
+//!
+//! Errors are `{"code": <status>, "message": "..."}`: 400 for a body that
+//! does not decode or a value the operation refuses, 404 for unknown paths and
+//! files, 405 (with `Allow`) for a known path with another method, 413 for a
+//! body over the size limit, 415 for a body that is not JSON, 500 for an
+//! injected failure.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get, post};
+use protobench_contract::pb::bench;
+use protobench_contract::{Encoding, HttpMethod, Message, Operation};
+
+use crate::body::{self, BodyError};
+use crate::core::{CallError, Core, INJECTED_FAILURE};
+
+/// The router serving every operation at its REST path.
+pub(crate) fn router(core: Arc<Core>) -> Router {
+    let mut router = Router::new();
+    for &op in Operation::ALL {
+        let route: MethodRouter<Arc<Core>> = match (op, op.http_method()) {
+            (Operation::GetFile, _) => get(get_file),
+            (_, HttpMethod::Get) => {
+                get(move |State(core): State<Arc<Core>>| call(core, op, Message::Empty(bench::Empty {})))
+            }
+            (_, HttpMethod::Post) => {
+                post(move |State(core): State<Arc<Core>>, request: Request| post_call(core, op, request))
+            }
+        };
+        let allow = match op.http_method() {
+            HttpMethod::Get => "GET, HEAD",
+            HttpMethod::Post => "POST",
+        };
+        router = router.route(
+            op.rest_path_template(),
+            route.fallback(move |method: Method| method_not_allowed(method, op, allow)),
+        );
+    }
+    router.fallback(not_found).with_state(core)
+}
+
+async fn get_file(
+    State(core): State<Arc<Core>>,
+    name: Result<Path<String>, axum::extract::rejection::PathRejection>,
+) -> Response {
+    match name {
+        Ok(Path(name)) => {
+            call(
+                core,
+                Operation::GetFile,
+                Message::FileRequest(bench::FileRequest { name }),
+            )
+            .await
+        }
+        Err(rejection) => error(
+            StatusCode::BAD_REQUEST,
+            &format!("invalid file name in the path: {}", rejection.body_text()),
+        ),
+    }
+}
+
+async fn post_call(core: Arc<Core>, op: Operation, request: Request) -> Response {
+    let _in_flight = core.enter();
+    if !body::has_content_type(request.headers(), "application/json") {
+        let found = body::content_type(request.headers());
+        return error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &format!("content type {found} is not supported; expected application/json"),
+        );
+    }
+    let bytes = match body::read(request, core.max_request_bytes).await {
+        Ok(bytes) => bytes,
+        Err(err @ BodyError::TooLarge { .. }) => {
+            return error(StatusCode::PAYLOAD_TOO_LARGE, &err.to_string());
+        }
+        Err(err) => return error(StatusCode::BAD_REQUEST, &err.to_string()),
+    };
+    match Message::decode_request(op, Encoding::Json, &bytes) {
+        Ok(message) => respond(&core, op, message).await,
+        Err(err) => error(StatusCode::BAD_REQUEST, &err.to_string()),
+    }
+}
+
+async fn call(core: Arc<Core>, op: Operation, message: Message) -> Response {
+    let _in_flight = core.enter();
+    respond(&core, op, message).await
+}
+
+async fn respond(core: &Core, op: Operation, message: Message) -> Response {
+    match core.respond(op, message).await {
+        Ok(reply) => (
+            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            reply.to_json(),
+        )
+            .into_response(),
+        Err(CallError::Invalid(m)) => error(StatusCode::BAD_REQUEST, &m),
+        Err(CallError::NotFound(m)) => error(StatusCode::NOT_FOUND, &m),
+        Err(CallError::Injected) => error(StatusCode::INTERNAL_SERVER_ERROR, INJECTED_FAILURE),
+    }
+}
+
+async fn method_not_allowed(method: Method, op: Operation, allow: &'static str) -> Response {
+    let message = format!(
+        "method {method} is not allowed on {}; allowed: {allow}",
+        op.rest_path_template()
+    );
+    let mut response = error(StatusCode::METHOD_NOT_ALLOWED, &message);
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static(allow));
+    response
+}
+
+async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        &format!("no operation at {method} {}", uri.path()),
+    )
+}
+
+/// The contract's JSON error body.
+fn error(status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({ "code": status.as_u16(), "message": message });
+    let mut response = Response::new(Body::from(body.to_string()));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
