@@ -1,0 +1,292 @@
+//! Judging responses: what counts as a success, and under which error kind a
+//! failure is counted. Pure functions over a driver's [`Response`].
+
+use std::cell::Cell;
+
+use prost_reflect::MessageDescriptor;
+use protobench_contract::{Encoding, Message, Operation, soap};
+use protobench_results::model::ErrorKind;
+
+use crate::driver::{CallError, Response};
+
+/// The wire family of a protocol, which decides how statuses are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Family {
+    /// JSON over HTTP (`rest`, `rest-h2`).
+    Rest,
+    /// gRPC over HTTP/2.
+    Grpc,
+    /// SOAP 1.1 over HTTP/1.1.
+    Soap,
+}
+
+/// What a contract workload's response must be.
+#[derive(Debug, Clone)]
+pub(crate) struct Expected {
+    pub(crate) operation: Operation,
+    pub(crate) encoding: Encoding,
+    pub(crate) message: Message,
+}
+
+/// The response checks of one run.
+#[derive(Debug, Clone)]
+pub(crate) struct Check {
+    pub(crate) family: Family,
+    /// Contract workload: the expected message.
+    pub(crate) expected: Option<Expected>,
+    /// Custom gRPC call: the response type (decoded with `--validate full`).
+    pub(crate) custom_response: Option<MessageDescriptor>,
+    /// `--validate full`.
+    pub(crate) full: bool,
+}
+
+/// Per-thread state of the checks: the body size of the first fully checked
+/// response, which every later response must match (a server answers one
+/// request with one body; its size is the cheap check of every call).
+#[derive(Debug, Default)]
+pub(crate) struct CheckState {
+    reference_len: Cell<Option<usize>>,
+}
+
+impl Check {
+    /// Whether the next call should keep its body for a full check.
+    pub(crate) fn wants_body(&self, state: &CheckState) -> bool {
+        self.full || (self.expected.is_some() && state.reference_len.get().is_none())
+    }
+
+    /// Ok for a success, else the error it is counted as.
+    pub(crate) fn judge(&self, resp: &Response, state: &CheckState) -> Result<(), CallError> {
+        self.status(resp)?;
+        if let Some(body) = &resp.body {
+            if let Some(exp) = &self.expected {
+                let found = Message::decode_response(exp.operation, exp.encoding, body).map_err(|e| {
+                    CallError::new(
+                        ErrorKind::WrongResponse,
+                        format!("undecodable {} response: {e}", exp.operation),
+                    )
+                })?;
+                if found != exp.message {
+                    return Err(CallError::new(
+                        ErrorKind::WrongResponse,
+                        format!("{} response differs from the expected message", exp.operation),
+                    ));
+                }
+                if state.reference_len.get().is_none() {
+                    state.reference_len.set(Some(resp.body_len));
+                }
+            }
+            if let Some(desc) = &self.custom_response {
+                prost_reflect::DynamicMessage::decode(desc.clone(), body.as_ref()).map_err(|e| {
+                    CallError::new(
+                        ErrorKind::WrongResponse,
+                        format!("undecodable {} response: {e}", desc.full_name()),
+                    )
+                })?;
+            }
+        }
+        if let Some(len) = state.reference_len.get()
+            && resp.body_len != len
+        {
+            return Err(CallError::new(
+                ErrorKind::WrongResponse,
+                format!("response body of {} bytes, expected {len}", resp.body_len),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The status checks alone (HTTP status, gRPC status, SOAP Fault).
+    pub(crate) fn status(&self, resp: &Response) -> Result<(), CallError> {
+        let contract = self.expected.is_some();
+        match self.family {
+            Family::Grpc => {
+                if resp.status != 200 {
+                    return Err(CallError::new(
+                        ErrorKind::HttpStatus,
+                        format!("http status {} (expected 200)", resp.status),
+                    ));
+                }
+                let status = resp
+                    .grpc
+                    .as_ref()
+                    .map(|g| (g.code, g.message.as_str()))
+                    .unwrap_or((0, ""));
+                if status.0 != 0 {
+                    return Err(CallError::new(
+                        ErrorKind::GrpcStatus,
+                        format!("grpc status {} ({}): {}", status.0, grpc_code_name(status.0), status.1),
+                    ));
+                }
+                if resp.grpc_messages != 1 {
+                    return Err(CallError::new(
+                        ErrorKind::WrongResponse,
+                        format!("{} gRPC messages in a unary response", resp.grpc_messages),
+                    ));
+                }
+            }
+            Family::Soap => {
+                if resp.status == 500
+                    && let Some(fault) = resp
+                        .body
+                        .as_ref()
+                        .and_then(|b| soap::parse_envelope(b).ok())
+                        .and_then(|p| soap::as_fault(&p))
+                {
+                    return Err(CallError::new(
+                        ErrorKind::SoapFault,
+                        format!("soap fault {}: {}", fault.code, fault.message),
+                    ));
+                }
+                if !ok_status(resp.status, contract) {
+                    return Err(CallError::new(
+                        ErrorKind::HttpStatus,
+                        format!("http status {} (expected 200)", resp.status),
+                    ));
+                }
+            }
+            Family::Rest => {
+                if !ok_status(resp.status, contract) {
+                    let expected = if contract { "200" } else { "2xx" };
+                    return Err(CallError::new(
+                        ErrorKind::HttpStatus,
+                        format!("http status {} (expected {expected})", resp.status),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn ok_status(status: u16, contract: bool) -> bool {
+    if contract {
+        status == 200
+    } else {
+        (200..300).contains(&status)
+    }
+}
+
+/// The gRPC name of a status code, e.g. `UNAVAILABLE`.
+pub(crate) fn grpc_code_name(code: u32) -> &'static str {
+    const NAMES: [&str; 17] = [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ];
+    NAMES.get(code as usize).copied().unwrap_or("unknown code")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::GrpcStatus;
+
+    fn grpc_check() -> Check {
+        Check {
+            family: Family::Grpc,
+            expected: None,
+            custom_response: None,
+            full: false,
+        }
+    }
+
+    #[test]
+    fn non_ok_grpc_status_inside_http_200_is_a_grpc_status_error() {
+        let resp = Response {
+            status: 200,
+            grpc: Some(GrpcStatus {
+                code: 14,
+                message: "injected failure".into(),
+            }),
+            ..Response::default()
+        };
+        let err = grpc_check().judge(&resp, &CheckState::default()).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::GrpcStatus);
+        assert_eq!(err.message, "grpc status 14 (UNAVAILABLE): injected failure");
+    }
+
+    #[test]
+    fn soap_fault_is_told_apart_from_a_plain_500() {
+        let check = Check {
+            family: Family::Soap,
+            expected: None,
+            custom_response: None,
+            full: false,
+        };
+        let fault = soap::fault(soap::FaultCode::Server, "injected failure");
+        let resp = Response {
+            status: 500,
+            body: Some(fault.into_bytes().into()),
+            ..Response::default()
+        };
+        let err = check.judge(&resp, &CheckState::default()).unwrap_err();
+        assert_eq!(
+            (err.kind, err.message.as_str()),
+            (ErrorKind::SoapFault, "soap fault soap:Server: injected failure")
+        );
+        let plain = Response {
+            status: 500,
+            body: Some("oops".into()),
+            ..Response::default()
+        };
+        assert_eq!(
+            check.judge(&plain, &CheckState::default()).unwrap_err().kind,
+            ErrorKind::HttpStatus
+        );
+    }
+
+    #[test]
+    fn later_responses_must_match_the_first_checked_size() {
+        let w = protobench_contract::workload::find("tasks.int").unwrap();
+        let msg = w
+            .operation
+            .respond(&w.request(), &protobench_contract::Dataset::generate())
+            .unwrap();
+        let body = msg.encode(Encoding::Json);
+        let check = Check {
+            family: Family::Rest,
+            expected: Some(Expected {
+                operation: w.operation,
+                encoding: Encoding::Json,
+                message: msg,
+            }),
+            custom_response: None,
+            full: false,
+        };
+        let state = CheckState::default();
+        assert!(check.wants_body(&state));
+        let first = Response {
+            status: 200,
+            body_len: body.len(),
+            body: Some(body.clone().into()),
+            ..Response::default()
+        };
+        check.judge(&first, &state).unwrap();
+        assert!(!check.wants_body(&state));
+        let short = Response {
+            status: 200,
+            body_len: body.len() - 1,
+            ..Response::default()
+        };
+        let err = check.judge(&short, &state).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::WrongResponse);
+        assert_eq!(
+            err.message,
+            format!("response body of {} bytes, expected {}", body.len() - 1, body.len())
+        );
+    }
+}

@@ -1,0 +1,316 @@
+//! HTTP/1.1 with keep-alive and no pipelining: `rest`, `soap` and custom
+//! HTTP/1.1 calls.
+//!
+//! The request (line, headers, body) is encoded once; each call writes those
+//! bytes and parses the response in place with `httparse` (Content-Length or
+//! chunked bodies). Bodies are read and dropped unless asked for, so a large
+//! response costs no copy.
+
+use std::rc::Rc;
+
+use bytes::{Buf, Bytes, BytesMut};
+use protobench_results::model::ErrorKind;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::net::{Counted, Endpoint, Stream};
+use super::{ByteCounters, CallError, Driver, Response};
+
+/// The HTTP/1.1 driver.
+pub(crate) struct Http1 {
+    endpoint: Endpoint,
+    request: Bytes,
+}
+
+/// One HTTP/1.1 connection.
+pub(crate) struct Conn {
+    io: Counted<Stream>,
+    buf: BytesMut,
+    usable: bool,
+}
+
+impl Http1 {
+    /// A driver sending `method path` with `headers` and `body` to `endpoint`.
+    pub(crate) fn new(
+        endpoint: Endpoint,
+        method: &str,
+        path: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Http1 {
+        let mut req = Vec::with_capacity(256 + body.len());
+        req.extend_from_slice(format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", endpoint.authority).as_bytes());
+        let has = |name: &str| headers.iter().any(|(n, _)| n.eq_ignore_ascii_case(name));
+        if !has("user-agent") {
+            req.extend_from_slice(b"User-Agent: protobench\r\n");
+        }
+        for (name, value) in headers {
+            req.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
+        if !body.is_empty() || method != "GET" {
+            req.extend_from_slice(format!("Content-Length: {}\r\n", body.len()).as_bytes());
+        }
+        req.extend_from_slice(b"\r\n");
+        req.extend_from_slice(body);
+        Http1 {
+            endpoint,
+            request: Bytes::from(req),
+        }
+    }
+}
+
+impl Driver for Http1 {
+    type Conn = Conn;
+
+    async fn connect(&self, counters: &Rc<ByteCounters>) -> Result<Conn, CallError> {
+        let io = self.endpoint.connect(counters).await?;
+        Ok(Conn {
+            io,
+            buf: BytesMut::with_capacity(64 * 1024),
+            usable: true,
+        })
+    }
+
+    async fn call(&self, conn: &mut Conn, keep_body: bool) -> Result<Response, CallError> {
+        let result = exchange(conn, &self.request, keep_body).await;
+        if result.is_err() {
+            conn.usable = false;
+        }
+        result
+    }
+
+    fn share(&self, _conn: &Conn) -> Option<Conn> {
+        None
+    }
+
+    fn is_usable(&self, conn: &Conn) -> bool {
+        conn.usable
+    }
+}
+
+const MAX_HEADERS: usize = 64;
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+struct Head {
+    status: u16,
+    head_len: usize,
+    body: BodyLength,
+    content_type: Option<String>,
+    close: bool,
+}
+
+enum BodyLength {
+    Fixed(usize),
+    Chunked,
+    UntilClose,
+}
+
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, CallError> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut resp = httparse::Response::new(&mut headers);
+    let head_len = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(e) => {
+            return Err(CallError::new(
+                ErrorKind::Other,
+                format!("invalid HTTP/1.1 response: {e}"),
+            ));
+        }
+    };
+    let status = resp.code.unwrap_or(0);
+    let mut body = BodyLength::UntilClose;
+    let mut content_type = None;
+    let mut close = resp.version == Some(0);
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n = std::str::from_utf8(h.value)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .ok_or_else(|| CallError::new(ErrorKind::Other, "invalid HTTP/1.1 response: bad content-length"))?;
+            if !matches!(body, BodyLength::Chunked) {
+                body = BodyLength::Fixed(n);
+            }
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            if h.value.windows(7).any(|w| w.eq_ignore_ascii_case(b"chunked")) {
+                body = BodyLength::Chunked;
+            }
+        } else if h.name.eq_ignore_ascii_case("content-type") {
+            content_type = Some(String::from_utf8_lossy(h.value).into_owned());
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            if h.value.eq_ignore_ascii_case(b"close") {
+                close = true;
+            } else if h.value.eq_ignore_ascii_case(b"keep-alive") {
+                close = false;
+            }
+        }
+    }
+    if status == 204 || status == 304 || (100..200).contains(&status) {
+        body = BodyLength::Fixed(0);
+    }
+    Ok(Some(Head {
+        status,
+        head_len,
+        body,
+        content_type,
+        close,
+    }))
+}
+
+/// Reads more bytes into `conn.buf`; 0 bytes read is a reset (closed mid-response).
+async fn fill(conn: &mut Conn) -> Result<usize, CallError> {
+    if conn.buf.capacity() - conn.buf.len() < 8 * 1024 {
+        conn.buf.reserve(64 * 1024);
+    }
+    let n = conn
+        .io
+        .read_buf(&mut conn.buf)
+        .await
+        .map_err(|e| CallError::io("reading the response", &e))?;
+    Ok(n)
+}
+
+async fn exchange(conn: &mut Conn, request: &[u8], keep_body: bool) -> Result<Response, CallError> {
+    conn.io
+        .write_all(request)
+        .await
+        .map_err(|e| CallError::io("writing the request", &e))?;
+    conn.buf.clear();
+    let head = loop {
+        if let Some(head) = parse_head(&conn.buf)? {
+            break head;
+        }
+        if conn.buf.len() > MAX_HEAD_BYTES {
+            return Err(CallError::new(
+                ErrorKind::Other,
+                "invalid HTTP/1.1 response: header section too large",
+            ));
+        }
+        if fill(conn).await? == 0 {
+            let what = if conn.buf.is_empty() {
+                "before responding"
+            } else {
+                "in the middle of the response head"
+            };
+            return Err(CallError::new(
+                ErrorKind::Reset,
+                format!("connection closed by the server {what}"),
+            ));
+        }
+    };
+    conn.buf.advance(head.head_len);
+    let keep = keep_body || !(200..300).contains(&head.status);
+    let mut body = if keep { Some(BytesMut::new()) } else { None };
+    let body_len = match head.body {
+        BodyLength::Fixed(len) => {
+            let mut got = 0;
+            loop {
+                let take = conn.buf.len().min(len - got);
+                if let Some(b) = body.as_mut() {
+                    b.extend_from_slice(&conn.buf[..take]);
+                }
+                conn.buf.advance(take);
+                got += take;
+                if got == len {
+                    break;
+                }
+                conn.buf.clear();
+                if fill(conn).await? == 0 {
+                    return Err(CallError::new(
+                        ErrorKind::Reset,
+                        "connection closed by the server in the middle of the body",
+                    ));
+                }
+            }
+            len
+        }
+        BodyLength::Chunked => read_chunked(conn, body.as_mut()).await?,
+        BodyLength::UntilClose => {
+            let mut got = 0;
+            loop {
+                got += conn.buf.len();
+                if let Some(b) = body.as_mut() {
+                    b.extend_from_slice(&conn.buf);
+                }
+                conn.buf.clear();
+                if fill(conn).await? == 0 {
+                    break;
+                }
+            }
+            conn.usable = false;
+            got
+        }
+    };
+    if head.close {
+        conn.usable = false;
+    }
+    Ok(Response {
+        status: head.status,
+        content_type: if keep { head.content_type } else { None },
+        body: body.map(BytesMut::freeze),
+        body_len,
+        grpc: None,
+        grpc_messages: 0,
+    })
+}
+
+/// Reads a chunked body; returns its decoded length.
+async fn read_chunked(conn: &mut Conn, mut body: Option<&mut BytesMut>) -> Result<usize, CallError> {
+    let bad = |what: &str| CallError::new(ErrorKind::Other, format!("invalid HTTP/1.1 response: {what}"));
+    let mut total = 0;
+    loop {
+        // The chunk-size line.
+        let line_end = loop {
+            if let Some(i) = conn.buf.windows(2).position(|w| w == b"\r\n") {
+                break i;
+            }
+            if conn.buf.len() > 1024 {
+                return Err(bad("chunk size line too long"));
+            }
+            if fill(conn).await? == 0 {
+                return Err(CallError::new(
+                    ErrorKind::Reset,
+                    "connection closed by the server in the middle of the body",
+                ));
+            }
+        };
+        let line = std::str::from_utf8(&conn.buf[..line_end]).map_err(|_| bad("chunk size"))?;
+        let size_hex = line.split(';').next().unwrap_or("").trim();
+        let size = usize::from_str_radix(size_hex, 16).map_err(|_| bad("chunk size"))?;
+        conn.buf.advance(line_end + 2);
+        if size == 0 {
+            // Trailers, then an empty line.
+            loop {
+                if let Some(i) = conn.buf.windows(2).position(|w| w == b"\r\n") {
+                    conn.buf.advance(i + 2);
+                    if i == 0 {
+                        return Ok(total);
+                    }
+                    continue;
+                }
+                if fill(conn).await? == 0 {
+                    return Err(CallError::new(
+                        ErrorKind::Reset,
+                        "connection closed by the server in the chunk trailer",
+                    ));
+                }
+            }
+        }
+        let mut left = size + 2;
+        while left > 0 {
+            if conn.buf.is_empty() && fill(conn).await? == 0 {
+                return Err(CallError::new(
+                    ErrorKind::Reset,
+                    "connection closed by the server in the middle of the body",
+                ));
+            }
+            let take = conn.buf.len().min(left);
+            let data = take.min(left.saturating_sub(2));
+            if let Some(b) = body.as_deref_mut() {
+                b.extend_from_slice(&conn.buf[..data]);
+            }
+            conn.buf.advance(take);
+            left -= take;
+        }
+        total += size;
+    }
+}

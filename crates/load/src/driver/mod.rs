@@ -1,0 +1,123 @@
+//! The wire side: one driver per protocol behind one small trait.
+//!
+//! A driver opens connections and makes calls on them; that is all it does.
+//! It knows nothing about time, schedules or histograms (the engine wraps
+//! each call in its own clock and limit), and it does not judge responses
+//! beyond parsing them: [`crate::check`] decides what counts as an error.
+//!
+//! | driver | protocols | wire |
+//! |---|---|---|
+//! | [`http1::Http1`] | `rest`, `soap`, custom HTTP/1.1 | pre-encoded request bytes, responses parsed with `httparse` |
+//! | [`http2::Http2`] | `rest-h2`, `grpc`, custom HTTP/2 and gRPC | the `h2` crate, one `SendRequest` shared by the streams of a connection |
+
+pub(crate) mod http1;
+pub(crate) mod http2;
+pub(crate) mod net;
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use bytes::Bytes;
+use protobench_results::model::ErrorKind;
+
+/// Why a call (or a connection attempt) failed, by kind, with a message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct CallError {
+    /// The kind it is counted under.
+    pub(crate) kind: ErrorKind,
+    /// What happened, in one line.
+    pub(crate) message: String,
+}
+
+impl CallError {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> CallError {
+        CallError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn io(context: &str, err: &std::io::Error) -> CallError {
+        use std::io::ErrorKind as K;
+        let kind = match err.kind() {
+            K::ConnectionReset | K::ConnectionAborted | K::BrokenPipe | K::UnexpectedEof | K::NotConnected => {
+                ErrorKind::Reset
+            }
+            K::TimedOut => ErrorKind::Timeout,
+            _ => ErrorKind::Other,
+        };
+        CallError::new(kind, format!("{context}: {err}"))
+    }
+}
+
+/// A gRPC status read from trailers (or a trailers-only response).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct GrpcStatus {
+    /// The numeric code (0 = OK).
+    pub(crate) code: u32,
+    /// `grpc-message`, percent-decoded.
+    pub(crate) message: String,
+}
+
+/// What a driver read back from one call.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Response {
+    /// HTTP status.
+    pub(crate) status: u16,
+    /// `content-type`, when the body was kept.
+    pub(crate) content_type: Option<String>,
+    /// The message body (gRPC: the message without its 5-byte frame), when kept.
+    pub(crate) body: Option<Bytes>,
+    /// Length of the message body (gRPC: of the message), always set.
+    pub(crate) body_len: usize,
+    /// gRPC only: the status from the trailers.
+    pub(crate) grpc: Option<GrpcStatus>,
+    /// gRPC only: how many messages the response held.
+    pub(crate) grpc_messages: u32,
+}
+
+/// Bytes written and read by one engine thread's connections, counted at the
+/// HTTP level (below HTTP, above TLS): see docs/engine.md.
+#[derive(Debug, Default)]
+pub(crate) struct ByteCounters {
+    /// Written.
+    pub(crate) sent: Cell<u64>,
+    /// Read.
+    pub(crate) received: Cell<u64>,
+}
+
+impl ByteCounters {
+    pub(crate) fn add_sent(&self, n: usize) {
+        self.sent.set(self.sent.get() + n as u64);
+    }
+
+    pub(crate) fn add_received(&self, n: usize) {
+        self.received.set(self.received.get() + n as u64);
+    }
+}
+
+/// One protocol's client. Futures are not `Send`: every engine thread runs
+/// its own single-threaded event loop with its own connections.
+#[allow(
+    async_fn_in_trait,
+    reason = "crate-internal trait used only on single-threaded runtimes"
+)]
+pub(crate) trait Driver: 'static {
+    /// An open connection (or a handle to a multiplexed one).
+    type Conn: 'static;
+
+    /// Opens one connection (TCP, TLS, HTTP/2 preface).
+    async fn connect(&self, counters: &Rc<ByteCounters>) -> Result<Self::Conn, CallError>;
+
+    /// Makes one call; `keep_body` asks for the body and content type.
+    async fn call(&self, conn: &mut Self::Conn, keep_body: bool) -> Result<Response, CallError>;
+
+    /// Another handle on the same connection for a concurrent caller, when
+    /// the protocol multiplexes (HTTP/2); `None` for HTTP/1.1.
+    fn share(&self, conn: &Self::Conn) -> Option<Self::Conn>;
+
+    /// Whether `conn` can take another call (false after `Connection: close`,
+    /// a GOAWAY or a broken stream).
+    fn is_usable(&self, conn: &Self::Conn) -> bool;
+}

@@ -1,0 +1,552 @@
+//! Workers: engine threads, each with a single-threaded event loop, its own
+//! connections, pacer and recorder (no locks on the hot path), and one
+//! coordinator that starts them together, gathers per-second reports for
+//! progress events and merges everything at the end.
+//!
+//! A thread runs `concurrency / threads` callers. Each caller loops: ask the
+//! pacer for the next intended start, sleep until then, take a connection
+//! (HTTP/1.1: its own; HTTP/2: a handle on the connection it shares), call,
+//! judge the response, record. The driver never sees a clock.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use protobench_results::model::{ErrorKind, LoadPlan};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::check::{Check, CheckState};
+use crate::driver::{ByteCounters, CallError, Driver};
+use crate::pacer::{Pace, Pacer, Schedule, Stop};
+use crate::record::{Recorder, SecondReport};
+
+/// How a thread's share of the plan looks.
+#[derive(Debug, Clone)]
+pub(crate) struct ThreadPlan {
+    pub(crate) index: usize,
+    pub(crate) connections: usize,
+    pub(crate) callers: usize,
+    pub(crate) schedule: Schedule,
+    pub(crate) stop: Stop,
+    pub(crate) warmup_ns: u64,
+    pub(crate) timeout: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) open_loop: bool,
+}
+
+/// Messages from engine threads to the coordinator.
+#[derive(Debug)]
+pub(crate) enum Msg {
+    /// Initial connections are open (or failed).
+    Ready {
+        connected: usize,
+        first_error: Option<CallError>,
+    },
+    /// One closed second.
+    Second(SecondReport),
+    /// The thread is done.
+    Done(Box<ThreadReport>),
+}
+
+/// What one thread hands back.
+#[derive(Debug)]
+pub(crate) struct ThreadReport {
+    pub(crate) recorder: Recorder,
+    pub(crate) bytes_sent: u64,
+    pub(crate) bytes_received: u64,
+    pub(crate) cpu_ns: u64,
+}
+
+/// The start signal: `Some(instant)` to go, `None` to abort.
+pub(crate) type StartSignal = watch::Receiver<Option<Option<Instant>>>;
+
+/// Splits `total` over `parts`: part `i` gets `total / parts`, plus one for the first `total % parts`.
+pub(crate) fn share(total: u64, parts: u64, i: u64) -> u64 {
+    total / parts + u64::from(i < total % parts)
+}
+
+/// The thread CPU time so far, in ns.
+pub(crate) fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+/// Runs one engine thread to completion on the current (new) thread.
+pub(crate) fn thread_main<D: Driver + Send + Sync>(
+    driver: Arc<D>,
+    check: Check,
+    plan: ThreadPlan,
+    tx: mpsc::UnboundedSender<Msg>,
+    start: StartSignal,
+    cancel: CancellationToken,
+) {
+    let cpu0 = thread_cpu_ns();
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = tx.send(Msg::Ready {
+                connected: 0,
+                first_error: Some(CallError::new(
+                    ErrorKind::Other,
+                    format!("cannot start an event loop: {e}"),
+                )),
+            });
+            return;
+        }
+    };
+    let local = tokio::task::LocalSet::new();
+    let report = local.block_on(&rt, worker(driver, check, plan, tx.clone(), start, cancel));
+    drop(local);
+    drop(rt);
+    if let Some(mut report) = report {
+        report.cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+        let _ = tx.send(Msg::Done(report));
+    }
+}
+
+/// Shared state of one thread's callers.
+struct Ctx<D: Driver> {
+    driver: Arc<D>,
+    check: Check,
+    check_state: CheckState,
+    plan: ThreadPlan,
+    pacer: RefCell<Pacer>,
+    recorder: RefCell<Recorder>,
+    counters: Rc<ByteCounters>,
+    start: Instant,
+    cancel: CancellationToken,
+    tx: mpsc::UnboundedSender<Msg>,
+    /// Callers in a call right now.
+    busy: Cell<usize>,
+}
+
+impl<D: Driver> Ctx<D> {
+    fn elapsed_ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    fn send_seconds(&self, reports: Vec<SecondReport>) {
+        for r in reports {
+            let _ = self.tx.send(Msg::Second(r));
+        }
+    }
+}
+
+/// One connection slot: HTTP/2 keeps the connection here and hands out
+/// shared handles; HTTP/1.1 hands the connection itself to its one caller.
+struct ConnCell<D: Driver> {
+    current: RefCell<Option<D::Conn>>,
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl<D: Driver> ConnCell<D> {
+    fn new() -> ConnCell<D> {
+        ConnCell {
+            current: RefCell::new(None),
+            connecting: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn try_share(&self, driver: &D) -> Option<D::Conn> {
+        let mut cur = self.current.borrow_mut();
+        match cur.as_ref() {
+            Some(c) if driver.is_usable(c) => driver.share(c),
+            Some(_) => {
+                *cur = None;
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// A usable connection handle, opening a connection if there is none.
+    async fn acquire(&self, ctx: &Ctx<D>) -> Result<D::Conn, CallError> {
+        if let Some(c) = self.try_share(&ctx.driver) {
+            return Ok(c);
+        }
+        let _guard = self.connecting.lock().await;
+        if let Some(c) = self.try_share(&ctx.driver) {
+            return Ok(c);
+        }
+        let t0 = Instant::now();
+        let conn = match tokio::time::timeout(ctx.plan.connect_timeout, ctx.driver.connect(&ctx.counters)).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(CallError::new(
+                    ErrorKind::Connect,
+                    format!(
+                        "connecting timed out after {}",
+                        crate::fmt_duration(ctx.plan.connect_timeout)
+                    ),
+                ));
+            }
+        };
+        {
+            let mut rec = ctx.recorder.borrow_mut();
+            rec.connect.saturating_record(t0.elapsed().as_nanos() as u64);
+            rec.connections_opened += 1;
+        }
+        match ctx.driver.share(&conn) {
+            Some(handle) => {
+                *self.current.borrow_mut() = Some(conn);
+                Ok(handle)
+            }
+            None => Ok(conn),
+        }
+    }
+}
+
+async fn worker<D: Driver>(
+    driver: Arc<D>,
+    check: Check,
+    plan: ThreadPlan,
+    tx: mpsc::UnboundedSender<Msg>,
+    mut start: StartSignal,
+    cancel: CancellationToken,
+) -> Option<Box<ThreadReport>> {
+    let counters = Rc::new(ByteCounters::default());
+    let recorder = Recorder::new(plan.warmup_ns);
+    let pacer = Pacer::new(plan.schedule, plan.stop, plan.warmup_ns);
+    let ctx = Rc::new(Ctx {
+        driver,
+        check,
+        check_state: CheckState::default(),
+        pacer: RefCell::new(pacer),
+        recorder: RefCell::new(recorder),
+        counters,
+        start: Instant::now(),
+        cancel: cancel.clone(),
+        tx: tx.clone(),
+        busy: Cell::new(0),
+        plan,
+    });
+    // Open the initial connections, all at once.
+    let cells: Vec<Rc<ConnCell<D>>> = (0..ctx.plan.connections).map(|_| Rc::new(ConnCell::new())).collect();
+    let opened = futures_join_all(cells.iter().map(|cell| {
+        let cell = cell.clone();
+        let ctx = ctx.clone();
+        async move { cell.acquire(&ctx).await }
+    }))
+    .await;
+    let mut first_error = None;
+    let mut connected = 0;
+    let mut handles: Vec<Option<D::Conn>> = Vec::new();
+    for r in opened {
+        match r {
+            Ok(c) => {
+                connected += 1;
+                handles.push(Some(c));
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+                handles.push(None);
+            }
+        }
+    }
+    let _ = tx.send(Msg::Ready { connected, first_error });
+    // Wait for the common start (or an abort).
+    let start_at = loop {
+        if let Some(decision) = *start.borrow_and_update() {
+            break decision;
+        }
+        if start.changed().await.is_err() {
+            break None;
+        }
+    };
+    let start_at = start_at?;
+    // Rebuild the context with the common start instant.
+    let ctx = {
+        let Ok(inner) = Rc::try_unwrap(ctx) else {
+            unreachable!("no other holder")
+        };
+        Rc::new(Ctx {
+            start: start_at,
+            ..inner
+        })
+    };
+    tokio::time::sleep_until(start_at.into()).await;
+    // HTTP/1.1: each caller owns the connection it was given; HTTP/2: the
+    // initial handle goes back, callers share the cell's connection.
+    let mut callers = Vec::with_capacity(ctx.plan.callers);
+    for i in 0..ctx.plan.callers {
+        let cell = cells[i % cells.len().max(1)].clone();
+        let own = if i < handles.len() { handles[i].take() } else { None };
+        callers.push(tokio::task::spawn_local(caller(ctx.clone(), cell, own)));
+    }
+    let ticker = tokio::task::spawn_local(ticker(ctx.clone()));
+    for c in callers {
+        let _ = c.await;
+    }
+    ticker.abort();
+    let _ = ticker.await;
+    let mut rec = ctx.recorder.borrow_mut();
+    let until = ctx.elapsed_ns().max(rec.last_completion_ns);
+    let closed = rec.roll_to(until);
+    ctx.send_seconds(closed);
+    let last = rec.finish_seconds();
+    let _ = ctx.tx.send(Msg::Second(last));
+    let (s0, r0) = rec
+        .bytes_at_measure_start
+        .unwrap_or((ctx.counters.sent.get(), ctx.counters.received.get()));
+    let recorder = std::mem::replace(&mut *rec, Recorder::new(0));
+    Some(Box::new(ThreadReport {
+        recorder,
+        bytes_sent: ctx.counters.sent.get() - s0,
+        bytes_received: ctx.counters.received.get() - r0,
+        cpu_ns: 0,
+    }))
+}
+
+/// Polls futures concurrently and returns their outputs in order.
+async fn futures_join_all<F: std::future::Future>(futs: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let handles: Vec<_> = futs.map(|f| Box::pin(f)).collect();
+    let mut out: Vec<Option<F::Output>> = (0..handles.len()).map(|_| None).collect();
+    let mut handles: Vec<Option<_>> = handles.into_iter().map(Some).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, h) in handles.iter_mut().enumerate() {
+            if let Some(f) = h {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        out[i] = Some(v);
+                        *h = None;
+                    }
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().map(|o| o.expect("every future completed")).collect()
+}
+
+/// Closes seconds on time even when no call completes (a stalled server).
+async fn ticker<D: Driver>(ctx: Rc<Ctx<D>>) {
+    let first = ctx.start + Duration::from_nanos(ctx.plan.warmup_ns) + Duration::from_secs(1);
+    let mut interval = tokio::time::interval_at(first.into(), Duration::from_secs(1));
+    loop {
+        interval.tick().await;
+        let now = ctx.elapsed_ns();
+        let closed = ctx.recorder.borrow_mut().roll_to(now);
+        ctx.send_seconds(closed);
+    }
+}
+
+async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Option<D::Conn>) {
+    let open_loop = ctx.plan.open_loop;
+    loop {
+        if ctx.cancel.is_cancelled() {
+            return;
+        }
+        let now_ns = ctx.elapsed_ns();
+        let pace = ctx.pacer.borrow_mut().pace(now_ns);
+        let Pace::Go { intended_ns, measured } = pace else {
+            return;
+        };
+        if intended_ns > now_ns {
+            let at = ctx.start + Duration::from_nanos(intended_ns);
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = ctx.cancel.cancelled() => return,
+            }
+        } else if open_loop && measured && ctx.busy.get() + 1 >= ctx.plan.callers && intended_ns + 1_000_000 < now_ns {
+            // Every caller was busy when this call was due.
+            ctx.recorder.borrow_mut().starved += 1;
+        }
+        let started_ns = ctx.elapsed_ns();
+        if measured {
+            let mut rec = ctx.recorder.borrow_mut();
+            if rec.bytes_at_measure_start.is_none() {
+                rec.bytes_at_measure_start = Some((ctx.counters.sent.get(), ctx.counters.received.get()));
+            }
+            rec.started += 1;
+            if open_loop {
+                rec.lag.saturating_record(started_ns.saturating_sub(intended_ns));
+            }
+        }
+        ctx.busy.set(ctx.busy.get() + 1);
+        let outcome = one_call(&ctx, &cell, &mut conn).await;
+        ctx.busy.set(ctx.busy.get() - 1);
+        let Some(outcome) = outcome else { return };
+        let ended_ns = ctx.elapsed_ns();
+        let connect_failed = matches!(&outcome, Err(e) if e.kind == ErrorKind::Connect);
+        {
+            let mut rec = ctx.recorder.borrow_mut();
+            rec.all_calls += 1;
+            if measured {
+                let closed = rec.roll_to(ended_ns);
+                ctx.send_seconds(closed);
+                match &outcome {
+                    Ok(()) => rec.success(intended_ns, started_ns, ended_ns),
+                    Err(e) => rec.failure(e.kind, &e.message, ended_ns),
+                }
+            }
+        }
+        if connect_failed && !open_loop {
+            // Closed loop against a refusing server: do not spin.
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+                _ = ctx.cancel.cancelled() => return,
+            }
+        }
+    }
+}
+
+/// One call with its time limit; `None` when the run was cancelled meanwhile.
+async fn one_call<D: Driver>(
+    ctx: &Ctx<D>,
+    cell: &ConnCell<D>,
+    conn: &mut Option<D::Conn>,
+) -> Option<Result<(), CallError>> {
+    if conn.as_ref().is_some_and(|c| !ctx.driver.is_usable(c)) {
+        *conn = None;
+    }
+    let result = async {
+        if conn.is_none() {
+            *conn = Some(cell.acquire(ctx).await?);
+        }
+        let c = conn.as_mut().expect("just set");
+        let keep = ctx.check.wants_body(&ctx.check_state);
+        let resp = match tokio::time::timeout(ctx.plan.timeout, ctx.driver.call(c, keep)).await {
+            Ok(r) => r?,
+            Err(_) => {
+                // The connection's state is unknown (HTTP/1.1) or the stream is
+                // dropped (HTTP/2, reset by h2): never reuse an HTTP/1.1 one.
+                if ctx.driver.share(c).is_none() {
+                    *conn = None;
+                }
+                return Err(CallError::new(
+                    ErrorKind::Timeout,
+                    format!("no response within {}", crate::fmt_duration(ctx.plan.timeout)),
+                ));
+            }
+        };
+        ctx.check.judge(&resp, &ctx.check_state)
+    };
+    tokio::select! {
+        r = result => Some(r),
+        _ = ctx.cancel.cancelled() => None,
+    }
+}
+
+/// Merges per-second reports from all threads into timeline points.
+/// One second being gathered: threads reported, successes, errors, latency.
+type PendingSecond = (usize, u64, u64, Option<Histogram<u64>>);
+
+#[derive(Default)]
+pub(crate) struct Timeline {
+    pending: std::collections::BTreeMap<u32, PendingSecond>,
+    pub(crate) points: Vec<protobench_results::model::TimelinePoint>,
+}
+
+impl Timeline {
+    /// Adds one thread's second; returns the point when all `threads` reported it.
+    pub(crate) fn add(&mut self, r: SecondReport, threads: usize) -> Option<protobench_results::model::TimelinePoint> {
+        let e = self.pending.entry(r.second).or_insert((0, 0, 0, None));
+        e.0 += 1;
+        e.1 += r.successes;
+        e.2 += r.errors;
+        if let Some(h) = r.latency {
+            match &mut e.3 {
+                Some(acc) => {
+                    let _ = acc.add(&h);
+                }
+                None => e.3 = Some(h),
+            }
+        }
+        if e.0 >= threads {
+            let second = r.second;
+            let e = self.pending.remove(&second).expect("present");
+            let p = point(second, e);
+            self.points.push(p);
+            return Some(p);
+        }
+        None
+    }
+
+    /// Closes what is left, in order.
+    pub(crate) fn finish(mut self) -> Vec<protobench_results::model::TimelinePoint> {
+        let rest = std::mem::take(&mut self.pending);
+        for (second, e) in rest {
+            self.points.push(point(second, e));
+        }
+        self.points.sort_by_key(|p| p.second);
+        self.points
+    }
+}
+
+fn point(second: u32, e: PendingSecond) -> protobench_results::model::TimelinePoint {
+    let (p50, p99) =
+        e.3.map(|h| (h.value_at_quantile(0.5), h.value_at_quantile(0.99)))
+            .unwrap_or((0, 0));
+    protobench_results::model::TimelinePoint {
+        second,
+        successes: e.1,
+        errors: e.2,
+        p50_ns: p50,
+        p99_ns: p99,
+    }
+}
+
+/// The thread share of a plan.
+pub(crate) fn thread_plans(plan: &LoadPlan, threads: usize) -> Vec<ThreadPlan> {
+    let t = threads as u64;
+    (0..t)
+        .map(|i| {
+            let schedule = match plan.rate {
+                None => Schedule::Closed,
+                Some(rate) => {
+                    let thread_rate = rate / t as f64;
+                    match plan.arrival {
+                        protobench_results::model::Arrival::Uniform => Schedule::Uniform {
+                            interval_ns: 1e9 / thread_rate,
+                            phase_ns: i as f64 * 1e9 / rate,
+                        },
+                        protobench_results::model::Arrival::Poisson => Schedule::Poisson {
+                            mean_interval_ns: 1e9 / thread_rate,
+                            seed: 0x9e37 + i,
+                        },
+                    }
+                }
+            };
+            let stop = match (plan.requests, plan.duration_ns) {
+                (Some(n), _) => Stop::Requests(share(n, t, i)),
+                (None, Some(d)) => Stop::Duration(d),
+                (None, None) => Stop::Duration(10_000_000_000),
+            };
+            ThreadPlan {
+                index: i as usize,
+                connections: share(u64::from(plan.connections), t, i) as usize,
+                callers: share(u64::from(plan.concurrency), t, i) as usize,
+                schedule,
+                stop,
+                warmup_ns: plan.warmup_ns,
+                timeout: Duration::from_nanos(plan.timeout_ns),
+                connect_timeout: Duration::from_nanos(plan.connect_timeout_ns),
+                open_loop: plan.rate.is_some(),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_add_up_and_differ_by_at_most_one() {
+        for (total, parts) in [(10, 3), (1, 4), (1000, 2), (7, 7)] {
+            let s: Vec<u64> = (0..parts).map(|i| share(total, parts, i)).collect();
+            assert_eq!(s.iter().sum::<u64>(), total);
+            assert!(s.iter().max().unwrap() - s.iter().min().unwrap() <= 1);
+        }
+    }
+}

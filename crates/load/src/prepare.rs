@@ -1,0 +1,375 @@
+//! From a validated plan to a ready driver and its checks: resolve the
+//! target, encode the request once, compile custom `.proto` files.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use prost::Message as _;
+use protobench_contract::{Dataset, Encoding, HttpMethod, Operation, workload};
+use protobench_results::model::{CustomCall, LoadPlan, TlsPlan, Validation};
+
+use crate::LoadError;
+use crate::check::{Check, Expected, Family};
+use crate::driver::http1::Http1;
+use crate::driver::http2::Http2;
+use crate::driver::net::Endpoint;
+
+/// A driver of either wire.
+pub(crate) enum AnyDriver {
+    Http1(Http1),
+    Http2(Box<Http2>),
+}
+
+/// What a run needs before it opens a socket.
+pub(crate) struct Prepared {
+    pub(crate) driver: AnyDriver,
+    pub(crate) check: Check,
+    pub(crate) addr: SocketAddr,
+}
+
+/// A target split into its parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    pub(crate) authority: String,
+    pub(crate) path: Option<String>,
+    pub(crate) https: bool,
+}
+
+/// Splits `host:port`, `http://host:port/path` or `https://...`.
+pub(crate) fn parse_target(target: &str) -> Target {
+    let (https, rest) = if let Some(r) = target.strip_prefix("https://") {
+        (true, r)
+    } else if let Some(r) = target.strip_prefix("http://") {
+        (false, r)
+    } else {
+        (false, target)
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], Some(rest[i..].to_owned())),
+        None => (rest, None),
+    };
+    let authority = if authority.contains(':') && !authority.ends_with(']') {
+        authority.to_owned()
+    } else {
+        format!("{authority}:{}", if https { 443 } else { 80 })
+    };
+    Target { authority, path, https }
+}
+
+/// Resolves `authority` within `limit`.
+pub(crate) async fn resolve(authority: &str, limit: Duration) -> Result<SocketAddr, LoadError> {
+    let lookup = tokio::time::timeout(limit, tokio::net::lookup_host(authority.to_owned())).await;
+    let err = |source| LoadError::Resolve {
+        target: authority.to_owned(),
+        source,
+    };
+    match lookup {
+        Err(_) => Err(err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "name lookup timed out",
+        ))),
+        Ok(Err(e)) => Err(err(e)),
+        Ok(Ok(mut addrs)) => addrs
+            .next()
+            .ok_or_else(|| err(std::io::Error::new(std::io::ErrorKind::NotFound, "no address found"))),
+    }
+}
+
+/// The family and default ALPN of a protocol name.
+pub(crate) fn family_of(protocol: &str) -> (Family, bool) {
+    match protocol {
+        "rest" => (Family::Rest, false),
+        "rest-h2" => (Family::Rest, true),
+        "grpc" => (Family::Grpc, true),
+        _ => (Family::Soap, false),
+    }
+}
+
+/// The TLS settings in force: the plan's, or defaults for an `https://` target.
+pub(crate) fn tls_of(plan: &LoadPlan, target: &Target) -> Option<TlsPlan> {
+    plan.tls.clone().or_else(|| target.https.then(TlsPlan::default))
+}
+
+/// Builds the driver for a contract workload's request in `encoding`-specific form.
+pub(crate) fn contract_driver(
+    protocol: &str,
+    endpoint: Endpoint,
+    operation: Operation,
+    request_body: &[u8],
+    request_path: &str,
+    extra: &[(String, String)],
+) -> Result<AnyDriver, LoadError> {
+    let (family, h2) = family_of(protocol);
+    Ok(match family {
+        Family::Rest => {
+            let method = match operation.http_method() {
+                HttpMethod::Get => "GET",
+                HttpMethod::Post => "POST",
+            };
+            let body: &[u8] = if method == "GET" { &[] } else { request_body };
+            let mut headers: Vec<(String, String)> = vec![("Accept".into(), "application/json".into())];
+            if !body.is_empty() || method != "GET" {
+                headers.push(("Content-Type".into(), "application/json".into()));
+            }
+            headers.extend_from_slice(extra);
+            if h2 {
+                AnyDriver::Http2(Box::new(Http2::new(
+                    endpoint,
+                    method,
+                    request_path,
+                    &headers,
+                    body,
+                    false,
+                )?))
+            } else {
+                AnyDriver::Http1(Http1::new(endpoint, method, request_path, &headers, body))
+            }
+        }
+        Family::Grpc => AnyDriver::Http2(Box::new(Http2::new(
+            endpoint,
+            "POST",
+            operation.grpc_path(),
+            extra,
+            request_body,
+            true,
+        )?)),
+        Family::Soap => {
+            let mut headers = vec![
+                ("Content-Type".into(), protobench_contract::soap::CONTENT_TYPE.into()),
+                ("SOAPAction".into(), format!("\"{}\"", operation.soap_action())),
+            ];
+            headers.extend_from_slice(extra);
+            AnyDriver::Http1(Http1::new(endpoint, "POST", "/soap", &headers, request_body))
+        }
+    })
+}
+
+/// The encoding a protocol carries.
+pub(crate) fn encoding_of(protocol: &str) -> Encoding {
+    match family_of(protocol).0 {
+        Family::Rest => Encoding::Json,
+        Family::Grpc => Encoding::Protobuf,
+        Family::Soap => Encoding::Xml,
+    }
+}
+
+/// ALPN offered for a protocol.
+pub(crate) fn alpn_of(protocol: &str) -> &'static [&'static [u8]] {
+    if family_of(protocol).1 {
+        &[b"h2"]
+    } else {
+        &[b"http/1.1"]
+    }
+}
+
+/// Prepares a run: resolves, builds the request and the checks.
+pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
+    let target = parse_target(&plan.target);
+    let addr = resolve(&target.authority, Duration::from_nanos(plan.connect_timeout_ns)).await?;
+    let tls = tls_of(plan, &target);
+    let endpoint = Endpoint::new(addr, target.authority.clone(), tls.as_ref(), alpn_of(&plan.protocol))?;
+    let (family, h2) = family_of(&plan.protocol);
+    let full = plan.validate == Validation::Full;
+    if let Some(name) = &plan.workload {
+        let w = workload::find(name)
+            .ok_or_else(|| LoadError::Plan(crate::PlanError::UnknownWorkload(workload::unknown(name))))?;
+        let request = w.request();
+        let encoding = encoding_of(&plan.protocol);
+        let body = request.encode_request(w.operation, encoding);
+        let path = w.operation.rest_path(&request);
+        let extra: Vec<(String, String)> = plan
+            .custom
+            .iter()
+            .flat_map(|c| c.headers.iter().map(|h| (h.name.clone(), h.value.clone())))
+            .collect();
+        let driver = contract_driver(&plan.protocol, endpoint, w.operation, &body, &path, &extra)?;
+        let message = w
+            .operation
+            .respond(&request, &Dataset::generate())
+            .map_err(|e| LoadError::Input {
+                what: format!("the expected response of workload {name}"),
+                source: Box::new(e),
+            })?;
+        let check = Check {
+            family,
+            expected: Some(Expected {
+                operation: w.operation,
+                encoding,
+                message,
+            }),
+            custom_response: None,
+            full,
+        };
+        return Ok(Prepared { driver, check, addr });
+    }
+    let custom = plan.custom.clone().unwrap_or_default();
+    let headers: Vec<(String, String)> = custom
+        .headers
+        .iter()
+        .map(|h| (h.name.clone(), h.value.clone()))
+        .collect();
+    let body = match &custom.body_file {
+        Some(path) => std::fs::read(path).map_err(|e| LoadError::Input {
+            what: format!("body file {}", path.display()),
+            source: Box::new(e),
+        })?,
+        None => Vec::new(),
+    };
+    let path = custom
+        .path
+        .clone()
+        .or(target.path.clone())
+        .unwrap_or_else(|| "/".into());
+    let (driver, custom_response) = match family {
+        Family::Grpc => {
+            let (method_path, request, response) = custom_grpc(&custom)?;
+            (
+                AnyDriver::Http2(Box::new(Http2::new(
+                    endpoint,
+                    "POST",
+                    &method_path,
+                    &headers,
+                    &request,
+                    true,
+                )?)),
+                Some(response),
+            )
+        }
+        Family::Rest | Family::Soap => {
+            let method = custom
+                .method
+                .clone()
+                .unwrap_or_else(|| if body.is_empty() { "GET" } else { "POST" }.into());
+            let mut headers = headers;
+            if family == Family::Soap {
+                let has = |n: &str| headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(n));
+                if !has("content-type") {
+                    headers.push(("Content-Type".into(), protobench_contract::soap::CONTENT_TYPE.into()));
+                }
+                if let Some(action) = &custom.soap_action {
+                    headers.push(("SOAPAction".into(), format!("\"{}\"", action.trim_matches('"'))));
+                }
+            }
+            let driver = if h2 {
+                AnyDriver::Http2(Box::new(Http2::new(endpoint, &method, &path, &headers, &body, false)?))
+            } else {
+                AnyDriver::Http1(Http1::new(endpoint, &method, &path, &headers, &body))
+            };
+            (driver, None)
+        }
+    };
+    let check = Check {
+        family,
+        expected: None,
+        custom_response: if full { custom_response } else { None },
+        full,
+    };
+    Ok(Prepared { driver, check, addr })
+}
+
+/// Compiles the `.proto` files and encodes the JSON data as the method's
+/// input: returns the gRPC path, the request bytes and the response type.
+pub(crate) fn custom_grpc(
+    custom: &CustomCall,
+) -> Result<(String, Vec<u8>, prost_reflect::MessageDescriptor), LoadError> {
+    let input = |what: String, source: Box<dyn std::error::Error + Send + Sync>| LoadError::Input { what, source };
+    let mut includes: Vec<PathBuf> = custom.import_paths.clone();
+    for f in &custom.proto_files {
+        let dir = f.parent().map(|p| {
+            if p.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                p.to_owned()
+            }
+        });
+        if let Some(dir) = dir
+            && !includes.contains(&dir)
+        {
+            includes.push(dir);
+        }
+    }
+    let files: Vec<PathBuf> = custom
+        .proto_files
+        .iter()
+        .map(|f| {
+            includes
+                .iter()
+                .find_map(|inc| f.strip_prefix(inc).ok().map(PathBuf::from))
+                .unwrap_or_else(|| f.file_name().map(PathBuf::from).unwrap_or_else(|| f.clone()))
+        })
+        .collect();
+    let names: Vec<String> = custom.proto_files.iter().map(|p| p.display().to_string()).collect();
+    let pool = protox::Compiler::new(&includes)
+        .and_then(|mut c| {
+            c.include_imports(true);
+            c.open_files(&files)?;
+            Ok(c.descriptor_pool())
+        })
+        .map_err(|e| input(format!("compiling {}", names.join(", ")), Box::new(e)))?;
+    let call = custom.call.clone().unwrap_or_default();
+    let wanted = call.trim_start_matches('/').to_owned();
+    let mut all = Vec::new();
+    let mut found = None;
+    for service in pool.services() {
+        for method in service.methods() {
+            let slash = format!("{}/{}", service.full_name(), method.name());
+            let dot = format!("{}.{}", service.full_name(), method.name());
+            if wanted == slash || wanted == dot {
+                found = Some(method.clone());
+            }
+            all.push(slash);
+        }
+    }
+    let method = found.ok_or_else(|| LoadError::UnknownMethod {
+        method: call.clone(),
+        methods: if all.is_empty() { "none".into() } else { all.join(", ") },
+    })?;
+    if method.is_client_streaming() || method.is_server_streaming() {
+        return Err(LoadError::Input {
+            what: format!("gRPC method {wanted}"),
+            source: "only unary methods can be called".into(),
+        });
+    }
+    let data = custom.data.clone().unwrap_or_else(|| "{}".into());
+    let mut de = serde_json::Deserializer::from_str(&data);
+    let message = prost_reflect::DynamicMessage::deserialize(method.input(), &mut de)
+        .and_then(|m| de.end().map(|_| m))
+        .map_err(|e| input(format!("--data as {}", method.input().full_name()), Box::new(e)))?;
+    let path = format!("/{}/{}", method.parent_service().full_name(), method.name());
+    Ok((path, message.encode_to_vec(), method.output()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_split_into_authority_path_and_scheme() {
+        let t = |s: &str| parse_target(s);
+        assert_eq!(
+            t("127.0.0.1:8080"),
+            Target {
+                authority: "127.0.0.1:8080".into(),
+                path: None,
+                https: false
+            }
+        );
+        assert_eq!(
+            t("https://example.com/a/b?c=1"),
+            Target {
+                authority: "example.com:443".into(),
+                path: Some("/a/b?c=1".into()),
+                https: true
+            }
+        );
+        assert_eq!(
+            t("http://[::1]:9/x"),
+            Target {
+                authority: "[::1]:9".into(),
+                path: Some("/x".into()),
+                https: false
+            }
+        );
+    }
+}

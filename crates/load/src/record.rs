@@ -1,0 +1,228 @@
+//! Recording: one set of HDR histograms per engine thread, no lock on the hot
+//! path, merged once at the end. Nothing here keeps individual samples.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+use protobench_results::model::{ErrorCount, ErrorKind, LatencySummary};
+
+/// Lowest value told apart: 1 us (values are nanoseconds).
+const LOWEST_NS: u64 = 1_000;
+/// Highest value recorded: 1 hour (larger values are clamped).
+const HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
+
+/// A latency histogram in nanoseconds, 1 us to 1 h, 3 significant digits.
+pub(crate) fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, 3).expect("valid histogram bounds")
+}
+
+/// The summary of a histogram.
+pub(crate) fn summary(h: &Histogram<u64>) -> LatencySummary {
+    if h.is_empty() {
+        return LatencySummary::default();
+    }
+    LatencySummary {
+        count: h.len(),
+        min_ns: h.min(),
+        mean_ns: h.mean().round() as u64,
+        p50_ns: h.value_at_quantile(0.50),
+        p90_ns: h.value_at_quantile(0.90),
+        p95_ns: h.value_at_quantile(0.95),
+        p99_ns: h.value_at_quantile(0.99),
+        p999_ns: h.value_at_quantile(0.999),
+        max_ns: h.max(),
+    }
+}
+
+/// Errors by kind: count and the first message.
+#[derive(Debug, Default)]
+pub(crate) struct Errors(BTreeMap<ErrorKind, (u64, String)>);
+
+impl Errors {
+    pub(crate) fn add(&mut self, kind: ErrorKind, message: &str) {
+        self.0.entry(kind).or_insert_with(|| (0, message.to_owned())).0 += 1;
+    }
+
+    pub(crate) fn merge(&mut self, other: Errors) {
+        for (kind, (count, sample)) in other.0 {
+            self.0.entry(kind).or_insert_with(|| (0, sample)).0 += count;
+        }
+    }
+
+    pub(crate) fn total(&self) -> u64 {
+        self.0.values().map(|(c, _)| c).sum()
+    }
+
+    /// Most frequent first.
+    pub(crate) fn into_counts(self) -> Vec<ErrorCount> {
+        let mut v: Vec<ErrorCount> = self
+            .0
+            .into_iter()
+            .map(|(kind, (count, sample))| ErrorCount { kind, count, sample })
+            .collect();
+        v.sort_by(|a, b| b.count.cmp(&a.count).then(a.kind.cmp(&b.kind)));
+        v
+    }
+}
+
+/// One second of one thread, sent to the coordinator.
+#[derive(Debug)]
+pub(crate) struct SecondReport {
+    pub(crate) second: u32,
+    pub(crate) successes: u64,
+    pub(crate) errors: u64,
+    pub(crate) latency: Option<Histogram<u64>>,
+}
+
+/// What one engine thread recorded.
+#[derive(Debug)]
+pub(crate) struct Recorder {
+    pub(crate) latency: Histogram<u64>,
+    pub(crate) service: Histogram<u64>,
+    pub(crate) lag: Histogram<u64>,
+    pub(crate) connect: Histogram<u64>,
+    pub(crate) connections_opened: u64,
+    pub(crate) errors: Errors,
+    pub(crate) successes: u64,
+    pub(crate) failures: u64,
+    /// Measured calls started.
+    pub(crate) started: u64,
+    /// Every call made, warm-up included.
+    pub(crate) all_calls: u64,
+    /// Open loop: measured calls that found every caller of the thread busy at
+    /// their intended start (the concurrency limit, not the generator, delayed them).
+    pub(crate) starved: u64,
+    /// Completion time of the last measured call, since the run's start.
+    pub(crate) last_completion_ns: u64,
+    /// Byte counters when the first measured call started.
+    pub(crate) bytes_at_measure_start: Option<(u64, u64)>,
+    second: u32,
+    second_successes: u64,
+    second_errors: u64,
+    second_latency: Option<Histogram<u64>>,
+    warmup_ns: u64,
+}
+
+impl Recorder {
+    pub(crate) fn new(warmup_ns: u64) -> Recorder {
+        Recorder {
+            latency: histogram(),
+            service: histogram(),
+            lag: histogram(),
+            connect: histogram(),
+            connections_opened: 0,
+            errors: Errors::default(),
+            successes: 0,
+            failures: 0,
+            started: 0,
+            all_calls: 0,
+            starved: 0,
+            last_completion_ns: 0,
+            bytes_at_measure_start: None,
+            second: 0,
+            second_successes: 0,
+            second_errors: 0,
+            second_latency: None,
+            warmup_ns,
+        }
+    }
+
+    /// The second of the measured window that `at_ns` (since the run's start) falls in.
+    fn second_of(&self, at_ns: u64) -> u32 {
+        (at_ns.saturating_sub(self.warmup_ns) / 1_000_000_000) as u32
+    }
+
+    /// Closes every second before the one containing `at_ns`, returning them.
+    pub(crate) fn roll_to(&mut self, at_ns: u64) -> Vec<SecondReport> {
+        let target = self.second_of(at_ns);
+        let mut out = Vec::new();
+        while self.second < target {
+            out.push(self.take_second());
+            self.second += 1;
+        }
+        out
+    }
+
+    /// Closes the current second too (at the end of the run).
+    pub(crate) fn finish_seconds(&mut self) -> SecondReport {
+        self.take_second()
+    }
+
+    fn take_second(&mut self) -> SecondReport {
+        let r = SecondReport {
+            second: self.second,
+            successes: self.second_successes,
+            errors: self.second_errors,
+            latency: self.second_latency.take(),
+        };
+        self.second_successes = 0;
+        self.second_errors = 0;
+        r
+    }
+
+    /// Records a successful measured call.
+    pub(crate) fn success(&mut self, intended_ns: u64, started_ns: u64, ended_ns: u64) {
+        let latency = ended_ns.saturating_sub(intended_ns);
+        self.latency.saturating_record(latency);
+        self.service.saturating_record(ended_ns.saturating_sub(started_ns));
+        self.successes += 1;
+        self.second_successes += 1;
+        self.second_latency
+            .get_or_insert_with(histogram)
+            .saturating_record(latency);
+        self.last_completion_ns = self.last_completion_ns.max(ended_ns);
+    }
+
+    /// Records a failed measured call.
+    pub(crate) fn failure(&mut self, kind: ErrorKind, message: &str, ended_ns: u64) {
+        self.errors.add(kind, message);
+        self.failures += 1;
+        self.second_errors += 1;
+        self.last_completion_ns = self.last_completion_ns.max(ended_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_keep_the_first_message_and_sort_by_count() {
+        let mut e = Errors::default();
+        e.add(ErrorKind::Reset, "first reset");
+        e.add(ErrorKind::HttpStatus, "http status 500 (expected 200)");
+        e.add(ErrorKind::HttpStatus, "http status 503 (expected 200)");
+        let mut other = Errors::default();
+        other.add(ErrorKind::Reset, "second reset");
+        e.merge(other);
+        let v = e.into_counts();
+        assert_eq!(
+            (v[0].kind, v[0].count, v[0].sample.as_str()),
+            (ErrorKind::Reset, 2, "first reset")
+        );
+        assert_eq!(
+            (v[1].kind, v[1].count, v[1].sample.as_str()),
+            (ErrorKind::HttpStatus, 2, "http status 500 (expected 200)")
+        );
+    }
+
+    #[test]
+    fn seconds_roll_over_including_empty_ones() {
+        let mut r = Recorder::new(1_000_000_000);
+        r.success(1_000_000_000, 1_000_000_000, 1_100_000_000);
+        let closed = r.roll_to(3_500_000_000);
+        let seen: Vec<_> = closed.iter().map(|s| (s.second, s.successes)).collect();
+        assert_eq!(seen, vec![(0, 1), (1, 0)]);
+        assert_eq!(r.finish_seconds().second, 2);
+    }
+
+    #[test]
+    fn histogram_spans_microseconds_to_minutes_with_3_digits() {
+        let mut h = histogram();
+        h.record(1_234_567).unwrap();
+        h.record(600 * 1_000_000_000).unwrap();
+        let s = summary(&h);
+        assert!(s.min_ns.abs_diff(1_234_567) <= 1_235, "{}", s.min_ns);
+        assert!(s.max_ns.abs_diff(600_000_000_000) <= 600_000_000, "{}", s.max_ns);
+    }
+}

@@ -1,0 +1,399 @@
+//! `verify`: send each workload's vector request through the protocol's
+//! driver and compare status, content type and the decoded body with the
+//! vector's expected response, reporting the first difference by path
+//! (`items[3].unitPrice`), never whole bodies.
+
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Duration;
+
+use protobench_contract::{Encoding, Message, Workload, vectors};
+use protobench_results::model::TlsPlan;
+use serde_json::Value;
+
+use crate::LoadError;
+use crate::check::Family;
+use crate::driver::{ByteCounters, Driver, Response};
+use crate::prepare::{self, AnyDriver};
+
+/// What verify found for one workload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The response matched.
+    Ok,
+    /// The response differed; `found` and `expected` are short.
+    Fail {
+        /// What the server sent (the first difference).
+        found: String,
+        /// What the vector says.
+        expected: String,
+    },
+    /// The call could not be made (connection, timeout, missing vector).
+    Error(String),
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Ok => f.write_str("ok"),
+            Outcome::Fail { found, expected } => {
+                write!(f, "FAIL: found {found}, expected {expected}")
+            }
+            Outcome::Error(e) => write!(f, "FAIL: {e}"),
+        }
+    }
+}
+
+/// One workload's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadVerdict {
+    /// The workload's name.
+    pub workload: String,
+    /// What was found.
+    pub outcome: Outcome,
+}
+
+/// Every workload's verdict, in the order asked.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VerifyReport {
+    /// Per workload.
+    pub verdicts: Vec<WorkloadVerdict>,
+}
+
+impl VerifyReport {
+    /// Whether every workload passed.
+    pub fn passed(&self) -> bool {
+        self.verdicts.iter().all(|v| v.outcome == Outcome::Ok)
+    }
+}
+
+/// Verifies `workloads` of a server at `target` speaking `protocol` against
+/// the vectors in `contract_dir`. Fails only when the target cannot be
+/// resolved or the TLS settings are unusable; a server that cannot be reached
+/// gets an error verdict per workload.
+pub async fn verify(
+    protocol: &str,
+    target: &str,
+    tls: Option<&TlsPlan>,
+    workloads: &[&'static Workload],
+    contract_dir: &Path,
+    timeout: Duration,
+) -> Result<VerifyReport, LoadError> {
+    let parsed = prepare::parse_target(target);
+    let addr = prepare::resolve(&parsed.authority, timeout).await?;
+    let tls = tls.cloned().or_else(|| parsed.https.then(TlsPlan::default));
+    let endpoint =
+        crate::driver::net::Endpoint::new(addr, parsed.authority.clone(), tls.as_ref(), prepare::alpn_of(protocol))?;
+    let protocol = protocol.to_owned();
+    let workloads: Vec<&'static Workload> = workloads.to_vec();
+    let dir = contract_dir.to_owned();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    // Drivers run on a single-threaded event loop of their own.
+    std::thread::Builder::new()
+        .name("protobench-verify".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
+            let report = match rt {
+                Err(e) => Err(LoadError::Thread(e)),
+                Ok(rt) => {
+                    let local = tokio::task::LocalSet::new();
+                    local.block_on(&rt, verify_all(&protocol, endpoint, &workloads, &dir, timeout))
+                }
+            };
+            let _ = tx.send(report);
+        })
+        .map_err(LoadError::Thread)?;
+    rx.await
+        .unwrap_or_else(|_| Err(LoadError::Thread(std::io::Error::other("verify thread panicked"))))
+}
+
+async fn verify_all(
+    protocol: &str,
+    endpoint: crate::driver::net::Endpoint,
+    workloads: &[&'static Workload],
+    dir: &Path,
+    timeout: Duration,
+) -> Result<VerifyReport, LoadError> {
+    let encoding = prepare::encoding_of(protocol);
+    let family = prepare::family_of(protocol).0;
+    let mut report = VerifyReport::default();
+    for w in workloads {
+        let outcome = match vectors::load(dir, w.name, encoding) {
+            Err(e) => Outcome::Error(format!(
+                "cannot read the vectors of {} in {}: {e}",
+                w.name,
+                dir.display()
+            )),
+            Ok(vector) => {
+                let request = w.request();
+                let path = w.operation.rest_path(&request);
+                let driver =
+                    prepare::contract_driver(protocol, endpoint.clone(), w.operation, &vector.request, &path, &[])?;
+                let response = match &driver {
+                    AnyDriver::Http1(d) => one(d, timeout).await,
+                    AnyDriver::Http2(d) => one(d.as_ref(), timeout).await,
+                };
+                match response {
+                    Err(e) => Outcome::Error(e),
+                    Ok(resp) => judge(family, encoding, w, &vector.response, &resp),
+                }
+            }
+        };
+        report.verdicts.push(WorkloadVerdict {
+            workload: w.name.to_owned(),
+            outcome,
+        });
+    }
+    Ok(report)
+}
+
+async fn one<D: Driver>(driver: &D, timeout: Duration) -> Result<Response, String> {
+    let counters = Rc::new(ByteCounters::default());
+    let fut = async {
+        let mut conn = driver.connect(&counters).await.map_err(|e| e.message)?;
+        driver.call(&mut conn, true).await.map_err(|e| e.message)
+    };
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(format!("no response within {}", crate::fmt_duration(timeout))),
+    }
+}
+
+fn fail(found: impl Into<String>, expected: impl Into<String>) -> Outcome {
+    Outcome::Fail {
+        found: found.into(),
+        expected: expected.into(),
+    }
+}
+
+fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8], resp: &Response) -> Outcome {
+    let op = w.operation;
+    // Status.
+    if family == Family::Soap
+        && resp.status == 500
+        && let Some(f) = resp
+            .body
+            .as_ref()
+            .and_then(|b| protobench_contract::soap::parse_envelope(b).ok())
+            .and_then(|p| protobench_contract::soap::as_fault(&p))
+    {
+        return fail(
+            format!("soap fault {}: {}", f.code, f.message),
+            op.soap_response_element().to_string(),
+        );
+    }
+    if resp.status != 200 {
+        return fail(format!("http status {}", resp.status), "http status 200");
+    }
+    if family == Family::Grpc {
+        match &resp.grpc {
+            Some(g) if g.code != 0 => {
+                return fail(
+                    format!(
+                        "grpc status {} ({}): {}",
+                        g.code,
+                        crate::check::grpc_code_name(g.code),
+                        g.message
+                    ),
+                    "grpc status 0 (OK)",
+                );
+            }
+            None => return fail("no grpc-status", "grpc status 0 (OK)"),
+            _ => {}
+        }
+        if resp.grpc_messages != 1 {
+            return fail(format!("{} gRPC messages", resp.grpc_messages), "1 gRPC message");
+        }
+    }
+    // Content type.
+    let ct = resp.content_type.clone().unwrap_or_default();
+    let media = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let (ok, want) = match family {
+        Family::Rest => (media == "application/json", "application/json"),
+        Family::Soap => (media == "text/xml", "text/xml"),
+        Family::Grpc => (
+            media == "application/grpc" || media == "application/grpc+proto",
+            "application/grpc",
+        ),
+    };
+    if !ok {
+        let shown = if ct.is_empty() {
+            "no content type".to_owned()
+        } else {
+            format!("content type {ct}")
+        };
+        return fail(shown, format!("content type {want}"));
+    }
+    // Body.
+    let body = resp.body.clone().unwrap_or_default();
+    match encoding {
+        Encoding::Json => {
+            let found: Value = match serde_json::from_slice(&body) {
+                Ok(v) => v,
+                Err(e) => return fail(format!("invalid JSON ({e})"), "a JSON body"),
+            };
+            let expected: Value = serde_json::from_slice(expected_bytes).unwrap_or(Value::Null);
+            compare_values(&drop_nulls(found), &drop_nulls(expected))
+        }
+        Encoding::Protobuf | Encoding::Xml => {
+            let expected = vectors::expected_response(op, encoding, expected_bytes);
+            let found = match Message::decode_response(op, encoding, &body) {
+                Ok(m) => m,
+                Err(e) => {
+                    return fail(short(&e.to_string()), format!("a {} message", op.response_kind_name()));
+                }
+            };
+            if found == expected {
+                return Outcome::Ok;
+            }
+            let f: Value = serde_json::from_slice(&found.to_json()).unwrap_or(Value::Null);
+            let e: Value = serde_json::from_slice(&expected.to_json()).unwrap_or(Value::Null);
+            match compare_values(&f, &e) {
+                Outcome::Ok => fail("a different message", "the vector's message"),
+                other => other,
+            }
+        }
+    }
+}
+
+trait KindName {
+    fn response_kind_name(self) -> String;
+}
+
+impl KindName for protobench_contract::Operation {
+    fn response_kind_name(self) -> String {
+        format!("{:?}", self.response_kind())
+    }
+}
+
+/// Removes object members whose value is `null` (the contract treats them as absent).
+pub(crate) fn drop_nulls(v: Value) -> Value {
+    match v {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, drop_nulls(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(drop_nulls).collect()),
+        other => other,
+    }
+}
+
+fn compare_values(found: &Value, expected: &Value) -> Outcome {
+    match first_difference(found, expected, String::new()) {
+        None => Outcome::Ok,
+        Some((path, f, e)) => {
+            if path.is_empty() {
+                fail(f, e)
+            } else {
+                fail(format!("{f} at {path}"), e)
+            }
+        }
+    }
+}
+
+/// The first difference: its path, the found and the expected value, short.
+pub(crate) fn first_difference(found: &Value, expected: &Value, path: String) -> Option<(String, String, String)> {
+    let join = |key: &str| {
+        if path.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match (found, expected) {
+        (Value::Object(f), Value::Object(e)) => {
+            for (k, ev) in e {
+                match f.get(k) {
+                    None => return Some((join(k), "nothing".into(), render(ev))),
+                    Some(fv) => {
+                        if let Some(d) = first_difference(fv, ev, join(k)) {
+                            return Some(d);
+                        }
+                    }
+                }
+            }
+            f.iter()
+                .find(|(k, _)| !e.contains_key(*k))
+                .map(|(k, fv)| (join(k), render(fv), "nothing".into()))
+        }
+        (Value::Array(f), Value::Array(e)) => {
+            for (i, (fv, ev)) in f.iter().zip(e).enumerate() {
+                if let Some(d) = first_difference(fv, ev, format!("{path}[{i}]")) {
+                    return Some(d);
+                }
+            }
+            if f.len() != e.len() {
+                return Some((path, format!("{} elements", f.len()), format!("{} elements", e.len())));
+            }
+            None
+        }
+        (Value::Number(f), Value::Number(e)) => {
+            if f.as_f64() == e.as_f64() {
+                None
+            } else {
+                Some((path, render(found), render(expected)))
+            }
+        }
+        _ => (found != expected).then(|| (path, render(found), render(expected))),
+    }
+}
+
+fn short(s: &str) -> String {
+    const MAX: usize = 60;
+    if s.chars().count() <= MAX {
+        s.to_owned()
+    } else {
+        let head: String = s.chars().take(MAX).collect();
+        format!("{head}... ({} characters)", s.chars().count())
+    }
+}
+
+fn render(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{:?}", short(s)).replace("\\\"", "\""),
+        Value::Array(a) => format!("[{} elements]", a.len()),
+        Value::Object(_) => "{...}".into(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn first_difference_has_a_path() {
+        let e = json!({"items": [{"id": 1, "unitPrice": 3.5}, {"id": 2, "unitPrice": 4.0}]});
+        let f = json!({"items": [{"id": 1, "unitPrice": 3.5}, {"id": 2, "unitPrice": 4.25}]});
+        assert_eq!(
+            first_difference(&f, &e, String::new()),
+            Some(("items[1].unitPrice".into(), "4.25".into(), "4.0".into()))
+        );
+    }
+
+    #[test]
+    fn numbers_compare_by_value_and_nulls_are_absent() {
+        let e = json!({"a": 3.0, "b": [1, 2]});
+        let f = drop_nulls(json!({"a": 3, "b": [1, 2], "c": null}));
+        assert_eq!(compare_values(&f, &e), Outcome::Ok);
+    }
+
+    #[test]
+    fn missing_and_extra_members_and_lengths_are_reported() {
+        assert_eq!(
+            compare_values(&json!({"a": 1}), &json!({"a": 1, "b": "x"})),
+            fail("nothing at b", "\"x\"")
+        );
+        assert_eq!(
+            compare_values(&json!({"a": 1, "z": true}), &json!({"a": 1})),
+            fail("true at z", "nothing")
+        );
+        assert_eq!(
+            compare_values(&json!({"v": [1]}), &json!({"v": [1, 2]})),
+            fail("1 elements at v", "2 elements")
+        );
+    }
+}

@@ -1,0 +1,444 @@
+//! The load engine against small in-test servers on loopback (port 0).
+//!
+//! - open loop: a stall shows in corrected latency, not in service time
+//! - open loop: a fixed rate sends that many calls within 1%
+//! - closed loop: `concurrency` calls really are in flight (HTTP/1.1 and HTTP/2)
+//! - errors by kind: HTTP 500, gRPC status in HTTP 200, SOAP Fault, refused, server killed
+//! - Ctrl-C (cancel) returns the partial result
+//! - the JSON result validates against docs/schema/load-result.schema.json
+//! - bad input: unknown gRPC method lists the methods
+//!
+//! Every run is bounded (at most ~2 s, a few thousand calls).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Frame, Incoming};
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use protobench_load::{CustomCall, EndReason, ErrorKind, LoadError, LoadPlan, LoadResult, plan_defaults, run};
+use tokio_util::sync::CancellationToken;
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+fn full(status: u16, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    Response::builder()
+        .status(status)
+        .header("content-type", content_type)
+        .body(Full::new(body.into()).boxed())
+        .unwrap()
+}
+
+/// Serves `handler` on 127.0.0.1:0 over HTTP/1.1 (`h2 = false`) or h2c, on
+/// the calling runtime. Returns the address and a handle that kills the
+/// server (listener and every open connection) when aborted.
+async fn serve<F, Fut>(h2: bool, handler: F) -> (SocketAddr, tokio::task::JoinHandle<()>)
+where
+    F: Fn(Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Response<Body>> + Send + 'static,
+{
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        let mut conns = tokio::task::JoinSet::new();
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let _ = stream.set_nodelay(true);
+            let handler = handler.clone();
+            conns.spawn(async move {
+                let svc = hyper::service::service_fn(move |req| {
+                    let h = handler.clone();
+                    async move { Ok::<_, Infallible>(h(req).await) }
+                });
+                let io = TokioIo::new(stream);
+                if h2 {
+                    let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(io, svc)
+                        .await;
+                } else {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, svc)
+                        .await;
+                }
+            });
+        }
+    });
+    (addr, task)
+}
+
+fn plan(protocol: &str, addr: SocketAddr, workload: &str) -> LoadPlan {
+    let mut p = plan_defaults(protocol, &addr.to_string());
+    p.workload = Some(workload.into());
+    p.timeout_ns = 5_000_000_000;
+    p.connect_timeout_ns = 1_000_000_000;
+    p
+}
+
+fn json_int() -> Bytes {
+    Bytes::from_static(br#"{"value":2147483647}"#)
+}
+
+async fn go(plan: LoadPlan) -> LoadResult {
+    run(plan, None, CancellationToken::new())
+        .await
+        .expect("the run completes")
+}
+
+fn count(result: &LoadResult, kind: ErrorKind) -> u64 {
+    result.errors.iter().filter(|e| e.kind == kind).map(|e| e.count).sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_corrected_latency_shows_a_stall_and_service_time_does_not() {
+    let calls = Arc::new(AtomicU64::new(0));
+    let c = calls.clone();
+    let (addr, _server) = serve(false, move |_req| {
+        let n = c.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n == 100 {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            full(200, "application/json", json_int())
+        }
+    })
+    .await;
+    let mut p = plan("rest", addr, "tasks.int");
+    p.rate = Some(200.0);
+    p.duration_ns = Some(2_000_000_000);
+    let r = go(p).await;
+    assert_eq!(r.error_count(), 0, "{:?}", r.errors);
+    // The stall delays ~100 scheduled calls (500 ms at 200/s) of 400: a
+    // quarter of the calls waited, so corrected p99 is hundreds of ms.
+    assert!(r.latency.p99_ns >= 250_000_000, "corrected p99 {} ns", r.latency.p99_ns);
+    // Only one call was itself slow: the uncorrected p99 stays small.
+    assert!(
+        r.service_time.p99_ns < 50_000_000,
+        "service p99 {} ns",
+        r.service_time.p99_ns
+    );
+    assert!(r.service_time.max_ns >= 500_000_000);
+    assert!(!r.generator.generator_bound, "{:?}", r.generator.reason);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_loop_sends_the_rate_within_one_percent() {
+    let calls = Arc::new(AtomicU64::new(0));
+    let c = calls.clone();
+    let (addr, _server) = serve(true, move |_req| {
+        c.fetch_add(1, Ordering::SeqCst);
+        async move { full(200, "application/json", json_int()) }
+    })
+    .await;
+    let mut p = plan("rest-h2", addr, "tasks.int");
+    p.rate = Some(1000.0);
+    p.concurrency = 8;
+    p.connections = 2;
+    p.duration_ns = Some(2_000_000_000);
+    let r = go(p).await;
+    let served = calls.load(Ordering::SeqCst);
+    assert!(
+        (1980..=2020).contains(&served),
+        "server saw {served} calls for 1000/s x 2 s"
+    );
+    assert!((1980..=2020).contains(&r.calls), "{} calls", r.calls);
+    assert!(
+        (r.started_rate - 1000.0).abs() <= 10.0,
+        "started rate {}",
+        r.started_rate
+    );
+}
+
+/// A server that counts the calls in flight and keeps the maximum.
+async fn in_flight_server(h2: bool) -> (SocketAddr, Arc<AtomicU64>) {
+    let now = Arc::new(AtomicU64::new(0));
+    let max = Arc::new(AtomicU64::new(0));
+    let m = max.clone();
+    let (addr, _task) = serve(h2, move |_req| {
+        let (now, max) = (now.clone(), m.clone());
+        async move {
+            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+            max.fetch_max(n, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            now.fetch_sub(1, Ordering::SeqCst);
+            full(200, "application/json", json_int())
+        }
+    })
+    .await;
+    (addr, max)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_keeps_concurrency_calls_in_flight_over_fewer_http2_connections() {
+    let (addr, max) = in_flight_server(true).await;
+    let mut p = plan("rest-h2", addr, "tasks.int");
+    p.concurrency = 12;
+    p.connections = 3;
+    p.requests = Some(240);
+    p.duration_ns = None;
+    let r = go(p).await;
+    assert_eq!(r.successes, 240);
+    assert_eq!(r.end_reason, EndReason::Requests);
+    assert_eq!(max.load(Ordering::SeqCst), 12);
+    assert_eq!(r.connections_opened, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closed_loop_keeps_concurrency_calls_in_flight_over_http1() {
+    let (addr, max) = in_flight_server(false).await;
+    let mut p = plan("rest", addr, "tasks.int");
+    p.concurrency = 6;
+    p.connections = 6;
+    p.requests = Some(120);
+    p.duration_ns = None;
+    let r = go(p).await;
+    assert_eq!(r.successes, 120);
+    assert_eq!(max.load(Ordering::SeqCst), 6);
+    assert!(
+        r.bytes_sent_per_call > 50.0 && r.bytes_received_per_call > 20.0,
+        "{r:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_500_is_counted_as_http_status() {
+    let (addr, _s) = serve(false, |_req| async {
+        full(500, "application/json", r#"{"code":500,"message":"injected failure"}"#)
+    })
+    .await;
+    let mut p = plan("rest", addr, "tasks.int");
+    p.requests = Some(20);
+    p.duration_ns = None;
+    let r = go(p).await;
+    assert_eq!((r.successes, count(&r, ErrorKind::HttpStatus)), (0, 20));
+    assert_eq!(r.errors[0].sample, "http status 500 (expected 200)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_status_in_http_200_is_an_error() {
+    let (addr, _s) = serve(true, |_req| async {
+        let frames: Vec<Result<Frame<Bytes>, Infallible>> = vec![Ok(Frame::trailers({
+            let mut t = http::HeaderMap::new();
+            t.insert("grpc-status", "14".parse().unwrap());
+            t.insert("grpc-message", "injected%20failure".parse().unwrap());
+            t
+        }))];
+        Response::builder()
+            .status(200)
+            .header("content-type", "application/grpc")
+            .body(futures_stream(frames).boxed())
+            .unwrap()
+    })
+    .await;
+    let mut p = plan("grpc", addr, "tasks.int");
+    p.requests = Some(10);
+    p.duration_ns = None;
+    let r = go(p).await;
+    assert_eq!(count(&r, ErrorKind::GrpcStatus), 10, "{:?}", r.errors);
+    assert_eq!(r.errors[0].sample, "grpc status 14 (UNAVAILABLE): injected failure");
+}
+
+/// A stream over a vector of frames (no futures crate needed).
+fn futures_stream(
+    items: Vec<Result<Frame<Bytes>, Infallible>>,
+) -> impl hyper::body::Body<Data = Bytes, Error = Infallible> {
+    struct Frames(std::collections::VecDeque<Result<Frame<Bytes>, Infallible>>);
+    impl hyper::body::Body for Frames {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            std::task::Poll::Ready(self.0.pop_front())
+        }
+    }
+    Frames(items.into_iter().collect())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn soap_fault_is_counted_as_soap_fault() {
+    let fault = protobench_contract::soap::fault(protobench_contract::soap::FaultCode::Server, "injected failure");
+    let (addr, _s) = serve(false, move |_req| {
+        let f = fault.clone();
+        async move { full(500, "text/xml; charset=utf-8", f) }
+    })
+    .await;
+    let mut p = plan("soap", addr, "tasks.int");
+    p.requests = Some(10);
+    p.duration_ns = None;
+    let r = go(p).await;
+    assert_eq!(count(&r, ErrorKind::SoapFault), 10, "{:?}", r.errors);
+    assert_eq!(r.errors[0].sample, "soap fault soap:Server: injected failure");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_body_is_counted_as_wrong_response() {
+    let (addr, _s) = serve(false, |_req| async { full(200, "application/json", r#"{"value":1}"#) }).await;
+    let mut p = plan("rest", addr, "tasks.int");
+    p.requests = Some(10);
+    p.duration_ns = None;
+    let r = go(p).await;
+    assert_eq!(count(&r, ErrorKind::WrongResponse), 10, "{:?}", r.errors);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_connection_fails_the_run_naming_the_address() {
+    // Bind then drop: the port is free and refuses connections.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let err = run(plan("rest", addr, "tasks.int"), None, CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LoadError::Connect { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(&format!("cannot connect to {addr}: connecting to {addr}: ")),
+        "{msg}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_killed_mid_run_counts_errors_and_the_run_completes() {
+    let (addr, server) = serve(false, |_req| async { full(200, "application/json", json_int()) }).await;
+    let mut p = plan("rest", addr, "tasks.int");
+    p.concurrency = 2;
+    p.connections = 2;
+    p.duration_ns = Some(1_500_000_000);
+    let killer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        server.abort();
+    });
+    let r = go(p).await;
+    killer.await.unwrap();
+    assert!(r.successes > 0);
+    let lost = count(&r, ErrorKind::Reset) + count(&r, ErrorKind::Connect);
+    assert!(lost > 0, "{:?}", r.errors);
+    assert_eq!(r.calls, r.successes + r.error_count());
+    assert_eq!(r.end_reason, EndReason::Duration);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_returns_the_partial_result_as_interrupted() {
+    let (addr, _s) = serve(false, |_req| async { full(200, "application/json", json_int()) }).await;
+    let mut p = plan("rest", addr, "tasks.int");
+    p.duration_ns = Some(30_000_000_000);
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        c.cancel();
+    });
+    let started = std::time::Instant::now();
+    let r = run(p, None, cancel).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert_eq!(r.end_reason, EndReason::Interrupted);
+    assert!(r.successes > 0 && r.duration_ns < 1_000_000_000, "{} ns", r.duration_ns);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_result_validates_against_the_published_schema() {
+    let (addr, _s) = serve(true, |_req| async { full(200, "application/json", json_int()) }).await;
+    let mut p = plan("rest-h2", addr, "tasks.int");
+    p.rate = Some(300.0);
+    p.duration_ns = Some(1_200_000_000);
+    p.warmup_ns = 100_000_000;
+    p.custom = Some(CustomCall {
+        headers: vec![protobench_load::Header {
+            name: "x-test".into(),
+            value: "1".into(),
+        }],
+        ..CustomCall::default()
+    });
+    let r = go(p).await;
+    assert!(r.timeline.len() >= 2, "{:?}", r.timeline);
+    let schema_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/schema/load-result.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let value = serde_json::to_value(&r).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    let hgrm = protobench_load::hgrm(&r).unwrap();
+    assert!(hgrm.contains("Percentile") && hgrm.contains("#[Max"), "{hgrm}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_grpc_method_lists_the_methods_the_proto_defines() {
+    let mut p = plan_defaults("grpc", "127.0.0.1:9");
+    let proto = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../contract/proto/helloworld/helloworld.proto"
+    );
+    p.custom = Some(CustomCall {
+        proto_files: vec![proto.into()],
+        call: Some("helloworld.Greeter/SayGoodbye".into()),
+        ..CustomCall::default()
+    });
+    let err = run(p, None, CancellationToken::new()).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown gRPC method \"helloworld.Greeter/SayGoodbye\"; the .proto files define: helloworld.Greeter/SayHello"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_grpc_call_from_proto_and_json_reaches_the_method() {
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let s = seen.clone();
+    let (addr, _s) = serve(true, move |req: Request<Incoming>| {
+        let s = s.clone();
+        async move {
+            *s.lock().unwrap() = Some(req.uri().path().to_owned());
+            let body = req.into_body().collect().await.unwrap().to_bytes();
+            // Echo the request message back as the reply (same shape).
+            let frames: Vec<Result<Frame<Bytes>, Infallible>> = vec![
+                Ok(Frame::data(body)),
+                Ok(Frame::trailers({
+                    let mut t = http::HeaderMap::new();
+                    t.insert("grpc-status", "0".parse().unwrap());
+                    t
+                })),
+            ];
+            Response::builder()
+                .status(200)
+                .header("content-type", "application/grpc")
+                .body(futures_stream(frames).boxed())
+                .unwrap()
+        }
+    })
+    .await;
+    let mut p = plan_defaults("grpc", &addr.to_string());
+    let proto = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../contract/proto/helloworld/helloworld.proto"
+    );
+    p.custom = Some(CustomCall {
+        proto_files: vec![proto.into()],
+        call: Some("helloworld.Greeter.SayHello".into()),
+        data: Some(r#"{"request": {"name": "ghz-style"}}"#.into()),
+        headers: vec![protobench_load::Header {
+            name: "x-token".into(),
+            value: "abc".into(),
+        }],
+        ..CustomCall::default()
+    });
+    p.validate = protobench_load::Validation::Full;
+    p.requests = Some(5);
+    p.duration_ns = None;
+    let r = go(p).await;
+    assert_eq!(r.successes, 5, "{:?}", r.errors);
+    assert_eq!(seen.lock().unwrap().as_deref(), Some("/helloworld.Greeter/SayHello"));
+}
