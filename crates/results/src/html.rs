@@ -1,0 +1,625 @@
+//! The self-contained HTML report: run metadata, the final table, failures
+//! with the server's log tail, and every chart as inline SVG. No script, no
+//! external stylesheet, no font download: the file opens offline and prints.
+//!
+//! [`charts`] builds the charts once; [`write_report`] saves the page and
+//! every chart as `charts/<id>.svg` and (with the `png` feature) `.png`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::report::{self, TABLE_HEADER, fmt_ns};
+use crate::run::{MeasurementStatus, PointAggregate, PointConfig, PointKind, RunRecord};
+use crate::svg::{Bar, BarChart, Line, LineChart, esc};
+
+/// One chart of a report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chart {
+    /// File-name-safe id, e.g. `rate`, `timeseries-inventory-m`.
+    pub id: String,
+    /// Title.
+    pub title: String,
+    /// What it shows, one sentence.
+    pub caption: String,
+    /// The SVG document.
+    pub svg: String,
+}
+
+/// A point's legend name: the protocol, prefixed by the server when the run has several.
+fn series_name(c: &PointConfig, many_servers: bool) -> String {
+    if many_servers {
+        format!("{}/{}", c.server, c.protocol)
+    } else {
+        c.protocol.clone()
+    }
+}
+
+/// A point's group name: the workload, plus the variant when variants differ.
+fn category_name(c: &PointConfig, many_variants: bool) -> String {
+    if many_variants {
+        format!("{} {}", c.workload, c.variant_label())
+    } else {
+        c.workload.clone()
+    }
+}
+
+struct Layout {
+    categories: Vec<String>,
+    series: Vec<String>,
+    many_servers: bool,
+    many_variants: bool,
+}
+
+impl Layout {
+    fn of(aggs: &[PointAggregate]) -> Layout {
+        let servers: Vec<&str> = dedup(aggs.iter().map(|a| a.config.server.as_str()));
+        let variants: Vec<String> = dedup(aggs.iter().map(|a| a.config.variant_label()));
+        let many_servers = servers.len() > 1;
+        let many_variants = variants.len() > 1;
+        Layout {
+            categories: dedup(aggs.iter().map(|a| category_name(&a.config, many_variants))),
+            series: dedup(aggs.iter().map(|a| series_name(&a.config, many_servers))),
+            many_servers,
+            many_variants,
+        }
+    }
+
+    fn bars(
+        &self,
+        aggs: &[PointAggregate],
+        title: &str,
+        y_label: &str,
+        value: impl Fn(&PointAggregate) -> Option<Bar>,
+    ) -> BarChart {
+        let series = self
+            .series
+            .iter()
+            .map(|s| {
+                let bars = self
+                    .categories
+                    .iter()
+                    .map(|c| {
+                        aggs.iter()
+                            .find(|a| {
+                                &series_name(&a.config, self.many_servers) == s
+                                    && &category_name(&a.config, self.many_variants) == c
+                            })
+                            .and_then(&value)
+                    })
+                    .collect();
+                (s.clone(), bars)
+            })
+            .collect();
+        BarChart {
+            title: title.into(),
+            y_label: y_label.into(),
+            categories: self.categories.clone(),
+            series,
+        }
+    }
+}
+
+fn dedup<T: PartialEq>(it: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for v in it {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+fn bar(s: &Option<crate::stats::Summary>, scale: f64) -> Option<Bar> {
+    let s = s.as_ref()?;
+    Some(Bar {
+        value: s.median / scale,
+        ci: s
+            .ci_low
+            .zip(s.ci_high)
+            .map(|(lo, hi)| (lo.max(0.0) / scale, hi / scale)),
+    })
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// The saturation point of a curve: the lowest load level that reaches 95%
+/// of the curve's best rate (documented in docs/results.md).
+pub fn saturation(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let best = points.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+    if !best.is_finite() || best <= 0.0 {
+        return None;
+    }
+    points.iter().copied().find(|p| p.1 >= 0.95 * best)
+}
+
+/// Every chart of a run, in report order.
+pub fn charts(run: &RunRecord) -> Vec<Chart> {
+    let aggs = run.aggregates();
+    let mut out = Vec::new();
+    if aggs.is_empty() {
+        return out;
+    }
+    let layout = Layout::of(&aggs);
+    let mut push = |id: String, caption: &str, chart: String, title: &str| {
+        out.push(Chart {
+            id,
+            title: title.into(),
+            caption: caption.into(),
+            svg: chart,
+        });
+    };
+
+    let c = layout.bars(&aggs, "Rate by protocol and workload", "successful calls/s", |a| {
+        bar(&a.rate, 1.0)
+    });
+    push(
+        "rate".into(),
+        "Median successful calls per second; whiskers are 95% confidence intervals.",
+        c.render(),
+        &c.title,
+    );
+
+    // Latency percentiles: one group per point, bars p50 / p90 / p99.
+    let lat = BarChart {
+        title: "Latency percentiles".into(),
+        y_label: "latency (ms)".into(),
+        categories: aggs
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} {}",
+                    series_name(&a.config, layout.many_servers),
+                    category_name(&a.config, layout.many_variants)
+                )
+            })
+            .collect(),
+        series: [("p50", 0usize), ("p90", 1), ("p99", 2)]
+            .iter()
+            .map(|(name, i)| {
+                let bars = aggs
+                    .iter()
+                    .map(|a| bar([&a.p50_ns, &a.p90_ns, &a.p99_ns][*i], 1e6))
+                    .collect();
+                (name.to_string(), bars)
+            })
+            .collect(),
+    };
+    push(
+        "latency".into(),
+        "Median across repetitions of each latency percentile, measured from the intended start of each call.",
+        lat.render(),
+        &lat.title,
+    );
+
+    let c = layout.bars(&aggs, "Error rate", "failed calls (%)", |a| {
+        bar(&a.error_fraction, 0.01)
+    });
+    push(
+        "errors".into(),
+        "Share of calls that failed (injected failures included).",
+        c.render(),
+        &c.title,
+    );
+
+    let c = layout.bars(&aggs, "Server CPU per call", "CPU time per call (µs)", |a| {
+        bar(&a.cpu_ns_per_call, 1e3)
+    });
+    push(
+        "cost-cpu".into(),
+        "Server CPU time (user + system, whole process tree) over the measured window divided by calls.",
+        c.render(),
+        &c.title,
+    );
+
+    let c = layout.bars(&aggs, "Server peak memory", "peak RSS (MiB)", |a| {
+        bar(&a.rss_peak_bytes, 1024.0 * 1024.0)
+    });
+    push(
+        "cost-memory".into(),
+        "Peak resident memory of the server's process tree.",
+        c.render(),
+        &c.title,
+    );
+
+    // Per-second time series per category: the repetition with the median rate.
+    for cat in &layout.categories {
+        let mut rate_lines = Vec::new();
+        let mut p99_lines = Vec::new();
+        for a in aggs
+            .iter()
+            .filter(|a| &category_name(&a.config, layout.many_variants) == cat)
+        {
+            let Some(m) = representative(run, a) else {
+                continue;
+            };
+            let Some(r) = m.result.as_ref() else { continue };
+            if r.timeline.is_empty() {
+                continue;
+            }
+            let name = series_name(&a.config, layout.many_servers);
+            // Only whole seconds of the window: calls finishing after its end
+            // land in a last, partial second that would read as a collapse.
+            let whole = (r.duration_ns / 1_000_000_000).max(1) as u32;
+            let timeline: Vec<_> = r.timeline.iter().filter(|t| t.second < whole).collect();
+            rate_lines.push(Line {
+                name: name.clone(),
+                points: timeline.iter().map(|t| (t.second as f64, t.successes as f64)).collect(),
+                marks: vec![],
+            });
+            p99_lines.push(Line {
+                name,
+                points: timeline
+                    .iter()
+                    .map(|t| (t.second as f64, t.p99_ns as f64 / 1e6))
+                    .collect(),
+                marks: vec![],
+            });
+        }
+        if rate_lines.is_empty() {
+            continue;
+        }
+        let c = LineChart {
+            title: format!("Rate per second — {cat}"),
+            x_label: "second of the measured window".into(),
+            y_label: "successful calls/s".into(),
+            log_x: false,
+            lines: rate_lines,
+        };
+        push(
+            format!("timeseries-rate-{}", slug(cat)),
+            "Successful calls completed in each second (the repetition with the median rate).",
+            c.render(),
+            &c.title,
+        );
+        let c = LineChart {
+            title: format!("p99 latency per second — {cat}"),
+            x_label: "second of the measured window".into(),
+            y_label: "p99 latency (ms)".into(),
+            log_x: false,
+            lines: p99_lines,
+        };
+        push(
+            format!("timeseries-p99-{}", slug(cat)),
+            "99th percentile latency of each second (same repetition).",
+            c.render(),
+            &c.title,
+        );
+    }
+
+    // Scaling curves: points that differ only by concurrency (closed loop) or
+    // rate (open loop), plus the search traces of discover and ramp points.
+    let mut groups: BTreeMap<String, Vec<&PointAggregate>> = BTreeMap::new();
+    for a in aggs
+        .iter()
+        .filter(|a| a.config.kind == PointKind::Fixed || a.config.kind == PointKind::Rate)
+    {
+        let c = &a.config;
+        let key = format!(
+            "{} {} {}{}{}",
+            c.workload,
+            if c.rate.is_some() { "open" } else { "closed" },
+            if c.tls { "tls " } else { "" },
+            if c.failure_rate > 0.0 {
+                format!("fail={} ", c.failure_rate)
+            } else {
+                String::new()
+            },
+            c.service_time.clone().unwrap_or_default(),
+        );
+        groups.entry(key).or_default().push(a);
+    }
+    for (key, members) in &groups {
+        let open = members.iter().any(|a| a.config.rate.is_some());
+        let mut lines: Vec<Line> = Vec::new();
+        for s in dedup(members.iter().map(|a| series_name(&a.config, layout.many_servers))) {
+            let mut pts: Vec<(f64, f64)> = members
+                .iter()
+                .filter(|a| series_name(&a.config, layout.many_servers) == s)
+                .filter_map(|a| {
+                    let x = if open {
+                        a.config.rate?
+                    } else {
+                        a.config.concurrency as f64
+                    };
+                    Some((x, a.rate.as_ref()?.median))
+                })
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if pts.len() < 2 {
+                continue;
+            }
+            let marks = saturation(&pts)
+                .map(|(x, y)| vec![(x, y, format!("saturation {}", report::fmt_rate(y)))])
+                .unwrap_or_default();
+            lines.push(Line {
+                name: s,
+                points: pts,
+                marks,
+            });
+        }
+        if lines.is_empty() {
+            continue;
+        }
+        let c = LineChart {
+            title: format!("Scaling — {key}"),
+            x_label: if open {
+                "target rate (calls/s)".into()
+            } else {
+                "concurrency".into()
+            },
+            y_label: "successful calls/s".into(),
+            log_x: true,
+            lines,
+        };
+        push(
+            format!("scaling-{}", slug(key)),
+            "Median rate at each load level; the circle marks saturation (the lowest level within 5% of the best rate).",
+            c.render(),
+            &c.title,
+        );
+    }
+    for a in aggs
+        .iter()
+        .filter(|a| matches!(a.config.kind, PointKind::Discover | PointKind::Ramp))
+    {
+        let Some(m) = representative(run, a) else {
+            continue;
+        };
+        let Some(search) = m.search.as_ref() else {
+            continue;
+        };
+        let pts: Vec<(f64, f64)> = search.steps.iter().map(|s| (s.concurrency as f64, s.rate)).collect();
+        let chosen = search.steps.iter().find(|s| s.concurrency == search.chosen_concurrency);
+        let label = if a.config.kind == PointKind::Ramp {
+            "knee"
+        } else {
+            "best"
+        };
+        let marks = chosen
+            .map(|s| vec![(s.concurrency as f64, s.rate, format!("{label} c={}", s.concurrency))])
+            .unwrap_or_default();
+        let name = format!("{} {}", series_name(&a.config, layout.many_servers), a.config.workload);
+        let c = LineChart {
+            title: format!(
+                "{} — {name}",
+                if a.config.kind == PointKind::Ramp {
+                    "Ramp to saturation"
+                } else {
+                    "Concurrency discovery"
+                }
+            ),
+            x_label: "concurrency".into(),
+            y_label: "successful calls/s".into(),
+            log_x: a.config.kind == PointKind::Discover,
+            lines: vec![Line {
+                name,
+                points: pts,
+                marks,
+            }],
+        };
+        push(
+            format!("search-{}", a.config.index),
+            &search.stop_reason,
+            c.render(),
+            &c.title,
+        );
+    }
+    out
+}
+
+/// The measurement whose rate is the median of the point's repetitions.
+fn representative<'a>(run: &'a RunRecord, a: &PointAggregate) -> Option<&'a crate::run::Measurement> {
+    let median = a.rate.as_ref()?.median;
+    run.measurements
+        .iter()
+        .filter(|m| m.point == a.config.index && m.status == MeasurementStatus::Ok)
+        .min_by(|x, y| {
+            let dx = x.result.as_ref().map_or(f64::INFINITY, |r| (r.rate - median).abs());
+            let dy = y.result.as_ref().map_or(f64::INFINITY, |r| (r.rate - median).abs());
+            dx.total_cmp(&dy)
+        })
+}
+
+const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\
+table{border-collapse:collapse;font-size:13px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 7px}\
+th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+figure{margin:2em 0}figcaption{font-size:13px;color:#555}svg{max-width:100%;height:auto}\
+pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}.warn{color:#a40}dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:bold}dd{margin:0}";
+
+/// Renders the HTML page with the given charts inlined.
+pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>protobench run {} — {}</title><style>{STYLE}</style></head><body>",
+        run.id,
+        esc(&run.preset)
+    );
+    let _ = write!(
+        h,
+        "<h1>protobench run {} — {}</h1><section id=\"metadata\"><h2>Run</h2><dl>",
+        run.id,
+        esc(&run.preset)
+    );
+    for (k, v) in report::metadata(run) {
+        let class = if k == "warning" { " class=\"warn\"" } else { "" };
+        let _ = write!(h, "<dt{class}>{}</dt><dd{class}>{}</dd>", esc(&k), esc(&v));
+    }
+    h.push_str("</dl></section><section id=\"results\"><h2>Results</h2><table><thead><tr>");
+    for col in TABLE_HEADER {
+        let _ = write!(h, "<th>{}</th>", esc(col));
+    }
+    h.push_str("</tr></thead><tbody>");
+    for row in report::table_rows(run) {
+        h.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let class = if (4..=10).contains(&i) { " class=\"n\"" } else { "" };
+            let _ = write!(h, "<td{class}>{}</td>", esc(cell));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str(
+        "</tbody></table><p>Medians over repetitions; ± is the 95% confidence interval (Student t). \
+         A point is <em>noisy</em> when the coefficient of variation of its rate exceeds the run's threshold.</p></section>",
+    );
+    let failures: Vec<_> = run.measurements.iter().filter(|m| m.failure.is_some()).collect();
+    if !failures.is_empty() {
+        h.push_str("<section id=\"failures\"><h2>Failures</h2>");
+        for m in failures {
+            let f = m.failure.as_ref().expect("filtered");
+            let p = run.points.iter().find(|p| p.index == m.point);
+            let name = p.map_or(String::new(), |p| {
+                format!("{} {} {} {}", p.server, p.protocol, p.workload, p.variant_label())
+            });
+            let _ = write!(
+                h,
+                "<details><summary>{} (repetition {}): {}</summary>",
+                esc(&name),
+                m.repetition,
+                esc(&f.reason)
+            );
+            if let Some(tail) = &f.log_tail {
+                let _ = write!(h, "<pre>{}</pre>", esc(tail));
+            }
+            h.push_str("</details>");
+        }
+        h.push_str("</section>");
+    }
+    h.push_str("<section id=\"charts\"><h2>Charts</h2>");
+    for c in charts {
+        let _ = write!(
+            h,
+            "<figure id=\"chart-{}\">{}<figcaption>{}</figcaption></figure>",
+            c.id,
+            c.svg,
+            esc(&c.caption)
+        );
+    }
+    if charts.is_empty() {
+        h.push_str("<p>No measurements yet.</p>");
+    }
+    h.push_str("</section><section id=\"measurements\"><h2>Every measurement</h2><table><thead><tr><th>point</th><th>rep</th><th>status</th><th>rate/s</th><th>p50</th><th>p99</th><th>calls</th><th>errors</th><th>server CPU/call</th><th>generator CPU/call</th></tr></thead><tbody>");
+    for m in &run.measurements {
+        let p = run.points.iter().find(|p| p.index == m.point);
+        let name = p.map_or(String::new(), |p| {
+            format!("{} {} {} {}", p.server, p.protocol, p.workload, p.variant_label())
+        });
+        let r = m.result.as_ref();
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            esc(&name),
+            m.repetition,
+            m.status.name(),
+            r.map_or("-".into(), |r| report::fmt_rate(r.rate)),
+            r.map_or("-".into(), |r| fmt_ns(r.latency.p50_ns as f64)),
+            r.map_or("-".into(), |r| fmt_ns(r.latency.p99_ns as f64)),
+            r.map_or("-".into(), |r| r.calls.to_string()),
+            r.map_or("-".into(), |r| r.error_count().to_string()),
+            m.server_cost.map_or("-".into(), |c| fmt_ns(c.cpu_ns_per_call)),
+            r.map_or("-".into(), |r| fmt_ns(r.generator.cpu_ns_per_call)),
+        );
+    }
+    h.push_str("</tbody></table></section><footer><p>Generated by protobench. Self-contained: no scripts, no network.</p></footer></body></html>\n");
+    h
+}
+
+/// What [`write_report`] wrote.
+#[derive(Debug, Clone, Default)]
+pub struct WrittenReport {
+    /// The HTML page.
+    pub html: PathBuf,
+    /// One SVG per chart.
+    pub svgs: Vec<PathBuf>,
+    /// One PNG per chart (empty without the `png` feature).
+    pub pngs: Vec<PathBuf>,
+    /// Charts that could not be rasterized, with the reason.
+    pub png_errors: Vec<String>,
+}
+
+/// Errors writing a report.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// A file could not be written.
+    #[error("cannot write {path}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn write(path: &Path, data: &[u8]) -> Result<(), WriteError> {
+    std::fs::write(path, data).map_err(|source| WriteError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// Writes `DIR/report.html` and every chart as `DIR/charts/<id>.svg` and `.png`.
+pub fn write_report(run: &RunRecord, dir: &Path) -> Result<WrittenReport, WriteError> {
+    let charts = charts(run);
+    let chart_dir = dir.join("charts");
+    std::fs::create_dir_all(&chart_dir).map_err(|source| WriteError::Io {
+        path: chart_dir.clone(),
+        source,
+    })?;
+    let mut written = WrittenReport {
+        html: dir.join("report.html"),
+        ..Default::default()
+    };
+    write(&written.html, render(run, &charts).as_bytes())?;
+    for c in &charts {
+        let svg_path = chart_dir.join(format!("{}.svg", c.id));
+        write(&svg_path, c.svg.as_bytes())?;
+        written.svgs.push(svg_path);
+        match crate::png::rasterize(&c.svg) {
+            Ok(png) => {
+                let png_path = chart_dir.join(format!("{}.png", c.id));
+                write(&png_path, &png)?;
+                written.pngs.push(png_path);
+            }
+            Err(e) => written.png_errors.push(format!("{}: {e}", c.id)),
+        }
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saturation_table() {
+        type Case<'a> = (&'a [(f64, f64)], Option<(f64, f64)>);
+        let cases: &[Case] = &[
+            (&[], None),                                                       // no curve
+            (&[(1.0, 0.0), (2.0, 0.0)], None),                                 // nothing succeeded
+            (&[(1.0, 100.0), (2.0, 190.0), (4.0, 200.0)], Some((2.0, 190.0))), // 190 is within 5% of 200
+            (&[(1.0, 100.0), (2.0, 150.0), (4.0, 200.0)], Some((4.0, 200.0))), // still rising: the last
+            (&[(1.0, 100.0), (2.0, 200.0), (4.0, 120.0)], Some((2.0, 200.0))), // collapse after the peak
+        ];
+        for (pts, want) in cases {
+            assert_eq!(saturation(pts), *want, "{pts:?}");
+        }
+    }
+
+    #[test]
+    fn slug_table() {
+        assert_eq!(slug("inventory.m c=16 tls"), "inventory-m-c-16-tls");
+        assert_eq!(slug("echo.8k"), "echo-8k");
+    }
+}

@@ -1,0 +1,413 @@
+//! The result model of one load run: plain serde data, no runtime.
+//!
+//! [`LoadResult`] is what `protobench load --output json` prints and what the
+//! runner stores; its JSON schema is published at
+//! `docs/schema/load-result.schema.json` and tests validate output against it.
+//! [`LoadPlan`] is the validated plan of one run; it lives here (not in the
+//! engine) because every result echoes it and the runner builds it from
+//! presets, and both must work without the engine's async stack.
+//!
+//! Units are in field names (`latency_ns`, `bytes_sent`); times are
+//! nanoseconds as unsigned integers; rates are calls per second.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The version of the [`LoadResult`] JSON form. Bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The protocols the engine drives, by their one name.
+pub const PROTOCOLS: [&str; 4] = ["rest", "rest-h2", "grpc", "soap"];
+
+/// The validated plan of one load run, echoed into its result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadPlan {
+    /// `rest`, `rest-h2`, `grpc` or `soap`.
+    pub protocol: String,
+    /// `host:port`, or for custom HTTP calls a URL (`http://host:port/path`).
+    pub target: String,
+    /// The contract workload called; `None` for a custom call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<String>,
+    /// A call outside the contract (custom HTTP, gRPC or SOAP target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom: Option<CustomCall>,
+    /// Calls in flight at most (closed loop: always).
+    pub concurrency: u32,
+    /// TCP connections; HTTP/2 and gRPC multiplex `concurrency` streams over
+    /// them, HTTP/1.1 needs one connection per call in flight.
+    pub connections: u32,
+    /// Open loop: calls started per second; `None` = closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// How open-loop calls are spaced.
+    #[serde(default)]
+    pub arrival: Arrival,
+    /// Stop after this long (measured window, after the warm-up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ns: Option<u64>,
+    /// Stop after this many measured calls (after the warm-up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    /// Warm-up before measuring; calls intended to start in it are not counted.
+    #[serde(default)]
+    pub warmup_ns: u64,
+    /// Time limit of one call (counted as a `timeout` error past it).
+    pub timeout_ns: u64,
+    /// Time limit of one connection attempt (TCP + TLS + HTTP/2 handshake).
+    pub connect_timeout_ns: u64,
+    /// How responses are checked.
+    #[serde(default)]
+    pub validate: Validation,
+    /// TLS settings; `None` = clear text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsPlan>,
+    /// Engine threads (each with its own event loop, connections and
+    /// histograms); 0 = one per available CPU, at most `connections`.
+    #[serde(default)]
+    pub threads: u32,
+}
+
+/// How open-loop calls are spaced in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// Evenly, `1/rate` apart.
+    #[default]
+    Uniform,
+    /// A Poisson process: exponentially distributed gaps with mean `1/rate`.
+    Poisson,
+}
+
+/// How much of each response is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Validation {
+    /// Status (HTTP, gRPC, SOAP Fault) and body size against the expected response.
+    #[default]
+    Status,
+    /// Also decode the body and compare it with the expected message.
+    Full,
+}
+
+/// TLS settings of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TlsPlan {
+    /// Extra trusted root certificates (PEM); the system/webpki roots are always trusted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cacert: Option<PathBuf>,
+    /// Accept any server certificate (self-signed servers).
+    #[serde(default)]
+    pub insecure: bool,
+    /// Client certificate chain (PEM) for mutual TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cert: Option<PathBuf>,
+    /// Client private key (PEM) for mutual TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_key: Option<PathBuf>,
+    /// Server name for SNI and certificate checks; `None` = the target's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
+}
+
+/// A call outside the contract.
+///
+/// `rest`/`rest-h2`: `method`, `headers`, `body_file` (the path is the
+/// target URL's). `grpc`: `proto_files` (+ `import_paths`), `call`
+/// (`package.Service/Method` or `package.Service.Method`), `data` (JSON),
+/// `headers` as metadata. `soap`: `body_file` (the envelope), `soap_action`,
+/// `headers`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CustomCall {
+    /// HTTP method (`GET` when no body, else `POST`, if unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Request path (from the target URL); `/` if unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Extra request headers (gRPC: metadata), as `name: value` pairs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub headers: Vec<Header>,
+    /// File whose bytes are the request body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_file: Option<PathBuf>,
+    /// SOAP: the `SOAPAction` header value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soap_action: Option<String>,
+    /// gRPC: `.proto` files compiled at run time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub proto_files: Vec<PathBuf>,
+    /// gRPC: import paths for `proto_files` (their directories if empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub import_paths: Vec<PathBuf>,
+    /// gRPC: the method, `package.Service/Method`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
+    /// gRPC: the request message as JSON (proto3 JSON mapping).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<String>,
+}
+
+/// One request header.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Header name.
+    pub name: String,
+    /// Header value.
+    pub value: String,
+}
+
+/// The result of one load run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadResult {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The plan, as run.
+    pub plan: LoadPlan,
+    /// Where it ran.
+    pub environment: Environment,
+    /// When the measured window started (RFC 3339, UTC).
+    pub started_at: String,
+    /// Length of the measured window (warm-up excluded).
+    pub duration_ns: u64,
+    /// Why the run stopped.
+    pub end_reason: EndReason,
+    /// Calls completed in the measured window (successes + errors).
+    pub calls: u64,
+    /// Calls that succeeded.
+    pub successes: u64,
+    /// Successful calls per second of the measured window.
+    pub rate: f64,
+    /// Open loop: calls started per second (compare with `plan.rate`);
+    /// closed loop: the same as calls per second.
+    pub started_rate: f64,
+    /// Latency of successful calls from their intended start (coordinated
+    /// omission corrected in open loop; equal to `service_time` in closed loop).
+    pub latency: LatencySummary,
+    /// Latency of successful calls from their actual start (uncorrected).
+    pub service_time: LatencySummary,
+    /// Time to open one connection (TCP, TLS, HTTP/2 preface), per connection.
+    pub connect: LatencySummary,
+    /// Connections opened (including reconnects after failures).
+    pub connections_opened: u64,
+    /// Errors by kind, most frequent first.
+    pub errors: Vec<ErrorCount>,
+    /// Bytes written to the connections in the measured window (see docs/engine.md).
+    pub bytes_sent: u64,
+    /// Bytes read from the connections in the measured window.
+    pub bytes_received: u64,
+    /// `bytes_sent / calls`.
+    pub bytes_sent_per_call: f64,
+    /// `bytes_received / calls`.
+    pub bytes_received_per_call: f64,
+    /// The load generator's own cost and lag.
+    pub generator: Generator,
+    /// One point per second of the measured window.
+    pub timeline: Vec<TimelinePoint>,
+    /// The corrected latency histogram in ns: HdrHistogram V2 + deflate, base64.
+    pub histogram: String,
+}
+
+impl LoadResult {
+    /// Calls that failed.
+    pub fn error_count(&self) -> u64 {
+        self.errors.iter().map(|e| e.count).sum()
+    }
+}
+
+/// Why a run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndReason {
+    /// `duration` elapsed.
+    Duration,
+    /// `requests` calls were made.
+    Requests,
+    /// Cancelled (Ctrl-C); the result covers what ran.
+    Interrupted,
+}
+
+impl EndReason {
+    /// `duration`, `requests` or `interrupted`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EndReason::Duration => "duration",
+            EndReason::Requests => "requests",
+            EndReason::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// A latency distribution summary. All zero when `count` is 0.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Samples.
+    pub count: u64,
+    /// Smallest.
+    pub min_ns: u64,
+    /// Mean.
+    pub mean_ns: u64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 95th percentile.
+    pub p95_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Largest.
+    pub max_ns: u64,
+}
+
+/// The kind of a failed call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// A connection could not be opened (refused, unreachable, TLS or HTTP/2 handshake failed).
+    Connect,
+    /// The call or connection attempt took longer than its time limit.
+    Timeout,
+    /// The connection was closed or reset while the call was in flight.
+    Reset,
+    /// HTTP status other than the expected one.
+    HttpStatus,
+    /// A gRPC status other than OK (also inside HTTP 200).
+    GrpcStatus,
+    /// A SOAP Fault.
+    SoapFault,
+    /// A response with the right status but the wrong content type, size or body.
+    WrongResponse,
+    /// Anything else (e.g. a protocol error).
+    Other,
+}
+
+impl ErrorKind {
+    /// Every kind.
+    pub const ALL: [ErrorKind; 8] = [
+        ErrorKind::Connect,
+        ErrorKind::Timeout,
+        ErrorKind::Reset,
+        ErrorKind::HttpStatus,
+        ErrorKind::GrpcStatus,
+        ErrorKind::SoapFault,
+        ErrorKind::WrongResponse,
+        ErrorKind::Other,
+    ];
+
+    /// The kind's name as in JSON, e.g. `http_status`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::GrpcStatus => "grpc_status",
+            ErrorKind::SoapFault => "soap_fault",
+            ErrorKind::WrongResponse => "wrong_response",
+            ErrorKind::Other => "other",
+        }
+    }
+}
+
+/// How often one kind of error happened, with one sample message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorCount {
+    /// The kind.
+    pub kind: ErrorKind,
+    /// How many calls failed this way (connect errors: failed connection attempts).
+    pub count: u64,
+    /// The first message seen of this kind.
+    pub sample: String,
+}
+
+/// What the load generator itself cost, and whether it was the bottleneck.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Generator {
+    /// Engine threads.
+    pub threads: u32,
+    /// CPU time (user + system) of the engine threads over the whole run.
+    pub cpu_ns: u64,
+    /// `cpu_ns` over all calls of the run (warm-up included).
+    pub cpu_ns_per_call: f64,
+    /// `cpu_ns` divided by wall time and threads: 1.0 = every engine thread busy.
+    pub cpu_utilization: f64,
+    /// How late calls started against their schedule (open loop; zero count in closed loop).
+    pub schedule_lag: LatencySummary,
+    /// Whether the generator, not the server, limited the run (rule in docs/engine.md).
+    pub generator_bound: bool,
+    /// Why `generator_bound` is set, in one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// One second of the measured window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelinePoint {
+    /// Seconds since the measured window started (0, 1, ...); a call counts in
+    /// the second it completed.
+    pub second: u32,
+    /// Successful calls completed.
+    pub successes: u64,
+    /// Failed calls.
+    pub errors: u64,
+    /// Median corrected latency of that second's successes.
+    pub p50_ns: u64,
+    /// 99th percentile corrected latency of that second's successes.
+    pub p99_ns: u64,
+}
+
+/// The machine and build a result came from.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Environment {
+    /// CPU model name.
+    pub cpu_model: String,
+    /// CPUs available to the process.
+    pub cores: u32,
+    /// Kernel name and release, e.g. `Linux 6.1.0`.
+    pub kernel: String,
+    /// protobench version.
+    pub protobench_version: String,
+    /// Git commit of the build, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+impl Environment {
+    /// Reads this machine's environment (Linux `/proc`; empty strings elsewhere).
+    pub fn detect(protobench_version: &str, commit: Option<String>) -> Environment {
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("model name"))
+                    .and_then(|l| l.split_once(':'))
+                    .map(|(_, v)| v.trim().to_owned())
+            })
+            .unwrap_or_default();
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get() as u32)
+            .unwrap_or(1);
+        let read = |p: &str| {
+            std::fs::read_to_string(p)
+                .map(|s| s.trim().to_owned())
+                .unwrap_or_default()
+        };
+        let kernel = format!(
+            "{} {}",
+            read("/proc/sys/kernel/ostype"),
+            read("/proc/sys/kernel/osrelease")
+        )
+        .trim()
+        .to_owned();
+        Environment {
+            cpu_model,
+            cores,
+            kernel,
+            protobench_version: protobench_version.to_owned(),
+            commit,
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! A benchmark run as the runner records it: the points of its plan, one
+//! [`Measurement`] per point and repetition, and the aggregates across
+//! repetitions that every report shows.
+//!
+//! These types sit next to [`crate::model`] (one load run) and wrap it: a
+//! measurement holds the engine's [`LoadResult`] plus what only the runner
+//! knows (server cost, failures, the search trace of `discover` and `ramp`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Environment, LoadResult};
+use crate::stats::{DEFAULT_NOISE_THRESHOLD, Summary};
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Being measured now (or the process died without saying otherwise).
+    Running,
+    /// Every point and repetition was attempted.
+    Complete,
+    /// Stopped by Ctrl-C / SIGTERM; `protobench run --resume RUN` finishes it.
+    Interrupted,
+    /// Stopped by an error of protobench itself.
+    Failed,
+}
+
+impl RunStatus {
+    /// The status as stored and printed.
+    pub fn name(self) -> &'static str {
+        match self {
+            RunStatus::Running => "running",
+            RunStatus::Complete => "complete",
+            RunStatus::Interrupted => "interrupted",
+            RunStatus::Failed => "failed",
+        }
+    }
+
+    /// Parses [`RunStatus::name`].
+    pub fn parse(s: &str) -> Option<RunStatus> {
+        [
+            RunStatus::Running,
+            RunStatus::Complete,
+            RunStatus::Interrupted,
+            RunStatus::Failed,
+        ]
+        .into_iter()
+        .find(|v| v.name() == s)
+    }
+}
+
+/// The environment of a run: the machine, the servers and the isolation used.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RunEnvironment {
+    /// CPU model, cores, kernel, protobench version, commit.
+    pub machine: Environment,
+    /// Every server of the plan, with the versions its manifest pins.
+    pub servers: Vec<ServerInfo>,
+    /// How server and generator were kept apart, in one line each.
+    pub isolation: Vec<String>,
+}
+
+/// A server as described by its manifest.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerInfo {
+    /// `rust`, `go`, ...
+    pub name: String,
+    /// Language, e.g. `Go`.
+    pub language: String,
+    /// The stack, one line.
+    pub stack: String,
+    /// Library versions the server pins.
+    pub versions: BTreeMap<String, String>,
+}
+
+/// How load is applied at one point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointKind {
+    /// Closed or open loop exactly as configured.
+    Fixed,
+    /// Double the concurrency from 2 while the rate improves, then measure at the best.
+    Discover,
+    /// Add concurrency step by step until the rate stops rising or errors begin.
+    Ramp,
+    /// Open loop at a fixed rate.
+    Rate,
+}
+
+impl PointKind {
+    /// The kind as written in presets.
+    pub fn name(self) -> &'static str {
+        match self {
+            PointKind::Fixed => "fixed",
+            PointKind::Discover => "discover",
+            PointKind::Ramp => "ramp",
+            PointKind::Rate => "rate",
+        }
+    }
+}
+
+/// One configuration of a run's matrix (one row of the final table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointConfig {
+    /// Position in the plan, from 0.
+    pub index: u32,
+    /// Server name (`rust`, `go`, ...).
+    pub server: String,
+    /// `rest`, `rest-h2`, `grpc` or `soap`.
+    pub protocol: String,
+    /// Contract workload.
+    pub workload: String,
+    /// TLS on the wire.
+    pub tls: bool,
+    /// How the load is applied.
+    pub kind: PointKind,
+    /// Calls in flight (closed loop), the cap in open loop, or the start of a search.
+    pub concurrency: u32,
+    /// TCP connections.
+    pub connections: u32,
+    /// Open loop: calls per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Injected failure fraction.
+    pub failure_rate: f64,
+    /// Injected service time (`sleep:1ms`, `spin:100us`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_time: Option<String>,
+    /// Server CPU limit in cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_limit: Option<f64>,
+    /// Server memory limit in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit_bytes: Option<u64>,
+}
+
+impl PointConfig {
+    /// A short description of the load, e.g. `c=16`, `c=16/conn=4`, `rate=100/s`, `discover`.
+    pub fn load_label(&self) -> String {
+        match self.kind {
+            PointKind::Discover => "discover".into(),
+            PointKind::Ramp => "ramp".into(),
+            PointKind::Fixed | PointKind::Rate => match self.rate {
+                Some(r) => format!("rate={}/s", fmt_rate(r)),
+                None if self.connections != self.concurrency => {
+                    format!("c={}/conn={}", self.concurrency, self.connections)
+                }
+                None => format!("c={}", self.concurrency),
+            },
+        }
+    }
+
+    /// Everything that tells this point apart from others with the same server,
+    /// protocol and workload: load, TLS, failures, service time, limits.
+    pub fn variant_label(&self) -> String {
+        let mut parts = vec![self.load_label()];
+        if self.tls {
+            parts.push("tls".into());
+        }
+        if self.failure_rate > 0.0 {
+            parts.push(format!("fail={}%", fmt_rate(self.failure_rate * 100.0)));
+        }
+        if let Some(st) = &self.service_time {
+            parts.push(format!("st={st}"));
+        }
+        if let Some(c) = self.cpu_limit {
+            parts.push(format!("cpu={}", fmt_rate(c)));
+        }
+        if let Some(m) = self.memory_limit_bytes {
+            parts.push(format!("mem={}MiB", m / (1024 * 1024)));
+        }
+        parts.join(" ")
+    }
+}
+
+fn fmt_rate(r: f64) -> String {
+    if r.fract() == 0.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r}")
+    }
+}
+
+/// Whether one repetition of a point produced a measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MeasurementStatus {
+    /// Measured (calls may still have failed: that is data, not an error).
+    Ok,
+    /// Not measured: the server did not start, failed verification or crashed.
+    Failed,
+}
+
+impl MeasurementStatus {
+    /// The status as stored.
+    pub fn name(self) -> &'static str {
+        match self {
+            MeasurementStatus::Ok => "ok",
+            MeasurementStatus::Failed => "failed",
+        }
+    }
+}
+
+/// Why a repetition was not measured.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failure {
+    /// What went wrong, one line (e.g. `verification failed: inventory.m: found ..., expected ...`).
+    pub reason: String,
+    /// The last lines the server wrote (stdout and stderr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_tail: Option<String>,
+}
+
+/// What the server cost over the measured window.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerCost {
+    /// CPU time (user + system) of the server's process tree.
+    pub cpu_ns: u64,
+    /// `cpu_ns` per call.
+    pub cpu_ns_per_call: f64,
+    /// Calls per CPU-second of the server.
+    pub calls_per_cpu_second: f64,
+    /// Peak resident memory of the process tree.
+    pub rss_peak_bytes: u64,
+    /// Mean resident memory over the window (sampled every 100 ms).
+    pub rss_mean_bytes: u64,
+}
+
+/// One step of a `discover` or `ramp` search.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SearchStep {
+    /// Concurrency of the step.
+    pub concurrency: u32,
+    /// Successful calls per second.
+    pub rate: f64,
+    /// Failed calls.
+    pub errors: u64,
+    /// 99th percentile latency.
+    pub p99_ns: u64,
+}
+
+/// The trace of a `discover` or `ramp` search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Search {
+    /// Every step in order.
+    pub steps: Vec<SearchStep>,
+    /// `discover`: the concurrency measured; `ramp`: the knee concurrency.
+    pub chosen_concurrency: u32,
+    /// `ramp`: the rate at the knee (saturation point).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee_rate: Option<f64>,
+    /// Why the search stopped, one line.
+    pub stop_reason: String,
+}
+
+/// One repetition of one point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// [`PointConfig::index`].
+    pub point: u32,
+    /// Repetition number, from 1.
+    pub repetition: u32,
+    /// Measured or not.
+    pub status: MeasurementStatus,
+    /// Why not, when failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+    /// The engine's result (also present for a failed `ramp`/`discover` if partly measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<LoadResult>,
+    /// Server cost over the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cost: Option<ServerCost>,
+    /// Server resident memory per second of the window (bytes), when sampled.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_rss_timeline: Vec<u64>,
+    /// The search trace of `discover` and `ramp` points.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<Search>,
+    /// When this repetition started (RFC 3339).
+    pub started_at: String,
+    /// When it ended (RFC 3339).
+    pub finished_at: String,
+}
+
+impl Measurement {
+    /// Failed calls over all calls, 0 without calls.
+    pub fn error_fraction(&self) -> Option<f64> {
+        let r = self.result.as_ref()?;
+        Some(if r.calls == 0 {
+            0.0
+        } else {
+            r.error_count() as f64 / r.calls as f64
+        })
+    }
+}
+
+/// A stored run with everything needed to report it again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Run id in the database.
+    pub id: i64,
+    /// Preset name.
+    pub preset: String,
+    /// Preset file, if it came from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset_path: Option<String>,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// Start (RFC 3339).
+    pub started_at: String,
+    /// End (RFC 3339), if it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// The resolved plan as JSON (the runner's `Plan`).
+    pub plan: serde_json::Value,
+    /// Repetitions per point.
+    pub repetitions: u32,
+    /// Coefficient-of-variation threshold for noisy points.
+    pub noise_threshold: f64,
+    /// Machine, servers, isolation.
+    pub environment: RunEnvironment,
+    /// Warnings raised while running (missing cgroups, generator-bound points...).
+    pub warnings: Vec<String>,
+    /// The points of the plan.
+    pub points: Vec<PointConfig>,
+    /// Every measurement so far.
+    pub measurements: Vec<Measurement>,
+}
+
+impl RunRecord {
+    /// The aggregates across repetitions, one per point, in plan order.
+    pub fn aggregates(&self) -> Vec<PointAggregate> {
+        self.points
+            .iter()
+            .map(|p| {
+                let ms: Vec<&Measurement> = self.measurements.iter().filter(|m| m.point == p.index).collect();
+                PointAggregate::of(p, &ms, self.noise_threshold)
+            })
+            .collect()
+    }
+
+    /// Measurements still to do: (point, repetition) pairs with no record.
+    pub fn missing(&self) -> Vec<(u32, u32)> {
+        let mut out = Vec::new();
+        for rep in 1..=self.repetitions {
+            for p in &self.points {
+                if !self
+                    .measurements
+                    .iter()
+                    .any(|m| m.point == p.index && m.repetition == rep)
+                {
+                    out.push((p.index, rep));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One point summarized over its repetitions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PointAggregate {
+    /// The point.
+    pub config: PointConfig,
+    /// Repetitions measured.
+    pub repetitions_ok: u32,
+    /// Repetitions that failed.
+    pub repetitions_failed: u32,
+    /// Successful calls per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Summary>,
+    /// Median latency (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ns: Option<Summary>,
+    /// 90th percentile latency (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_ns: Option<Summary>,
+    /// 99th percentile latency (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ns: Option<Summary>,
+    /// Fraction of calls that failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_fraction: Option<Summary>,
+    /// Server CPU per call (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ns_per_call: Option<Summary>,
+    /// Calls per server CPU-second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls_per_cpu_second: Option<Summary>,
+    /// Peak server memory (bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_peak_bytes: Option<Summary>,
+    /// Mean server memory (bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rss_mean_bytes: Option<Summary>,
+    /// Generator CPU per call (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_cpu_ns_per_call: Option<Summary>,
+    /// Concurrency measured at (`discover`) or the knee (`ramp`), median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_concurrency: Option<Summary>,
+    /// `ramp`: rate at the knee.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee_rate: Option<Summary>,
+    /// The rate's coefficient of variation is above the run's threshold.
+    pub noisy: bool,
+    /// At least one repetition was limited by the generator, not the server.
+    pub generator_bound: bool,
+    /// Distinct failure reasons.
+    pub failures: Vec<String>,
+}
+
+impl PointAggregate {
+    /// Summarizes the measurements of one point.
+    pub fn of(config: &PointConfig, ms: &[&Measurement], noise_threshold: f64) -> PointAggregate {
+        let ok: Vec<&&Measurement> = ms.iter().filter(|m| m.status == MeasurementStatus::Ok).collect();
+        let results: Vec<&LoadResult> = ok.iter().filter_map(|m| m.result.as_ref()).collect();
+        let costs: Vec<&ServerCost> = ok.iter().filter_map(|m| m.server_cost.as_ref()).collect();
+        let searches: Vec<&Search> = ok.iter().filter_map(|m| m.search.as_ref()).collect();
+        let sum = |v: Vec<f64>| Summary::of(&v);
+        let rate = sum(results.iter().map(|r| r.rate).collect());
+        let threshold = if noise_threshold > 0.0 {
+            noise_threshold
+        } else {
+            DEFAULT_NOISE_THRESHOLD
+        };
+        let mut failures: Vec<String> = Vec::new();
+        for m in ms {
+            if let Some(f) = &m.failure
+                && !failures.contains(&f.reason)
+            {
+                failures.push(f.reason.clone());
+            }
+        }
+        PointAggregate {
+            config: config.clone(),
+            repetitions_ok: ok.len() as u32,
+            repetitions_failed: (ms.len() - ok.len()) as u32,
+            noisy: rate.as_ref().is_some_and(|s| s.is_noisy(threshold)),
+            rate,
+            p50_ns: sum(results.iter().map(|r| r.latency.p50_ns as f64).collect()),
+            p90_ns: sum(results.iter().map(|r| r.latency.p90_ns as f64).collect()),
+            p99_ns: sum(results.iter().map(|r| r.latency.p99_ns as f64).collect()),
+            error_fraction: sum(ok.iter().filter_map(|m| m.error_fraction()).collect()),
+            cpu_ns_per_call: sum(costs.iter().map(|c| c.cpu_ns_per_call).collect()),
+            calls_per_cpu_second: sum(costs.iter().map(|c| c.calls_per_cpu_second).collect()),
+            rss_peak_bytes: sum(costs.iter().map(|c| c.rss_peak_bytes as f64).collect()),
+            rss_mean_bytes: sum(costs.iter().map(|c| c.rss_mean_bytes as f64).collect()),
+            generator_cpu_ns_per_call: sum(results.iter().map(|r| r.generator.cpu_ns_per_call).collect()),
+            chosen_concurrency: sum(searches.iter().map(|s| s.chosen_concurrency as f64).collect()),
+            knee_rate: sum(searches.iter().filter_map(|s| s.knee_rate).collect()),
+            generator_bound: results.iter().any(|r| r.generator.generator_bound),
+            failures,
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! Renderers over one stored-shape run: text table, Markdown, CSV, JSON,
+//! HTML with inline SVG charts, and PNG files.
+//!
+//! - aggregates: median, interval and noisy flag per point
+//! - each renderer shows every point; HTML has no script and every chart
+//! - compare finds significant differences
+
+use protobench_results::html;
+use protobench_results::report;
+use protobench_results::run::{Failure, Measurement, MeasurementStatus, RunEnvironment, RunRecord, RunStatus};
+use protobench_results::testing;
+
+fn run() -> RunRecord {
+    let points = vec![
+        testing::point(0, "rest", "inventory.xs"),
+        testing::point(1, "grpc", "inventory.xs"),
+        testing::point(2, "rest", "echo.8k"),
+        testing::point(3, "grpc", "echo.8k"),
+    ];
+    let mut measurements = Vec::new();
+    for rep in 1..=3 {
+        measurements.push(testing::measurement(&points[0], rep, 1000.0 + rep as f64));
+        measurements.push(testing::measurement(&points[1], rep, 2000.0 + 10.0 * rep as f64));
+        // noisy: 500, 1000, 1500
+        measurements.push(testing::measurement(&points[2], rep, 500.0 * rep as f64));
+    }
+    measurements.push(Measurement {
+        point: 3,
+        repetition: 1,
+        status: MeasurementStatus::Failed,
+        failure: Some(Failure {
+            reason: "verification of `rust` grpc failed: echo.8k: <bad>".into(),
+            log_tail: Some("thread panicked <here>".into()),
+        }),
+        result: None,
+        server_cost: None,
+        server_rss_timeline: vec![],
+        search: None,
+        started_at: "x".into(),
+        finished_at: "y".into(),
+    });
+    RunRecord {
+        id: 7,
+        preset: "quick".into(),
+        preset_path: None,
+        status: RunStatus::Complete,
+        started_at: "2026-01-01T00:00:00Z".into(),
+        finished_at: Some("2026-01-01T00:03:00Z".into()),
+        plan: serde_json::json!({}),
+        repetitions: 3,
+        noise_threshold: 0.1,
+        environment: RunEnvironment::default(),
+        warnings: vec!["a warning".into()],
+        points,
+        measurements,
+    }
+}
+
+#[test]
+fn aggregates_have_medians_intervals_and_noise() {
+    let a = run().aggregates();
+    assert_eq!(a[0].rate.as_ref().unwrap().median, 1002.0);
+    assert!(a[0].rate.as_ref().unwrap().ci_low.is_some());
+    assert!(!a[0].noisy);
+    assert!(a[2].noisy, "CV of 500/1000/1500 is 50%");
+    assert_eq!((a[3].repetitions_ok, a[3].repetitions_failed), (0, 1));
+    assert!(a[3].rate.is_none());
+    assert_eq!(a[3].failures.len(), 1);
+}
+
+#[test]
+fn text_table_has_a_row_per_point_and_flags() {
+    let t = report::text_table(&run());
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 2 + 4);
+    assert!(lines[0].starts_with("server  protocol  workload"));
+    assert!(lines[2].contains("1,002 ±"));
+    assert!(lines[4].contains("noisy"));
+    assert!(lines[5].contains("FAILED 1/1"));
+}
+
+#[test]
+fn markdown_has_table_and_failures() {
+    let md = report::markdown(&run());
+    assert!(md.contains("| server | protocol | workload |"));
+    assert_eq!(md.matches("\n| rust |").count(), 4);
+    assert!(md.contains("## Failures"));
+}
+
+#[test]
+fn csv_has_a_header_and_a_row_per_point() {
+    let csv = report::csv(&run());
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 5);
+    let cols = lines[0].split(',').count();
+    assert!(lines[0].starts_with("run,point,server,protocol,workload"));
+    assert!(lines[0].contains("rate_median,rate_ci_low,rate_ci_high"));
+    // the failure reason contains no comma here, so a plain split works
+    for l in &lines[1..] {
+        assert_eq!(l.split(',').count(), cols, "{l}");
+    }
+}
+
+#[test]
+fn json_matches_the_published_schema() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/report.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let mut r = run();
+    r.measurements[0].search = Some(protobench_results::run::Search {
+        steps: vec![protobench_results::run::SearchStep {
+            concurrency: 2,
+            rate: 10.0,
+            errors: 0,
+            p99_ns: 5,
+        }],
+        chosen_concurrency: 2,
+        knee_rate: Some(10.0),
+        stop_reason: "reached max".into(),
+    });
+    let v: serde_json::Value = serde_json::from_str(&report::json(&r)).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn json_round_trips_the_run() {
+    let r = run();
+    let v: serde_json::Value = serde_json::from_str(&report::json(&r)).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["run"]["id"], 7);
+    assert_eq!(v["aggregates"].as_array().unwrap().len(), 4);
+    let back: RunRecord = serde_json::from_value(v["run"].clone()).unwrap();
+    assert_eq!(back, r);
+}
+
+#[test]
+fn html_is_self_contained_with_every_chart() {
+    let r = run();
+    let charts = html::charts(&r);
+    let ids: Vec<&str> = charts.iter().map(|c| c.id.as_str()).collect();
+    for want in [
+        "rate",
+        "latency",
+        "errors",
+        "cost-cpu",
+        "cost-memory",
+        "timeseries-rate-inventory-xs",
+        "timeseries-p99-echo-8k",
+    ] {
+        assert!(ids.contains(&want), "{want} missing from {ids:?}");
+    }
+    let page = html::render(&r, &charts);
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(!page.contains("<script"), "no scripts");
+    assert!(
+        !page.contains("http://")
+            || page.matches("http://").count() == page.matches("http://www.w3.org/2000/svg").count(),
+        "no external resources"
+    );
+    assert_eq!(page.matches("<svg").count(), charts.len());
+    assert!(page.contains("thread panicked &lt;here&gt;"), "log tail escaped");
+}
+
+#[test]
+fn scaling_curves_mark_saturation() {
+    let mut r = run();
+    r.points = (0..4)
+        .map(|i| {
+            let mut p = testing::point(i, "grpc", "inventory.xs");
+            p.concurrency = [1, 10, 50, 100][i as usize];
+            p.connections = p.concurrency;
+            p
+        })
+        .collect();
+    r.measurements = r
+        .points
+        .iter()
+        .map(|p| testing::measurement(p, 1, [100.0, 900.0, 1000.0, 1010.0][p.index as usize]))
+        .collect();
+    let charts = html::charts(&r);
+    let scaling = charts
+        .iter()
+        .find(|c| c.id.starts_with("scaling-"))
+        .expect("a scaling chart");
+    assert_eq!(scaling.svg.matches("class=\"mark\"").count(), 1);
+    assert!(
+        scaling.svg.contains("saturation 1,000"),
+        "950 is within 5% of 1010: the knee is at 50"
+    );
+}
+
+#[test]
+fn report_files_are_written_as_html_svg_and_png() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = html::write_report(&run(), dir.path()).unwrap();
+    assert!(w.html.is_file());
+    assert!(!w.svgs.is_empty());
+    assert_eq!(w.pngs.len(), w.svgs.len(), "{:?}", w.png_errors);
+    let png = std::fs::read(&w.pngs[0]).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+#[test]
+fn compare_flags_significant_differences() {
+    let a = run();
+    let mut b = run();
+    for m in &mut b.measurements {
+        if m.point == 1
+            && let Some(r) = m.result.as_mut()
+        {
+            r.rate *= 2.0;
+        }
+    }
+    let rows = report::compare(&a, &b);
+    let grpc = rows
+        .iter()
+        .find(|r| r.point.contains("grpc inventory.xs") && r.metric == "rate")
+        .unwrap();
+    assert!(grpc.ratio.significant && (grpc.ratio.ratio - 2.0).abs() < 1e-9);
+    let rest = rows
+        .iter()
+        .find(|r| r.point.contains("rest inventory.xs") && r.metric == "rate")
+        .unwrap();
+    assert!(!rest.ratio.significant);
+    let table = report::compare_table(&rows);
+    assert!(table.contains("B/A (95% CI)"));
+}

@@ -1,0 +1,205 @@
+//! The results database on a real temporary file.
+//!
+//! - a new file gets the current schema version; reopening is idempotent
+//! - runs, points and measurements round-trip (histogram and time series included)
+//! - a re-taken measurement replaces the old one; `missing` drives --resume
+//! - a newer schema, a locked file, an unwritable path and a full disk each
+//!   give their own error naming the file
+
+use std::path::Path;
+
+use protobench_results::run::{Failure, Measurement, MeasurementStatus, RunEnvironment, RunStatus};
+use protobench_results::store::{MIGRATIONS, NewRun, SCHEMA_VERSION, Store, StoreError};
+use protobench_results::testing;
+
+fn new_run(points: usize) -> NewRun {
+    let workloads = ["inventory.xs", "inventory.m", "echo.8k", "grpcbench.complex"];
+    NewRun {
+        preset: "quick".into(),
+        preset_path: Some("presets/quick.toml".into()),
+        plan: serde_json::json!({"preset": "quick"}),
+        repetitions: 3,
+        noise_threshold: 0.1,
+        environment: RunEnvironment::default(),
+        points: (0..points)
+            .map(|i| testing::point(i as u32, "grpc", workloads[i % 4]))
+            .collect(),
+        started_at: "2026-01-01T00:00:00Z".into(),
+    }
+}
+
+#[test]
+fn new_file_gets_the_current_schema_and_reopens() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let s = Store::open(&path).unwrap();
+    assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(MIGRATIONS.len() as u32, SCHEMA_VERSION);
+    drop(s);
+    let s = Store::open(&path).unwrap();
+    assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+    assert!(s.list_runs().unwrap().is_empty());
+}
+
+#[test]
+fn runs_round_trip_with_histograms_and_time_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let mut s = Store::open(&path).unwrap();
+    let run = new_run(2);
+    let id = s.create_run(&run).unwrap();
+    let m = testing::measurement(&run.points[0], 1, 1000.0);
+    s.save_measurement(id, &m).unwrap();
+    let failed = Measurement {
+        point: 1,
+        repetition: 1,
+        status: MeasurementStatus::Failed,
+        failure: Some(Failure {
+            reason: "verification failed".into(),
+            log_tail: Some("panic: x".into()),
+        }),
+        result: None,
+        server_cost: None,
+        server_rss_timeline: vec![],
+        search: None,
+        started_at: "a".into(),
+        finished_at: "b".into(),
+    };
+    s.save_measurement(id, &failed).unwrap();
+    s.add_warning(id, "generator-bound").unwrap();
+    s.add_warning(id, "generator-bound").unwrap();
+    s.set_status(id, RunStatus::Interrupted, "2026-01-01T00:01:00Z")
+        .unwrap();
+    drop(s);
+
+    let s = Store::open_read_only(&path).unwrap();
+    let rec = s.load_run(id).unwrap();
+    assert_eq!(rec.status, RunStatus::Interrupted);
+    assert_eq!(rec.finished_at.as_deref(), Some("2026-01-01T00:01:00Z"));
+    assert_eq!(rec.points, run.points);
+    assert_eq!(rec.warnings, ["generator-bound"]);
+    assert_eq!(rec.measurements.len(), 2);
+    let back = rec.measurements.iter().find(|x| x.point == 0).unwrap();
+    assert_eq!(
+        back.result, m.result,
+        "histogram and timeline come back from their tables"
+    );
+    assert_eq!(back.server_cost.unwrap().cpu_ns, m.server_cost.unwrap().cpu_ns);
+    assert_eq!(back.server_rss_timeline, m.server_rss_timeline);
+    assert_eq!(rec.measurements.iter().find(|x| x.point == 1).unwrap(), &failed);
+    // 2 points x 3 repetitions, 2 taken
+    assert_eq!(rec.missing().len(), 4);
+    let list = s.list_runs().unwrap();
+    assert_eq!((list[0].measured, list[0].failed, list[0].points), (2, 1, 2));
+}
+
+#[test]
+fn a_retaken_measurement_replaces_the_old_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("r.db")).unwrap();
+    let run = new_run(1);
+    let id = s.create_run(&run).unwrap();
+    s.save_measurement(id, &testing::measurement(&run.points[0], 1, 1000.0))
+        .unwrap();
+    s.save_measurement(id, &testing::measurement(&run.points[0], 1, 2000.0))
+        .unwrap();
+    let rec = s.load_run(id).unwrap();
+    assert_eq!(rec.measurements.len(), 1);
+    assert_eq!(rec.measurements[0].result.as_ref().unwrap().rate, 2000.0);
+}
+
+#[test]
+fn unknown_run_and_missing_file_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let s = Store::open(&path).unwrap();
+    let e = s.load_run(42).unwrap_err();
+    assert_eq!(e.to_string(), format!("no run 42 in {}", path.display()));
+    let missing = dir.path().join("none.db");
+    let e = Store::open_read_only(&missing).unwrap_err();
+    assert!(matches!(e, StoreError::Missing { .. }));
+    assert!(!missing.exists(), "reading commands never create a database");
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.pragma_update(None, "user_version", 99).unwrap();
+    drop(c);
+    let e = Store::open(&path).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        format!(
+            "results database {} has schema version 99, newer than this protobench understands ({SCHEMA_VERSION})",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn a_locked_database_is_reported_as_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    drop(Store::open(&path).unwrap());
+    let holder = rusqlite::Connection::open(&path).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let e = Store::open(&path).unwrap_err();
+    assert!(matches!(e, StoreError::Locked { .. }), "{e:?}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("results database {} is locked", path.display()))
+    );
+}
+
+#[test]
+fn an_unwritable_path_is_reported() {
+    let e = Store::open(Path::new("/nonexistent-protobench-dir/r.db")).unwrap_err();
+    assert!(matches!(e, StoreError::ReadOnly { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        "results database /nonexistent-protobench-dir/r.db is not writable"
+    );
+}
+
+#[test]
+fn a_full_disk_is_reported_and_earlier_data_survives() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let mut s = Store::open(&path).unwrap();
+    let run = new_run(4);
+    let id = s.create_run(&run).unwrap();
+    s.save_measurement(id, &testing::measurement(&run.points[0], 1, 1000.0))
+        .unwrap();
+    let pages: u64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("PRAGMA page_count", [], |r| r.get(0))
+        .unwrap();
+    s.limit_pages(pages).unwrap();
+    let mut full = None;
+    for i in 1..4 {
+        let mut m = testing::measurement(&run.points[i], 1, 1000.0);
+        // A large time series so the file must grow.
+        let r = m.result.as_mut().unwrap();
+        r.timeline = (0..5000)
+            .map(|s| protobench_results::model::TimelinePoint {
+                second: s,
+                successes: 1,
+                errors: 0,
+                p50_ns: 1,
+                p99_ns: 1,
+            })
+            .collect();
+        if let Err(e) = s.save_measurement(id, &m) {
+            full = Some(e);
+            break;
+        }
+    }
+    let e = full.expect("the capped file fills up");
+    assert!(matches!(e, StoreError::DiskFull { .. }), "{e:?}");
+    assert_eq!(e.to_string(), format!("results database {}: disk full", path.display()));
+    drop(s);
+    let rec = Store::open_read_only(&path).unwrap().load_run(id).unwrap();
+    assert!(!rec.measurements.is_empty(), "what was stored before stays");
+}

@@ -1,0 +1,326 @@
+//! Server manifests (`servers/<name>/manifest.toml`, format in
+//! `docs/dev/server-brief.md`) and the catalog of servers a run can use.
+//!
+//! The built-in Rust server is always in the catalog, even without a
+//! `servers/` directory: its start command is `{protobench} serve`, where
+//! `{protobench}` is this executable, so the tool works with nothing else
+//! installed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use protobench_results::run::ServerInfo;
+
+/// The placeholder for this executable in a manifest's `start`.
+pub const PROTOBENCH_PLACEHOLDER: &str = "{protobench}";
+
+/// The name of the built-in server.
+pub const BUILTIN: &str = "rust";
+
+/// A server manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Server name, the directory's name.
+    pub name: String,
+    /// Language, e.g. `Go`.
+    pub language: String,
+    /// The stack, one line.
+    pub stack: String,
+    /// Protocols served.
+    pub protocols: Vec<String>,
+    /// Executables that must be on PATH to build.
+    #[serde(default)]
+    pub toolchain: Vec<String>,
+    /// Build commands (argv lists), run in order in the server's directory.
+    #[serde(default)]
+    pub build: Vec<Vec<String>>,
+    /// Start command (argv), run in the server's directory.
+    pub start: Vec<String>,
+    /// Seconds until every listening line must have appeared.
+    #[serde(default = "default_start_timeout")]
+    pub start_timeout_s: u64,
+    /// Library versions the server pins.
+    #[serde(default)]
+    pub versions: BTreeMap<String, String>,
+    /// The directory holding the manifest (not in the file).
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+fn default_start_timeout() -> u64 {
+    30
+}
+
+/// Why a manifest could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The file could not be read.
+    #[error("cannot read {path}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid manifest.
+    #[error("{path}:{line}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Manifest {
+    /// Reads and checks `dir/manifest.toml`.
+    pub fn load(dir: &Path) -> Result<Manifest, ManifestError> {
+        let path = dir.join("manifest.toml");
+        let text = std::fs::read_to_string(&path).map_err(|source| ManifestError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        Manifest::parse(&text, &path)
+    }
+
+    /// Parses and checks a manifest's text; `path` names it in errors and gives its directory.
+    pub fn parse(text: &str, path: &Path) -> Result<Manifest, ManifestError> {
+        let invalid = |line: usize, message: String| ManifestError::Invalid {
+            path: path.to_owned(),
+            line,
+            message,
+        };
+        let mut m: Manifest = toml::from_str(text).map_err(|e| {
+            let line = e.span().map_or(1, |s| crate::preset::line_col(text, s.start).0);
+            invalid(line, e.message().to_string())
+        })?;
+        let line_of = |key: &str| {
+            text.lines()
+                .position(|l| l.trim_start().starts_with(key))
+                .map_or(1, |i| i + 1)
+        };
+        for p in &m.protocols {
+            if !protobench_results::model::PROTOCOLS.contains(&p.as_str()) {
+                return Err(invalid(
+                    line_of("protocols"),
+                    format!("protocols: unknown protocol `{p}` (accepted: rest, rest-h2, grpc, soap)"),
+                ));
+            }
+        }
+        if m.start.is_empty() {
+            return Err(invalid(line_of("start"), "start: the start command is empty".into()));
+        }
+        if m.build.iter().any(|b| b.is_empty()) {
+            return Err(invalid(line_of("build"), "build: a build command is empty".into()));
+        }
+        if m.start_timeout_s == 0 {
+            return Err(invalid(
+                line_of("start_timeout_s"),
+                "start_timeout_s: must be at least 1".into(),
+            ));
+        }
+        m.dir = path.parent().map(Path::to_owned).unwrap_or_default();
+        Ok(m)
+    }
+
+    /// The built-in Rust server's manifest (used when `servers/rust/manifest.toml` is absent).
+    pub fn builtin() -> Manifest {
+        Manifest {
+            name: BUILTIN.into(),
+            language: "Rust".into(),
+            stack: "axum/hyper (REST, HTTP/2), tonic (gRPC), quick-xml (SOAP); embedded in protobench".into(),
+            protocols: protobench_results::model::PROTOCOLS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            toolchain: vec![],
+            build: vec![],
+            start: vec![PROTOBENCH_PLACEHOLDER.into(), "serve".into()],
+            start_timeout_s: 30,
+            versions: BTreeMap::from([("protobench".to_string(), env!("CARGO_PKG_VERSION").to_string())]),
+            dir: std::env::temp_dir(),
+        }
+    }
+
+    /// The start command with `{protobench}` replaced by `exe`.
+    pub fn start_command(&self, exe: &Path) -> Vec<String> {
+        self.start
+            .iter()
+            .map(|a| a.replace(PROTOBENCH_PLACEHOLDER, &exe.to_string_lossy()))
+            .collect()
+    }
+
+    /// True when the server is started through this executable (needs no build).
+    pub fn is_embedded(&self) -> bool {
+        self.start.first().is_some_and(|s| s == PROTOBENCH_PLACEHOLDER)
+    }
+
+    /// Toolchain executables missing from PATH (none for an embedded server:
+    /// it is already built into this executable).
+    pub fn missing_toolchain(&self) -> Vec<String> {
+        if self.is_embedded() {
+            return vec![];
+        }
+        self.toolchain.iter().filter(|t| which(t).is_none()).cloned().collect()
+    }
+
+    /// The start executable when it is a path inside the server's directory
+    /// that does not exist yet (the server has not been built).
+    pub fn missing_start_binary(&self) -> Option<PathBuf> {
+        let first = self.start.first()?;
+        if self.is_embedded() || !first.contains('/') {
+            return None;
+        }
+        let p = self.dir.join(first);
+        (!p.exists()).then_some(p)
+    }
+
+    /// The server as recorded with a run.
+    pub fn info(&self) -> ServerInfo {
+        ServerInfo {
+            name: self.name.clone(),
+            language: self.language.clone(),
+            stack: self.stack.clone(),
+            versions: self.versions.clone(),
+        }
+    }
+}
+
+/// Finds an executable on PATH.
+pub fn which(name: &str) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return p.is_file().then_some(p);
+    }
+    std::env::var_os("PATH").and_then(|path| std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file()))
+}
+
+/// The servers a run can use, by name.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    /// Manifests by name.
+    pub servers: BTreeMap<String, Manifest>,
+    /// Manifests that could not be read (listed by `protobench servers`).
+    pub broken: Vec<String>,
+}
+
+impl Catalog {
+    /// Reads every `servers_dir/*/manifest.toml`; always includes the built-in
+    /// server. A missing directory yields just the built-in server.
+    pub fn load(servers_dir: Option<&Path>) -> Catalog {
+        let mut catalog = Catalog::default();
+        if let Some(dir) = servers_dir
+            && let Ok(entries) = std::fs::read_dir(dir)
+        {
+            let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            dirs.sort();
+            for d in dirs {
+                if !d.join("manifest.toml").is_file() {
+                    continue;
+                }
+                match Manifest::load(&d) {
+                    Ok(m) => {
+                        catalog.servers.insert(m.name.clone(), m);
+                    }
+                    Err(e) => catalog.broken.push(e.to_string()),
+                }
+            }
+        }
+        catalog.servers.entry(BUILTIN.into()).or_insert_with(Manifest::builtin);
+        catalog
+    }
+
+    /// Server names, sorted.
+    pub fn names(&self) -> Vec<&str> {
+        self.servers.keys().map(String::as_str).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GO: &str = r#"
+name = "go"
+language = "Go"
+stack = "net/http, grpc-go"
+protocols = ["rest", "grpc"]
+toolchain = ["go"]
+build = [["go", "build", "-o", "bin/server", "./cmd/server"]]
+start = ["bin/server"]
+start_timeout_s = 20
+
+[versions]
+go = "1.22"
+"#;
+
+    #[test]
+    fn parses_the_briefs_shape() {
+        let m = Manifest::parse(GO, Path::new("/x/servers/go/manifest.toml")).unwrap();
+        assert_eq!(m.name, "go");
+        assert_eq!(m.protocols, ["rest", "grpc"]);
+        assert_eq!(m.build[0][0], "go");
+        assert_eq!(m.start_timeout_s, 20);
+        assert_eq!(m.dir, Path::new("/x/servers/go"));
+        assert_eq!(m.versions["go"], "1.22");
+        assert!(!m.is_embedded());
+        assert_eq!(
+            m.missing_start_binary(),
+            Some(PathBuf::from("/x/servers/go/bin/server"))
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_protocol_with_line() {
+        let text = GO.replace(r#"["rest", "grpc"]"#, r#"["rest", "graphql"]"#);
+        let e = Manifest::parse(&text, Path::new("m.toml")).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "m.toml:5: protocols: unknown protocol `graphql` (accepted: rest, rest-h2, grpc, soap)"
+        );
+    }
+
+    #[test]
+    fn rejects_unknown_key_with_line() {
+        let text = GO.replace("start_timeout_s = 20", "start_timeout = 20");
+        let e = Manifest::parse(&text, Path::new("m.toml")).unwrap_err().to_string();
+        assert!(e.starts_with("m.toml:9: unknown field `start_timeout`"), "{e}");
+    }
+
+    #[test]
+    fn an_embedded_server_needs_no_toolchain() {
+        let mut m = Manifest::builtin();
+        m.toolchain = vec!["no-such-tool-protobench".into()];
+        assert!(m.missing_toolchain().is_empty());
+    }
+
+    #[test]
+    fn builtin_starts_this_executable() {
+        let m = Manifest::builtin();
+        assert!(m.is_embedded());
+        assert_eq!(
+            m.start_command(Path::new("/usr/bin/protobench")),
+            ["/usr/bin/protobench", "serve"]
+        );
+        assert_eq!(m.protocols.len(), 4);
+    }
+
+    #[test]
+    fn catalog_always_has_the_builtin_server() {
+        let c = Catalog::load(Some(Path::new("/nonexistent")));
+        assert_eq!(c.names(), ["rust"]);
+    }
+
+    #[test]
+    fn missing_toolchain_is_listed() {
+        let mut m = Manifest::parse(GO, Path::new("m.toml")).unwrap();
+        m.toolchain = vec!["sh".into(), "no-such-tool-protobench".into()];
+        assert_eq!(m.missing_toolchain(), ["no-such-tool-protobench"]);
+    }
+}

@@ -1,0 +1,236 @@
+//! Preset validation: every problem is reported before anything starts, with
+//! the file, line, column and key, and the accepted values.
+//!
+//! - every shipped preset resolves on a 2-CPU machine
+//! - the quick preset is what the issue asks for
+//! - a table of broken presets and their exact messages
+//! - matrix expansion, server groups and the interleaved schedule
+
+use std::path::Path;
+
+use protobench_results::run::PointKind;
+use protobench_runner::manifest::Catalog;
+use protobench_runner::preset::{self, Context};
+use protobench_runner::units::CpuSet;
+
+fn ctx() -> Context {
+    Context {
+        catalog: Catalog::load(None),
+        cpus: CpuSet::parse("0-1").unwrap(),
+    }
+}
+
+fn presets_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets")
+}
+
+#[test]
+fn every_shipped_preset_resolves() {
+    // The shipped presets may name any server in the repository's servers/.
+    let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../servers");
+    let shipped = Context {
+        catalog: Catalog::load(Some(&servers)),
+        ..ctx()
+    };
+    let mut n = 0;
+    for e in std::fs::read_dir(presets_dir()).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let plan = preset::load(&p, &shipped).unwrap_or_else(|e| panic!("{e}"));
+            assert!(!plan.points.is_empty(), "{}", p.display());
+            n += 1;
+        }
+    }
+    assert!(n >= 6, "expected the quick preset and one per study, found {n}");
+}
+
+#[test]
+fn quick_preset_is_four_protocols_four_workloads_three_repetitions() {
+    let plan = preset::load(&presets_dir().join("quick.toml"), &ctx()).unwrap();
+    assert_eq!(plan.kind, PointKind::Fixed);
+    assert_eq!(plan.repetitions, 3);
+    assert_eq!(plan.points.len(), 16);
+    assert_eq!(plan.groups.len(), 1, "one server process per repetition");
+    assert_eq!(plan.groups[0].protocols, ["rest", "rest-h2", "grpc", "soap"]);
+    assert!(plan.points.iter().all(|p| p.rate.is_none() && p.server == "rust"));
+    assert_eq!(plan.server_cpus.as_ref().unwrap().to_string(), "0");
+    assert_eq!(plan.generator_cpus.as_ref().unwrap().to_string(), "1");
+    // 48 measurements of 2.5 s each: well within 3 minutes.
+    let secs = plan.total() as f64 * (plan.duration_ns + plan.warmup_ns) as f64 / 1e9;
+    assert!(secs <= 150.0, "{secs} s of measurement");
+}
+
+const BASE: &str = r#"servers = ["rust"]
+protocols = ["rest"]
+workloads = ["inventory.xs"]
+"#;
+
+fn err(text: &str) -> String {
+    preset::resolve(text, "presets/t.toml", &ctx()).unwrap_err().to_string()
+}
+
+#[test]
+fn broken_presets_name_file_line_key_and_accepted_values() {
+    let cases: &[(&str, &str)] = &[
+        // unknown kind lists the kinds
+        (
+            "kind = \"sweep\"\nservers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n",
+            "presets/t.toml:1:8: kind: unknown value `sweep` (accepted: fixed, discover, ramp, rate)",
+        ),
+        // unknown protocol lists the protocols
+        (
+            "servers = [\"rust\"]\nprotocols = [\"rest\", \"graphql\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n",
+            "presets/t.toml:2:22: protocols[1]: unknown `graphql` (accepted: rest, rest-h2, grpc, soap)",
+        ),
+        // unknown server lists the servers
+        (
+            "servers = [\"tomcat\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n",
+            "presets/t.toml:1:12: servers[0]: unknown `tomcat` (accepted: rust)",
+        ),
+        // closed loop without concurrency
+        (
+            "servers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nmode = \"closed\"\n",
+            "presets/t.toml:4:1: load.concurrency: missing: closed loop needs the calls in flight (e.g. concurrency = [1, 10, 50])",
+        ),
+        // more connections than concurrency names both keys
+        (
+            "servers = [\"rust\"]\nprotocols = [\"grpc\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 10\nconnections = 50\n",
+            "presets/t.toml:6:15: load.connections: number of connections (50) cannot be greater than load.concurrency (10)",
+        ),
+        // a misspelt key: serde lists the accepted keys
+        (
+            "servers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurency = 1\n",
+            "presets/t.toml:5:1: load.concurency: unknown field `concurency`, expected one of `mode`, `concurrency`, `connections`, `rate`, `arrival`",
+        ),
+        // a duration without unit
+        (
+            "servers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\nduration = \"10\"\n[load]\nconcurrency = 1\n",
+            "presets/t.toml:4:12: duration: `10` has no unit (accepted: ns, us, ms, s, m, h)",
+        ),
+        // overlapping CPU sets
+        (
+            "servers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n[server]\ncpus = \"0-1\"\n[generator]\ncpus = \"1\"\n",
+            "presets/t.toml:9:8: generator.cpus: CPUs `1` overlap server.cpus `0-1`: server and generator must run on disjoint CPU sets",
+        ),
+        // CPUs that do not exist
+        (
+            "servers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n[server]\ncpus = \"7\"\n",
+            "presets/t.toml:7:8: server.cpus: CPUs `7` are not all available (available: 0-1)",
+        ),
+        // a section for another kind
+        (
+            "servers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n[ramp]\nstep = 15\n",
+            "presets/t.toml:6:1: ramp: is only used with kind = \"ramp\" (this preset has kind = \"fixed\")",
+        ),
+        // a failure rate above 1
+        (
+            "servers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n[server]\nfailure_rate = 20\n",
+            "presets/t.toml:7:16: server.failure_rate: must be a fraction between 0 and 1, found 20",
+        ),
+        // a bad service time
+        (
+            "servers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n[server]\nservice_time = \"nap:1ms\"\n",
+            "presets/t.toml:7:16: server.service_time: unknown service time mode `nap` (accepted: sleep, spin)",
+        ),
+        // rate kind without rates
+        (
+            "kind = \"rate\"\nservers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 8\n",
+            "presets/t.toml:5:1: load.rate: missing: open loop needs calls per second (e.g. rate = [1, 100, 1000])",
+        ),
+        // discover with a fixed concurrency
+        (
+            "kind = \"discover\"\nservers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 8\n",
+            "presets/t.toml:6:15: load.concurrency: is chosen by the search with kind = \"discover\": remove it (set [discover] instead)",
+        ),
+        // TOML syntax error
+        (
+            "servers = [\"rust\"\nprotocols = [\"rest\"]\n",
+            "presets/t.toml:2:1: protocols: missing comma between array elements, expected `,`",
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(err(text), *want, "\n--- preset ---\n{text}");
+    }
+}
+
+#[test]
+fn unknown_workload_lists_the_workloads() {
+    let e =
+        err("servers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xxl\"]\n[load]\nconcurrency = 1\n");
+    assert!(
+        e.starts_with(
+            "presets/t.toml:3:14: workloads[0]: unknown `inventory.xxl` (accepted: inventory.xs, inventory.s,"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("grpcbench.complex"), "{e}");
+}
+
+#[test]
+fn all_problems_are_reported_at_once_in_file_order() {
+    let e = err(
+        "kind = \"x\"\nservers = [\"rust\"]\nprotocols = [\"ftp\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 0\n",
+    );
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 3, "{e}");
+    assert!(lines[0].starts_with("presets/t.toml:1:"));
+    assert!(lines[1].starts_with("presets/t.toml:3:"));
+    assert!(lines[2].starts_with("presets/t.toml:6:"));
+}
+
+#[test]
+fn matrix_expands_knobs_into_server_groups() {
+    let text = format!(
+        "{BASE}tls = [false, true]\n[load]\nconcurrency = [1, 10]\n[server]\nfailure_rate = [0.0, 0.2]\ncpu_limit = 1\nmemory_limit = \"256MiB\"\n"
+    );
+    let plan = preset::resolve(&text, "t.toml", &ctx()).unwrap();
+    // 2 tls x 2 failure rates = 4 server processes, each with 2 concurrency points
+    assert_eq!(plan.groups.len(), 4);
+    assert_eq!(plan.points.len(), 8);
+    assert!(
+        plan.groups
+            .iter()
+            .all(|g| g.points.len() == 2 && g.cpu_limit == Some(1.0))
+    );
+    assert_eq!(plan.groups[0].memory_limit_bytes, Some(256 << 20));
+    assert!(plan.points.iter().any(|p| p.tls && p.failure_rate == 0.2));
+}
+
+#[test]
+fn http1_connections_always_equal_concurrency() {
+    let text = "servers = [\"rust\"]\nprotocols = [\"rest\", \"grpc\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 100\nconnections = 4\n";
+    let plan = preset::resolve(text, "t.toml", &ctx()).unwrap();
+    let rest = plan.points.iter().find(|p| p.protocol == "rest").unwrap();
+    let grpc = plan.points.iter().find(|p| p.protocol == "grpc").unwrap();
+    assert_eq!((rest.concurrency, rest.connections), (100, 100));
+    assert_eq!((grpc.concurrency, grpc.connections), (100, 4));
+}
+
+#[test]
+fn repetitions_are_interleaved_and_rotated() {
+    let text = format!("{BASE}repetitions = 2\ntls = [false, true]\n[load]\nconcurrency = 1\n");
+    let plan = preset::resolve(&text, "t.toml", &ctx()).unwrap();
+    let order: Vec<(u32, u32)> = plan.schedule().iter().map(|(rep, g, _)| (*rep, *g)).collect();
+    // every group once per repetition, never the same group twice in a row
+    assert_eq!(order, [(1, 0), (1, 1), (2, 1), (2, 0)]);
+}
+
+#[test]
+fn open_loop_rates_become_points() {
+    let text = format!("kind = \"rate\"\n{BASE}[load]\nrate = [1, 10, 100]\n");
+    let plan = preset::resolve(&text, "t.toml", &ctx()).unwrap();
+    let rates: Vec<Option<f64>> = plan.points.iter().map(|p| p.rate).collect();
+    assert_eq!(rates, [Some(1.0), Some(10.0), Some(100.0)]);
+    assert_eq!(plan.points[0].load_label(), "rate=1/s");
+}
+
+#[test]
+fn one_cpu_machine_is_not_pinned_and_says_so() {
+    let ctx = Context {
+        catalog: Catalog::load(None),
+        cpus: CpuSet::parse("0").unwrap(),
+    };
+    let plan = preset::resolve(&format!("{BASE}[load]\nconcurrency = 1\n"), "t.toml", &ctx).unwrap();
+    assert!(plan.server_cpus.is_none() && plan.generator_cpus.is_none());
+    assert!(plan.notes.iter().any(|n| n.contains("not pinned")), "{:?}", plan.notes);
+}
