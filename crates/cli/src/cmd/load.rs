@@ -1,0 +1,520 @@
+//! `protobench load`: one load run against any target, printed as a summary,
+//! JSON (docs/schema/load-result.schema.json) or CSV.
+//!
+//! Exit codes: 0 the run completed (failed calls are measurements, not
+//! errors), 2 bad usage or input, 3 the run could not start (target
+//! unreachable or unresolvable), 130 interrupted by Ctrl-C (the partial result
+//! is still printed).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::ValueEnum;
+use protobench_load::{
+    Arrival, CustomCall, Event, Header, LoadError, LoadPlan, LoadResult, TlsPlan, Validation, plan_defaults,
+};
+use tokio_util::sync::CancellationToken;
+
+/// Output forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Output {
+    /// A readable summary.
+    Text,
+    /// The result as JSON (docs/schema/load-result.schema.json).
+    Json,
+    /// A header line and one row.
+    Csv,
+}
+
+/// TLS flags shared by `load` and `verify`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct TlsArgs {
+    /// Use TLS (implied by --cacert, --insecure, --cert and an https:// target).
+    #[arg(long)]
+    pub(crate) tls: bool,
+    /// Extra trusted CA certificates (PEM); system/webpki roots are trusted too.
+    #[arg(long, value_name = "PEM")]
+    pub(crate) cacert: Option<PathBuf>,
+    /// Accept any server certificate (self-signed servers).
+    #[arg(long)]
+    pub(crate) insecure: bool,
+    /// Client certificate chain (PEM) for mutual TLS.
+    #[arg(long, value_name = "PEM")]
+    pub(crate) cert: Option<PathBuf>,
+    /// Client private key (PEM) for mutual TLS.
+    #[arg(long, value_name = "PEM")]
+    pub(crate) key: Option<PathBuf>,
+    /// Server name for SNI and certificate checks (default: the target's host).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) server_name: Option<String>,
+}
+
+impl TlsArgs {
+    pub(crate) fn plan(&self) -> Option<TlsPlan> {
+        let any = self.tls || self.cacert.is_some() || self.insecure || self.cert.is_some() || self.key.is_some();
+        any.then(|| TlsPlan {
+            cacert: self.cacert.clone(),
+            insecure: self.insecure,
+            client_cert: self.cert.clone(),
+            client_key: self.key.clone(),
+            server_name: self.server_name.clone(),
+        })
+    }
+}
+
+/// Arrival processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ArrivalArg {
+    /// Evenly spaced.
+    Uniform,
+    /// Poisson process.
+    Poisson,
+}
+
+/// Response checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ValidateArg {
+    /// Status and body size.
+    Status,
+    /// Also decode and compare every body.
+    Full,
+}
+
+/// Load a server with calls of one workload (or a custom call) and report.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// rest, rest-h2, grpc or soap.
+    #[arg(long)]
+    protocol: String,
+    /// host:port, or a URL (http://host:port/path) for custom HTTP calls.
+    #[arg(long)]
+    target: String,
+    /// Contract workload to call (e.g. inventory.s).
+    #[arg(long)]
+    workload: Option<String>,
+    /// Calls in flight at most.
+    #[arg(long, default_value_t = 10)]
+    concurrency: u32,
+    /// TCP connections (default: --concurrency for rest/soap, else min(concurrency, CPUs)).
+    #[arg(long)]
+    connections: Option<u32>,
+    /// Open loop: calls started per second (default: closed loop).
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Open-loop spacing of calls.
+    #[arg(long, value_enum, default_value_t = ArrivalArg::Uniform)]
+    arrival: ArrivalArg,
+    /// Measured time, e.g. 10s, 500ms, 2m (default 10s unless --requests).
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Stop after this many measured calls.
+    #[arg(long)]
+    requests: Option<u64>,
+    /// Warm-up before measuring (not counted).
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    warmup: Duration,
+    /// Time limit of one call.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    timeout: Duration,
+    /// Time limit of one connection attempt.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    connect_timeout: Duration,
+    /// Response checks: status (and size) or full (decode and compare).
+    #[arg(long, value_enum, default_value_t = ValidateArg::Status)]
+    validate: ValidateArg,
+    /// Engine threads (default: CPUs available, at most --connections).
+    #[arg(long)]
+    threads: Option<u32>,
+    #[command(flatten)]
+    tls: TlsArgs,
+    /// Custom HTTP call: method (default GET, or POST with --body).
+    #[arg(long)]
+    method: Option<String>,
+    /// Extra request header (gRPC: metadata), "Name: value"; repeatable.
+    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
+    headers: Vec<String>,
+    /// Custom HTTP/SOAP call: file holding the request body.
+    #[arg(long, value_name = "FILE")]
+    body: Option<PathBuf>,
+    /// Custom SOAP call: SOAPAction header value.
+    #[arg(long)]
+    soap_action: Option<String>,
+    /// Custom gRPC call: .proto file(s) compiled at run time; repeatable.
+    #[arg(long, value_name = "FILE")]
+    proto: Vec<PathBuf>,
+    /// Custom gRPC call: import path for --proto; repeatable.
+    #[arg(long, value_name = "DIR")]
+    import_path: Vec<PathBuf>,
+    /// Custom gRPC call: package.Service/Method.
+    #[arg(long)]
+    call: Option<String>,
+    /// Custom gRPC call: the request as JSON (or @FILE).
+    #[arg(long)]
+    data: Option<String>,
+    /// Output form.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    output: Output,
+    /// Write the latency distribution (HdrHistogram .hgrm text, ms) to FILE.
+    #[arg(long, value_name = "FILE")]
+    histogram: Option<PathBuf>,
+    /// No progress line.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+pub(crate) use protobench_runner::units::parse_duration;
+
+fn usage(msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(2)
+}
+
+impl Args {
+    fn plan(&self) -> Result<LoadPlan, String> {
+        let mut plan = plan_defaults(&self.protocol, &self.target);
+        plan.workload = self.workload.clone();
+        plan.concurrency = self.concurrency;
+        let http1 = matches!(self.protocol.as_str(), "rest" | "soap");
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        plan.connections = self.connections.unwrap_or(if http1 {
+            self.concurrency
+        } else {
+            self.concurrency.min(cpus)
+        });
+        plan.rate = self.rate;
+        plan.arrival = match self.arrival {
+            ArrivalArg::Uniform => Arrival::Uniform,
+            ArrivalArg::Poisson => Arrival::Poisson,
+        };
+        plan.requests = self.requests;
+        plan.duration_ns = match (self.duration, self.requests) {
+            (Some(d), _) => Some(d.as_nanos() as u64),
+            (None, Some(_)) => None,
+            (None, None) => Some(10_000_000_000),
+        };
+        plan.warmup_ns = self.warmup.as_nanos() as u64;
+        plan.timeout_ns = self.timeout.as_nanos() as u64;
+        plan.connect_timeout_ns = self.connect_timeout.as_nanos() as u64;
+        plan.validate = match self.validate {
+            ValidateArg::Status => Validation::Status,
+            ValidateArg::Full => Validation::Full,
+        };
+        plan.threads = self.threads.unwrap_or(0);
+        plan.tls = self.tls.plan();
+        let mut headers = Vec::new();
+        for h in &self.headers {
+            let (name, value) = h
+                .split_once(':')
+                .ok_or_else(|| format!("invalid -H {h:?}: expected \"Name: value\""))?;
+            headers.push(Header {
+                name: name.trim().to_owned(),
+                value: value.trim().to_owned(),
+            });
+        }
+        let data = match &self.data {
+            Some(d) if d.starts_with('@') => Some(
+                std::fs::read_to_string(&d[1..]).map_err(|e| format!("cannot read --data file {}: {e}", &d[1..]))?,
+            ),
+            other => other.clone(),
+        };
+        let custom = CustomCall {
+            method: self.method.clone(),
+            path: None,
+            headers,
+            body_file: self.body.clone(),
+            soap_action: self.soap_action.clone(),
+            proto_files: self.proto.clone(),
+            import_paths: self.import_path.clone(),
+            call: self.call.clone(),
+            data,
+        };
+        // A URL target with no workload is a custom call (GET unless --body).
+        let url = self.target.starts_with("http://") || self.target.starts_with("https://");
+        plan.custom = (custom != CustomCall::default() || (url && self.workload.is_none())).then_some(custom);
+        Ok(plan)
+    }
+}
+
+/// Runs `protobench load`.
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let plan = match args.plan() {
+        Ok(p) => p,
+        Err(e) => return Ok(usage(e)),
+    };
+    if let Err(e) = protobench_load::validate(&plan) {
+        return Ok(usage(e));
+    }
+    let progress = !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let mut signals = {
+        let _runtime = rt.enter();
+        super::ShutdownSignals::install()?
+    };
+    let result = rt.block_on(async {
+        let cancel = CancellationToken::new();
+        let on_signal = cancel.clone();
+        tokio::spawn(async move {
+            if signals.recv().await.is_ok() {
+                on_signal.cancel();
+            }
+        });
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let printer = tokio::spawn(async move {
+            let mut shown = false;
+            while let Some(ev) = rx.recv().await {
+                if let (
+                    true,
+                    Event::Progress {
+                        elapsed_ns,
+                        calls,
+                        errors,
+                        rate,
+                        p99_ns,
+                    },
+                ) = (progress, ev)
+                {
+                    eprint!(
+                        "\r\x1b[2K{:>6.1}s  {:>10.1} calls/s  p99 {:>9}  calls {calls}  errors {errors}",
+                        elapsed_ns as f64 / 1e9,
+                        rate,
+                        fmt_ns(p99_ns)
+                    );
+                    let _ = std::io::stderr().flush();
+                    shown = true;
+                }
+            }
+            if shown {
+                eprint!("\r\x1b[2K");
+            }
+        });
+        let r = protobench_load::run(plan, Some(tx), cancel).await;
+        let _ = printer.await;
+        r
+    });
+    let result = match result {
+        Ok(r) => r,
+        Err(
+            e @ (LoadError::Plan(_)
+            | LoadError::Input { .. }
+            | LoadError::UnknownMethod { .. }
+            | LoadError::Tls(_)
+            | LoadError::Request(_)),
+        ) => {
+            return Ok(usage(chain(&e)));
+        }
+        Err(e) => {
+            eprintln!("error: {}", chain(&e));
+            return Ok(ExitCode::from(3));
+        }
+    };
+    if let Some(path) = &args.histogram {
+        let text = protobench_load::hgrm(&result)?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        Output::Text => out.write_all(summary(&result).as_bytes())?,
+        Output::Json => {
+            serde_json::to_writer_pretty(&mut out, &result)?;
+            out.write_all(b"\n")?;
+        }
+        Output::Csv => out.write_all(csv(&result).as_bytes())?,
+    }
+    out.flush()?;
+    Ok(if result.end_reason == protobench_load::EndReason::Interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The error and its causes, `: `-separated.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(c) = src {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        src = c.source();
+    }
+    s
+}
+
+/// A duration in ns as a short human form.
+pub(crate) fn fmt_ns(ns: u64) -> String {
+    if ns >= 1_000_000_000 {
+        format!("{:.2} s", ns as f64 / 1e9)
+    } else if ns >= 1_000_000 {
+        format!("{:.2} ms", ns as f64 / 1e6)
+    } else {
+        format!("{:.1} us", ns as f64 / 1e3)
+    }
+}
+
+fn fmt_bytes(b: f64) -> String {
+    if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{b:.0} B")
+    }
+}
+
+fn latency_line(label: &str, l: &protobench_load::LatencySummary) -> String {
+    if l.count == 0 {
+        return format!("{label:<10} -\n");
+    }
+    format!(
+        "{label:<10} min {}  mean {}  p50 {}  p90 {}  p95 {}  p99 {}  p99.9 {}  max {}\n",
+        fmt_ns(l.min_ns),
+        fmt_ns(l.mean_ns),
+        fmt_ns(l.p50_ns),
+        fmt_ns(l.p90_ns),
+        fmt_ns(l.p95_ns),
+        fmt_ns(l.p99_ns),
+        fmt_ns(l.p999_ns),
+        fmt_ns(l.max_ns)
+    )
+}
+
+/// The readable summary.
+fn summary(r: &LoadResult) -> String {
+    let p = &r.plan;
+    let what = p.workload.clone().unwrap_or_else(|| "custom call".into());
+    let lp = match p.rate {
+        Some(rate) => format!("open loop at {rate} calls/s ({:?})", p.arrival).to_lowercase(),
+        None => "closed loop".into(),
+    };
+    let mut s = format!(
+        "{} {} {what}: {lp}, concurrency {} over {} connection{}{}\n",
+        p.protocol,
+        p.target,
+        p.concurrency,
+        p.connections,
+        if p.connections == 1 { "" } else { "s" },
+        if p.tls.is_some() { ", TLS" } else { "" }
+    );
+    s += &format!(
+        "{:<10} {:.2} s measured ({}), {} calls, {} successes, {} errors\n",
+        "run",
+        r.duration_ns as f64 / 1e9,
+        r.end_reason.name(),
+        r.calls,
+        r.successes,
+        r.error_count()
+    );
+    s += &format!(
+        "{:<10} {:.1} calls/s (started {:.1}/s)\n",
+        "rate", r.rate, r.started_rate
+    );
+    s += &latency_line("latency", &r.latency);
+    s += &latency_line("service", &r.service_time);
+    s += &latency_line("connect", &r.connect);
+    if r.errors.is_empty() {
+        s += &format!("{:<10} none\n", "errors");
+    }
+    for (i, e) in r.errors.iter().enumerate() {
+        s += &format!(
+            "{:<10} {} {} (first: {})\n",
+            if i == 0 { "errors" } else { "" },
+            e.kind.name(),
+            e.count,
+            e.sample
+        );
+    }
+    s += &format!(
+        "{:<10} sent {}/call, received {}/call ({} / {} in all)\n",
+        "bytes",
+        fmt_bytes(r.bytes_sent_per_call),
+        fmt_bytes(r.bytes_received_per_call),
+        fmt_bytes(r.bytes_sent as f64),
+        fmt_bytes(r.bytes_received as f64)
+    );
+    let g = &r.generator;
+    s += &format!(
+        "{:<10} cpu {} ({}/call, {:.0}% of {} thread{}), schedule lag p99 {}\n",
+        "generator",
+        fmt_ns(g.cpu_ns),
+        fmt_ns(g.cpu_ns_per_call as u64),
+        g.cpu_utilization * 100.0,
+        g.threads,
+        if g.threads == 1 { "" } else { "s" },
+        if g.schedule_lag.count == 0 {
+            "-".into()
+        } else {
+            fmt_ns(g.schedule_lag.p99_ns)
+        }
+    );
+    if g.generator_bound {
+        s += &format!("{:<10} GENERATOR-BOUND: {}\n", "", g.reason.clone().unwrap_or_default());
+    }
+    s
+}
+
+/// One header line and one row.
+fn csv(r: &LoadResult) -> String {
+    let p = &r.plan;
+    let l = &r.latency;
+    let st = &r.service_time;
+    let header = "protocol,target,workload,concurrency,connections,target_rate,duration_ns,end_reason,calls,successes,errors,rate,\
+latency_min_ns,latency_mean_ns,latency_p50_ns,latency_p90_ns,latency_p95_ns,latency_p99_ns,latency_p999_ns,latency_max_ns,\
+service_p50_ns,service_p99_ns,bytes_sent_per_call,bytes_received_per_call,generator_cpu_ns,generator_cpu_ns_per_call,generator_bound\n";
+    let quote = |s: &str| {
+        if s.contains([',', '"', '\n']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_owned()
+        }
+    };
+    let row = [
+        quote(&p.protocol),
+        quote(&p.target),
+        quote(p.workload.as_deref().unwrap_or("")),
+        p.concurrency.to_string(),
+        p.connections.to_string(),
+        p.rate.map(|r| r.to_string()).unwrap_or_default(),
+        r.duration_ns.to_string(),
+        r.end_reason.name().into(),
+        r.calls.to_string(),
+        r.successes.to_string(),
+        r.error_count().to_string(),
+        format!("{:.3}", r.rate),
+        l.min_ns.to_string(),
+        l.mean_ns.to_string(),
+        l.p50_ns.to_string(),
+        l.p90_ns.to_string(),
+        l.p95_ns.to_string(),
+        l.p99_ns.to_string(),
+        l.p999_ns.to_string(),
+        l.max_ns.to_string(),
+        st.p50_ns.to_string(),
+        st.p99_ns.to_string(),
+        format!("{:.1}", r.bytes_sent_per_call),
+        format!("{:.1}", r.bytes_received_per_call),
+        r.generator.cpu_ns.to_string(),
+        format!("{:.1}", r.generator.cpu_ns_per_call),
+        r.generator.generator_bound.to_string(),
+    ];
+    format!("{header}{}\n", row.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("10").is_err());
+    }
+}

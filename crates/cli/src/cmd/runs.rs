@@ -1,0 +1,48 @@
+//! `protobench runs`: every stored run, newest first.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use protobench_results::store::DEFAULT_DB;
+
+/// List the runs in the results database.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Results database.
+    #[arg(long, default_value = DEFAULT_DB)]
+    db: PathBuf,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `protobench runs`.
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let store = super::run::open_read(&args.db)?;
+    let runs = store.list_runs()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&runs)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if runs.is_empty() {
+        println!("no runs in {}", args.db.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:>4}  {:<16} {:<12} {:<21} {:>7} {:>9} {:>7}",
+        "run", "preset", "status", "started", "points", "measured", "failed"
+    );
+    for r in runs {
+        println!(
+            "{:>4}  {:<16} {:<12} {:<21} {:>7} {:>9} {:>7}",
+            r.id,
+            r.preset,
+            r.status.name(),
+            r.started_at,
+            r.points,
+            format!("{}/{}", r.measured, r.points * r.repetitions),
+            r.failed
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,36 @@
+//! `protobench servers`: the servers a run can use, from their manifests,
+//! with whether their toolchain is installed and whether they are built.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// List the reference servers and whether they can run here.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Directory of server manifests.
+    #[arg(long, env = "PROTOBENCH_SERVERS_DIR")]
+    servers_dir: Option<PathBuf>,
+}
+
+/// Runs `protobench servers`.
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let catalog = super::run::catalog(args.servers_dir.as_deref());
+    println!("{:<12} {:<22} {:<28} status", "server", "language", "protocols");
+    for (name, m) in &catalog.servers {
+        let missing = m.missing_toolchain();
+        let status = if m.is_embedded() {
+            "built in".to_string()
+        } else if !missing.is_empty() {
+            format!("toolchain missing: {}", missing.join(", "))
+        } else if let Some(bin) = m.missing_start_binary() {
+            format!("not built ({} missing): protobench build {name}", bin.display())
+        } else {
+            "ready".to_string()
+        };
+        println!("{name:<12} {:<22} {:<28} {status}", m.language, m.protocols.join(","));
+    }
+    for b in &catalog.broken {
+        println!("invalid manifest: {b}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

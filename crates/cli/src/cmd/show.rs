@@ -1,0 +1,64 @@
+//! `protobench show RUN`: a stored run's metadata, table and failures.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use protobench_results::report;
+use protobench_results::store::{DEFAULT_DB, Store};
+
+/// Show one run: metadata, the results table, failures.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Run id, or `latest`.
+    run: String,
+    /// Results database.
+    #[arg(long, default_value = DEFAULT_DB)]
+    db: PathBuf,
+}
+
+/// Resolves `latest` or an id.
+pub(crate) fn run_id(store: &Store, run: &str) -> anyhow::Result<i64> {
+    if run == "latest" || run == "last" {
+        return store
+            .latest_run()?
+            .ok_or_else(|| anyhow::anyhow!("no runs in {}", store.path().display()));
+    }
+    run.parse()
+        .map_err(|_| anyhow::anyhow!("`{run}` is not a run id (a number, or `latest`)"))
+}
+
+/// Runs `protobench show`.
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let store = super::run::open_read(&args.db)?;
+    let record = store.load_run(run_id(&store, &args.run)?)?;
+    for (k, v) in report::metadata(&record) {
+        println!("{k:>14}: {v}");
+    }
+    println!();
+    print!("{}", report::text_table(&record));
+    let failures: Vec<_> = record.measurements.iter().filter(|m| m.failure.is_some()).collect();
+    if !failures.is_empty() {
+        println!("\nfailures:");
+        for m in failures {
+            let p = &record.points[m.point as usize];
+            let f = m.failure.as_ref().expect("filtered");
+            println!(
+                "  {} {} {} {} #{}: {}",
+                p.server,
+                p.protocol,
+                p.workload,
+                p.variant_label(),
+                m.repetition,
+                f.reason
+            );
+            if let Some(tail) = &f.log_tail
+                && !tail.is_empty()
+            {
+                for line in tail.lines().rev().take(5).collect::<Vec<_>>().into_iter().rev() {
+                    println!("      | {line}");
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

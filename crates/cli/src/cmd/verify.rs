@@ -1,0 +1,112 @@
+//! `protobench verify`: check a server against the contract's vectors, one
+//! line per workload (`ok` or `FAIL: found X, expected Y`).
+//!
+//! Exit codes: 0 every workload passed, 1 at least one failed, 2 bad usage
+//! (unknown protocol or workload, unusable TLS files), 3 the target could not
+//! be resolved.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use protobench_contract::workload;
+use protobench_load::LoadError;
+
+use super::load::{TlsArgs, chain, parse_duration};
+
+/// Check every workload of a server against contract/vectors.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// rest, rest-h2, grpc or soap.
+    #[arg(long)]
+    protocol: String,
+    /// host:port of the server.
+    #[arg(long)]
+    target: String,
+    /// Workloads to check (default: all); repeatable.
+    #[arg(long)]
+    workload: Vec<String>,
+    /// Time limit of each workload's call.
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    timeout: Duration,
+    #[command(flatten)]
+    tls: TlsArgs,
+}
+
+/// Runs `protobench verify`.
+pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !protobench_results::model::PROTOCOLS.contains(&args.protocol.as_str()) {
+        eprintln!(
+            "error: unknown protocol {:?}; valid protocols: rest, rest-h2, grpc, soap",
+            args.protocol
+        );
+        return Ok(ExitCode::from(2));
+    }
+    if args.tls.insecure && args.tls.cacert.is_some() {
+        eprintln!("error: --insecure and --cacert cannot be used together");
+        return Ok(ExitCode::from(2));
+    }
+    let mut workloads = Vec::new();
+    for name in &args.workload {
+        match workload::find(name) {
+            Some(w) => workloads.push(w),
+            None => {
+                eprintln!("error: {}", workload::unknown(name));
+                return Ok(ExitCode::from(2));
+            }
+        }
+    }
+    if workloads.is_empty() {
+        workloads = workload::ALL.iter().collect();
+    }
+    let dir = super::contract_dir();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the runtime")?;
+    let tls = args.tls.plan();
+    let report = rt.block_on(protobench_load::verify(
+        &args.protocol,
+        &args.target,
+        tls.as_ref(),
+        &workloads,
+        &dir,
+        args.timeout,
+    ));
+    let report = match report {
+        Ok(r) => r,
+        Err(e @ LoadError::Tls(_)) => {
+            eprintln!("error: {}", chain(&e));
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => {
+            eprintln!("error: {}", chain(&e));
+            return Ok(ExitCode::from(3));
+        }
+    };
+    let width = report.verdicts.iter().map(|v| v.workload.len()).max().unwrap_or(0);
+    let mut out = std::io::stdout().lock();
+    for v in &report.verdicts {
+        writeln!(out, "{:<width$}  {}", v.workload, v.outcome)?;
+    }
+    let passed = report
+        .verdicts
+        .iter()
+        .filter(|v| v.outcome == protobench_load::Outcome::Ok)
+        .count();
+    writeln!(
+        out,
+        "{} {} {}: {passed} of {} workloads passed",
+        if report.passed() { "ok" } else { "FAILED" },
+        args.protocol,
+        args.target,
+        report.verdicts.len()
+    )?;
+    out.flush()?;
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

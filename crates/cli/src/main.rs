@@ -1,0 +1,68 @@
+//! The `protobench` binary: argument parsing and glue. Every piece of real work
+//! lives in a library crate; each subcommand is one module under `cmd/`.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// Measure what API protocols really cost.
+#[derive(Parser)]
+#[command(name = "protobench", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Generate or check the contract's generated files (data, registry, vectors).
+    Contract(cmd::contract::Args),
+    /// Run the built-in reference servers (rest, rest-h2, grpc, soap) until SIGTERM or Ctrl-C.
+    Serve(cmd::serve::Args),
+    /// Load a server with one workload (or a custom call) and report latency, errors, bytes and CPU.
+    Load(Box<cmd::load::Args>),
+    /// Check a server against the contract's vectors, one line per workload.
+    Verify(cmd::verify::Args),
+    /// Run a preset (default: quick), store every measurement and write the report.
+    Run(cmd::run::Args),
+    /// List the runs in the results database.
+    Runs(cmd::runs::Args),
+    /// Show one stored run: metadata, results table, failures.
+    Show(cmd::show::Args),
+    /// Compare two runs: ratios with 95% intervals and which differences are significant.
+    Compare(cmd::compare::Args),
+    /// Render a stored run as HTML (with SVG/PNG charts), Markdown, JSON or CSV.
+    Report(cmd::report::Args),
+    /// List the reference servers and whether they can run here.
+    Servers(cmd::servers::Args),
+    /// Build reference servers from their manifests.
+    Build(cmd::build::Args),
+}
+
+/// Exit codes (documented in README.md): 0 success, 1 a check failed (verify,
+/// contract check), 2 bad usage or input, 3 runtime failure.
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Contract(args) => cmd::contract::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
+        Command::Load(args) => cmd::load::run(*args),
+        Command::Verify(args) => cmd::verify::run(args),
+        Command::Run(args) => cmd::run::run(args),
+        Command::Runs(args) => cmd::runs::run(args),
+        Command::Show(args) => cmd::show::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
+        Command::Report(args) => cmd::report::run(args),
+        Command::Servers(args) => cmd::servers::run(args),
+        Command::Build(args) => cmd::build::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(3)
+        }
+    }
+}

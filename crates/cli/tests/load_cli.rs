@@ -1,0 +1,210 @@
+//! `protobench load` as a user runs it: exact stderr and exit codes.
+//!
+//! - invalid flag combinations name both flags (exit 2)
+//! - unknown workload lists the valid names (exit 2)
+//! - unreachable target fails within the connect timeout, naming the address (exit 3)
+//! - a run against the built-in server prints JSON that parses, CSV, and an .hgrm file
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn protobench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn http1_connections_must_equal_concurrency_naming_both_flags() {
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "rest",
+        "--target",
+        "127.0.0.1:9",
+        "--workload",
+        "tasks.int",
+        "--concurrency",
+        "8",
+        "--connections",
+        "2",
+    ]);
+    assert_eq!(
+        stderr(&o),
+        "error: --connections (2) must equal --concurrency (8) for --protocol rest: HTTP/1.1 carries one call at a time per connection\n"
+    );
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn more_connections_than_concurrency_is_refused() {
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "grpc",
+        "--target",
+        "127.0.0.1:9",
+        "--workload",
+        "tasks.int",
+        "--concurrency",
+        "2",
+        "--connections",
+        "4",
+    ]);
+    assert_eq!(
+        stderr(&o),
+        "error: --connections (4) cannot be greater than --concurrency (2)\n"
+    );
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn duration_and_requests_together_are_refused() {
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "grpc",
+        "--target",
+        "127.0.0.1:9",
+        "--workload",
+        "tasks.int",
+        "--duration",
+        "1s",
+        "--requests",
+        "10",
+    ]);
+    assert_eq!(stderr(&o), "error: --duration and --requests cannot be used together\n");
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn unknown_workload_lists_valid_names() {
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "grpc",
+        "--target",
+        "127.0.0.1:9",
+        "--workload",
+        "nope",
+    ]);
+    assert_eq!(
+        stderr(&o),
+        format!("error: {}\n", protobench_contract::workload::unknown("nope"))
+    );
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn unreachable_target_fails_within_the_connect_timeout_naming_the_address() {
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let started = Instant::now();
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "grpc",
+        "--target",
+        &addr.to_string(),
+        "--workload",
+        "tasks.int",
+        "--connect-timeout",
+        "1s",
+    ]);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(&format!("error: cannot connect to {addr}: connecting to {addr}: ")),
+        "{err}"
+    );
+    assert_eq!(o.status.code(), Some(3));
+}
+
+/// Starts `protobench serve` for one protocol; returns the child and its address.
+#[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
+pub(crate) fn serve(protocol: &str, extra: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let flag = format!("--{protocol}");
+    let mut args = vec!["serve", flag.as_str(), "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .args(&args)
+        .env("PROTOBENCH_WORKERS", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("serve prints its listeners").unwrap();
+        if let Some(rest) = line.strip_prefix("listening ") {
+            let addr = rest
+                .split(' ')
+                .find_map(|kv| kv.strip_prefix("addr="))
+                .unwrap()
+                .to_owned();
+            return (child, addr);
+        }
+    }
+}
+
+#[test]
+fn a_run_prints_json_csv_and_writes_an_hgrm_file() {
+    let (mut server, addr) = serve("grpc", &[]);
+    let dir = std::env::temp_dir().join(format!("protobench-load-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let hgrm = dir.join("latency.hgrm");
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "grpc",
+        "--target",
+        &addr,
+        "--workload",
+        "inventory.s",
+        "--concurrency",
+        "4",
+        "--connections",
+        "1",
+        "--requests",
+        "200",
+        "--output",
+        "json",
+        "--histogram",
+        hgrm.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["successes"], 200);
+    assert_eq!(v["end_reason"], "requests");
+    assert!(std::fs::read_to_string(&hgrm).unwrap().contains("Percentile"));
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "grpc",
+        "--target",
+        &addr,
+        "--workload",
+        "tasks.int",
+        "--requests",
+        "50",
+        "--output",
+        "csv",
+    ]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(lines[0].starts_with("protocol,target,workload,"));
+    assert!(lines[1].starts_with(&format!("grpc,{addr},tasks.int,")));
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,422 @@
+//! `protobench run` and the reading commands, through the built binary.
+//!
+//! - the quick preset with 1-second points: table, database, report, then
+//!   `runs`, `show`, `compare` and `report` in every format
+//! - the HTML report renders in headless Chromium with every chart
+//! - invalid presets: exact message and exit code 2
+//! - Ctrl-C / SIGTERM keeps finished points, `--resume` finishes the run
+//! - locked, unwritable and full databases: clear messages, nothing lost
+//! - a server whose toolchain is missing fails its points, the run goes on
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use protobench_results::run::RunStatus;
+use protobench_results::store::Store;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_protobench"));
+    c.env_remove("PROTOBENCH_PRESETS_DIR")
+        .env_remove("PROTOBENCH_SERVERS_DIR")
+        .env_remove("PROTOBENCH_DB_MAX_PAGES");
+    c
+}
+
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    bin().current_dir(dir).args(args).output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A small preset: one protocol pair, one workload, 1-second points.
+const SMALL: &str = r#"name = "small"
+servers = ["rust"]
+protocols = ["rest", "grpc"]
+workloads = ["inventory.xs"]
+repetitions = 2
+warmup = "0s"
+duration = "1s"
+[load]
+concurrency = 4
+"#;
+
+#[test]
+fn quick_preset_runs_stores_and_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "--duration",
+            "1s",
+            "--warmup",
+            "0s",
+            "--repetitions",
+            "1",
+            "--db",
+            "r.db",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        text(&out.stderr)
+    );
+    assert!(started.elapsed() < Duration::from_secs(170), "{:?}", started.elapsed());
+    let rows = stdout.lines().filter(|l| l.starts_with("rust ")).count();
+    assert_eq!(rows, 16, "{stdout}");
+    assert!(stdout.contains("run 1 complete: 16 measurements"), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l == "report: protobench-report/run-1/report.html"),
+        "{stdout}"
+    );
+    let html_path = dir.path().join("protobench-report/run-1/report.html");
+    assert!(html_path.is_file());
+    assert!(dir.path().join("protobench-report/run-1/charts/rate.svg").is_file());
+    assert!(dir.path().join("protobench-report/run-1/charts/rate.png").is_file());
+
+    let rec = Store::open_read_only(&dir.path().join("r.db"))
+        .unwrap()
+        .load_run(1)
+        .unwrap();
+    assert_eq!(rec.status, RunStatus::Complete);
+    assert_eq!(rec.measurements.len(), 16);
+    for m in &rec.measurements {
+        let r = m.result.as_ref().unwrap();
+        assert!(r.successes > 0 && r.error_count() == 0, "{m:?}");
+        let c = m.server_cost.unwrap();
+        assert!(c.cpu_ns > 0 && c.rss_peak_bytes > 0, "server cost sampled: {c:?}");
+        assert!(!r.histogram.is_empty() && !r.timeline.is_empty());
+    }
+    assert!(!rec.environment.machine.cpu_model.is_empty());
+    assert!(rec.environment.isolation[0].starts_with("server CPUs: "));
+
+    let out = run_in(dir.path(), &["runs", "--db", "r.db"]);
+    let s = text(&out.stdout);
+    assert!(
+        s.lines().nth(1).unwrap().contains("quick") && s.contains("complete") && s.contains("16/16"),
+        "{s}"
+    );
+
+    let out = run_in(dir.path(), &["show", "latest", "--db", "r.db"]);
+    let s = text(&out.stdout);
+    assert!(
+        out.status.success() && s.contains("preset: quick") && s.contains("rest-h2"),
+        "{s}"
+    );
+
+    let out = run_in(dir.path(), &["compare", "1", "1", "--db", "r.db"]);
+    let s = text(&out.stdout);
+    assert!(out.status.success() && s.contains("differences are significant"), "{s}");
+
+    let out = run_in(dir.path(), &["report", "1", "--format", "md", "--db", "r.db"]);
+    assert!(text(&out.stdout).starts_with("# protobench run 1 — quick"));
+    let out = run_in(dir.path(), &["report", "1", "--format", "csv", "--db", "r.db"]);
+    assert_eq!(text(&out.stdout).lines().count(), 17);
+    let out = run_in(
+        dir.path(),
+        &["report", "1", "--format", "json", "--db", "r.db", "--out", "json"],
+    );
+    assert!(out.status.success());
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("json/report.json")).unwrap()).unwrap();
+    assert_eq!(v["aggregates"].as_array().unwrap().len(), 16);
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/report.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+
+    chromium_renders(&html_path);
+}
+
+/// Renders the page in headless Chromium: it must load, have no script
+/// errors (it has no scripts at all), and show every chart.
+fn chromium_renders(html: &Path) {
+    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists());
+    let Some(chromium) = chromium else {
+        assert!(
+            std::env::var_os("PROTOBENCH_REQUIRE_PEERS").is_none(),
+            "PROTOBENCH_REQUIRE_PEERS is set but chromium is missing"
+        );
+        eprintln!("skipping the browser check: chromium is not installed");
+        return;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let common = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+    ];
+    let url = format!("file://{}", html.display());
+    let out = Command::new(&chromium)
+        .args(common)
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--dump-dom", &url])
+        .output()
+        .unwrap();
+    let dom = text(&out.stdout);
+    let stderr = text(&out.stderr);
+    assert!(dom.contains("<h1>protobench run 1"), "{dom:.500}");
+    assert!(!stderr.contains("Uncaught"), "script errors:\n{stderr}");
+    let figures = dom.matches("<figure id=\"chart-").count();
+    assert!(figures >= 10, "{figures} charts");
+    assert_eq!(dom.matches("<svg").count(), figures);
+    let shot = html.with_file_name("screenshot.png");
+    let out = Command::new(&chromium)
+        .args(common)
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args([
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1200,2000",
+            &url,
+        ])
+        .output()
+        .unwrap();
+    assert!(shot.is_file(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn an_invalid_preset_is_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.toml"), "servers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nmode = \"closd\"\nconcurrency = 1\n").unwrap();
+    let out = run_in(dir.path(), &["run", "bad.toml", "--db", "r.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "error: invalid preset\nbad.toml:5:8: load.mode: unknown value `closd` (accepted: closed, open)\n"
+    );
+    assert!(!dir.path().join("r.db").exists(), "nothing was created");
+
+    let out = run_in(dir.path(), &["run", "nosuch", "--db", "r.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with("error: no preset `nosuch` ("),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn interrupted_run_keeps_finished_points_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("small.toml"), SMALL).unwrap();
+    let mut child = bin()
+        .current_dir(dir.path())
+        .args(["run", "small.toml", "--db", "r.db", "--no-report"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut seen = String::new();
+    for line in BufReader::new(stderr).lines() {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.starts_with("[2/4") {
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(child.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            )
+            .unwrap();
+        }
+        if line.starts_with("interrupted:") {
+            break;
+        }
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(
+        seen.contains("interrupted: 2 measurement(s) left; finish with `protobench run --resume 1 --db r.db`"),
+        "{seen}"
+    );
+    let rec = Store::open_read_only(&dir.path().join("r.db"))
+        .unwrap()
+        .load_run(1)
+        .unwrap();
+    assert_eq!(rec.status, RunStatus::Interrupted);
+    assert_eq!(rec.measurements.len(), 2);
+    // No server is left behind.
+    assert!(!server_children_alive(child.id()));
+
+    let out = run_in(dir.path(), &["run", "--resume", "1", "--db", "r.db", "--no-report"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rec = Store::open_read_only(&dir.path().join("r.db"))
+        .unwrap()
+        .load_run(1)
+        .unwrap();
+    assert_eq!(rec.status, RunStatus::Complete);
+    assert_eq!(rec.measurements.len(), 4);
+    let out = run_in(dir.path(), &["run", "--resume", "1", "--db", "r.db"]);
+    assert!(out.status.success() && text(&out.stderr).contains("already complete"));
+}
+
+fn server_children_alive(parent: u32) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read_to_string(e.path().join("stat")).ok().is_some_and(|s| {
+            let rest = &s[s.rfind(')').map_or(0, |i| i + 1)..];
+            rest.split_whitespace().nth(1) == Some(&parent.to_string())
+        })
+    })
+}
+
+#[test]
+fn a_locked_database_is_named_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("small.toml"), SMALL).unwrap();
+    let db = dir.path().join("r.db");
+    drop(Store::open(&db).unwrap());
+    let holder = rusqlite::Connection::open(&db).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let out = run_in(dir.path(), &["run", "small.toml", "--db", "r.db"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        text(&out.stderr),
+        "error: opening the results database: results database r.db is locked by another process (is another protobench run writing to it?)\n"
+    );
+}
+
+#[test]
+fn an_unwritable_database_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("small.toml"), SMALL).unwrap();
+    let out = run_in(
+        dir.path(),
+        &["run", "small.toml", "--db", "/nonexistent-protobench/r.db"],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).starts_with(
+            "error: opening the results database: results database /nonexistent-protobench/r.db is not writable: "
+        ),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn a_full_disk_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("small.toml"), SMALL).unwrap();
+    let db = dir.path().join("r.db");
+    drop(Store::open(&db).unwrap());
+    let pages = std::fs::metadata(&db).unwrap().len() / 4096;
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["run", "small.toml", "--db", "r.db", "--no-report"])
+        .env("PROTOBENCH_DB_MAX_PAGES", (pages + 3).to_string())
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("could not be written to r.db: results database r.db: disk full"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("they are saved in ./protobench-run-1-unsaved.json"),
+        "{stderr}"
+    );
+    let dump: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("protobench-run-1-unsaved.json")).unwrap()).unwrap();
+    let unsaved = dump["measurements"].as_array().unwrap().len();
+    let stored = Store::open_read_only(&db)
+        .unwrap()
+        .load_run(1)
+        .unwrap()
+        .measurements
+        .len();
+    assert_eq!(stored + unsaved, 4, "every measurement is in the database or the dump");
+}
+
+#[test]
+fn a_missing_toolchain_fails_that_server_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let sdir = dir.path().join("servers/fake");
+    std::fs::create_dir_all(&sdir).unwrap();
+    std::fs::write(
+        sdir.join("manifest.toml"),
+        "name = \"fake\"\nlanguage = \"Fake\"\nstack = \"none\"\nprotocols = [\"rest\"]\ntoolchain = [\"protobench-no-such-compiler\"]\nbuild = [[\"protobench-no-such-compiler\", \"build\"]]\nstart = [\"bin/server\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("two.toml"),
+        SMALL
+            .replace("[\"rust\"]", "[\"rust\", \"fake\"]")
+            .replace("[\"rest\", \"grpc\"]", "[\"rest\"]")
+            .replace("repetitions = 2", "repetitions = 1"),
+    )
+    .unwrap();
+    let out = bin()
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "two.toml",
+            "--db",
+            "r.db",
+            "--no-report",
+            "--servers-dir",
+            "servers",
+        ])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("warning: server `fake` needs protobench-no-such-compiler on PATH (servers/fake/manifest.toml): its points will be marked failed"),
+        "{stderr}"
+    );
+    let rec = Store::open_read_only(&dir.path().join("r.db"))
+        .unwrap()
+        .load_run(1)
+        .unwrap();
+    let by_server = |s: &str| {
+        rec.measurements
+            .iter()
+            .filter(|m| rec.points[m.point as usize].server == s)
+            .collect::<Vec<_>>()
+    };
+    assert!(by_server("rust").iter().all(|m| m.failure.is_none()));
+    assert_eq!(
+        by_server("fake")[0].failure.as_ref().unwrap().reason,
+        "server `fake` needs protobench-no-such-compiler on PATH (toolchain in servers/fake/manifest.toml)"
+    );
+
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["build", "fake", "--servers-dir", "servers"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        "fake: cannot build: protobench-no-such-compiler not found on PATH (toolchain in servers/fake/manifest.toml)\n"
+    );
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["servers", "--servers-dir", "servers"])
+        .output()
+        .unwrap();
+    assert!(text(&out.stdout).contains("toolchain missing: protobench-no-such-compiler"));
+}
