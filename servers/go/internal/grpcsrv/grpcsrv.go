@@ -1,0 +1,246 @@
+// Package grpcsrv is the gRPC front end: grpc-go with the protoc-gen-go /
+// protoc-gen-go-grpc stubs generated from contract/proto at build time, plus
+// server reflection.
+package grpcsrv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	protoenc "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"protobench.dev/servers/go/internal/core"
+	"protobench.dev/servers/go/internal/gen/helloworld"
+	pb "protobench.dev/servers/go/internal/gen/protobenchv1"
+)
+
+// MaxSendMsgSize is large enough for every response the contract allows:
+// 3.4 MB files and CloneText's 64 MiB of text plus its framing.
+const MaxSendMsgSize = 128 << 20
+
+type bench struct {
+	pb.UnimplementedBenchServer
+	core      *core.Core
+	inventory *pb.InventoryStatus
+	devices   *pb.DeviceList
+	items     *pb.ItemList
+	people    *pb.ObjectList
+	integers  *pb.IntegerList
+}
+
+type greeter struct {
+	helloworld.UnimplementedGreeterServer
+	core *core.Core
+}
+
+// Register loads the dataset into protobuf messages and registers the Bench
+// and Greeter services and server reflection on s.
+func Register(s *grpc.Server, c *core.Core) error {
+	b := &bench{
+		core:      c,
+		inventory: &pb.InventoryStatus{},
+		devices:   &pb.DeviceList{},
+		items:     &pb.ItemList{},
+		people:    &pb.ObjectList{},
+		integers:  &pb.IntegerList{Values: c.Integers},
+	}
+	// dataset.json's members `devices`, `items` and `people` are exactly the
+	// JSON forms of DeviceList, ItemList and ObjectList; the other members
+	// are skipped.
+	skip := protojson.UnmarshalOptions{DiscardUnknown: true}
+	if err := skip.Unmarshal(c.RawDataset, b.devices); err != nil {
+		return fmt.Errorf("dataset devices: %w", err)
+	}
+	if err := skip.Unmarshal(c.RawDataset, b.items); err != nil {
+		return fmt.Errorf("dataset items: %w", err)
+	}
+	if err := skip.Unmarshal(c.RawDataset, b.people); err != nil {
+		return fmt.Errorf("dataset people: %w", err)
+	}
+	var top struct {
+		InventoryStatus json.RawMessage `json:"inventoryStatus"`
+	}
+	if err := json.Unmarshal(c.RawDataset, &top); err != nil {
+		return fmt.Errorf("dataset: %w", err)
+	}
+	if err := protojson.Unmarshal(top.InventoryStatus, b.inventory); err != nil {
+		return fmt.Errorf("dataset inventoryStatus: %w", err)
+	}
+	s.RegisterService(&pb.Bench_ServiceDesc, b)
+	s.RegisterService(&helloworld.Greeter_ServiceDesc, &greeter{core: c})
+	reflection.Register(s)
+	return nil
+}
+
+// Options returns the server options the front end needs: the codec and
+// interceptor that answer an undecodable request with INVALID_ARGUMENT.
+//
+// grpc-go reports a request that fails to unmarshal as INTERNAL, and writes
+// that status itself before the handler or any interceptor runs. The
+// contract wants INVALID_ARGUMENT, so the codec below (grpc-go's own proto
+// codec underneath) does not fail the receive: it resets the message and
+// notes it as undecodable, and the unary interceptor, which runs right after
+// the receive with that same message, answers INVALID_ARGUMENT without
+// calling the handler.
+func Options() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(codec{encoding.GetCodecV2(protoenc.Name)}),
+		grpc.UnaryInterceptor(rejectUndecodable),
+	}
+}
+
+// undecodable holds the request messages that failed to unmarshal, from the
+// codec's Unmarshal until the interceptor takes them out (it is empty
+// otherwise).
+var undecodable sync.Map
+
+type codec struct{ encoding.CodecV2 }
+
+func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if err := c.CodecV2.Unmarshal(data, v); err != nil {
+		m, ok := v.(proto.Message)
+		if !ok {
+			return err
+		}
+		proto.Reset(m)
+		undecodable.Store(v, struct{}{})
+	}
+	return nil
+}
+
+func rejectUndecodable(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if _, bad := undecodable.LoadAndDelete(req); bad {
+		return nil, status.Error(codes.InvalidArgument, "the request message could not be decoded")
+	}
+	return handler(ctx, req)
+}
+
+// toStatus maps an operation error onto its gRPC status.
+func toStatus(err error) error {
+	switch core.KindOf(err) {
+	case core.Invalid:
+		return status.Error(codes.InvalidArgument, err.Error())
+	case core.NotFound:
+		return status.Error(codes.NotFound, err.Error())
+	case core.Injected:
+		return status.Error(codes.Unavailable, err.Error())
+	default:
+		return status.Error(codes.Internal, "internal error")
+	}
+}
+
+func (b *bench) admit(ctx context.Context) error {
+	if err := b.core.Admit(ctx); err != nil {
+		return toStatus(err)
+	}
+	return nil
+}
+
+func (b *bench) GetInventoryXs(ctx context.Context, _ *pb.Empty) (*pb.Empty, error) {
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	return &pb.Empty{}, nil
+}
+
+func (b *bench) GetInventoryS(ctx context.Context, _ *pb.Empty) (*pb.InventoryStatus, error) {
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	return b.inventory, nil
+}
+
+func (b *bench) GetInventoryM(ctx context.Context, _ *pb.Empty) (*pb.DeviceList, error) {
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	return b.devices, nil
+}
+
+func (b *bench) GetInventoryL(ctx context.Context, _ *pb.Empty) (*pb.ItemList, error) {
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	return b.items, nil
+}
+
+func (b *bench) EchoProduct(ctx context.Context, p *pb.Product) (*pb.Product, error) {
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (b *bench) ModifyProduct(ctx context.Context, p *pb.Product) (*pb.Product, error) {
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	p.Description = core.Reverse(p.Description)
+	return p, nil
+}
+
+func (b *bench) CloneText(ctx context.Context, r *pb.CloneRequest) (*pb.CloneResponse, error) {
+	if err := core.ValidateClone(r.Text, r.Times); err != nil {
+		return nil, toStatus(err)
+	}
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	return &pb.CloneResponse{Texts: core.Clone(r.Text, r.Times)}, nil
+}
+
+func (b *bench) GetInteger(ctx context.Context, _ *pb.Empty) (*pb.IntegerValue, error) {
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	return &pb.IntegerValue{Value: 2147483647}, nil
+}
+
+func (b *bench) GetIntegers(ctx context.Context, _ *pb.Empty) (*pb.IntegerList, error) {
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	return b.integers, nil
+}
+
+func (b *bench) GetObjects(ctx context.Context, _ *pb.Empty) (*pb.ObjectList, error) {
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	return b.people, nil
+}
+
+func (b *bench) GetFile(ctx context.Context, r *pb.FileRequest) (*pb.FileContent, error) {
+	content, err := b.core.File(r.Name)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	return &pb.FileContent{Name: r.Name, Content: content}, nil
+}
+
+func (b *bench) Echo(ctx context.Context, m *pb.EchoMessage) (*pb.EchoMessage, error) {
+	if err := b.admit(ctx); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (g *greeter) SayHello(ctx context.Context, r *helloworld.HelloRequest) (*helloworld.HelloReply, error) {
+	if err := g.core.Admit(ctx); err != nil {
+		return nil, toStatus(err)
+	}
+	return &helloworld.HelloReply{Response: r.Request}, nil
+}

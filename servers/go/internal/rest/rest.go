@@ -1,0 +1,160 @@
+// Package rest is the REST front end: net/http's ServeMux (method patterns)
+// and encoding/json with the model structs. The same handler serves HTTP/1.1
+// (rest) and HTTP/2 (rest-h2).
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"protobench.dev/servers/go/internal/core"
+	"protobench.dev/servers/go/internal/model"
+)
+
+type server struct {
+	core  *core.Core
+	limit int64
+}
+
+// Handler returns the REST handler for every operation of the contract.
+func Handler(c *core.Core) http.Handler {
+	s := &server{core: c, limit: c.Config.MaxRequestBytes}
+	mux := http.NewServeMux()
+	route := func(method, path string, h http.HandlerFunc) {
+		mux.HandleFunc(method+" "+path, h)
+		// The same path without a method: every other method gets 405.
+		allow := method
+		if method == http.MethodGet {
+			allow = "GET, HEAD"
+		}
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; allowed: "+allow)
+		})
+	}
+	route("GET", "/v1/inventory/xs", get(s, c.GetInventoryXs))
+	route("GET", "/v1/inventory/s", get(s, c.GetInventoryS))
+	route("GET", "/v1/inventory/m", get(s, c.GetInventoryM))
+	route("GET", "/v1/inventory/l", get(s, c.GetInventoryL))
+	route("POST", "/v1/products/echo", post(s, c.EchoProduct))
+	route("POST", "/v1/products/modify", post(s, c.ModifyProduct))
+	route("POST", "/v1/tasks/clone", post(s, c.CloneText))
+	route("GET", "/v1/tasks/integer", get(s, c.GetInteger))
+	route("GET", "/v1/tasks/integers", get(s, c.GetIntegers))
+	route("GET", "/v1/tasks/objects", get(s, c.GetObjects))
+	route("GET", "/v1/tasks/files/{name}", s.getFile)
+	route("POST", "/v1/echo", post(s, c.Echo))
+	route("POST", "/v1/greeter/hello", post(s, c.SayHello))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such path: "+r.URL.Path)
+	})
+	return mux
+}
+
+type op[Req, Resp any] func(context.Context, *Req) (*Resp, error)
+
+// get serves an operation whose request is Empty: there is no body.
+func get[Resp any](s *server, fn op[model.Empty, Resp]) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		resp, err := fn(r.Context(), &model.Empty{})
+		s.respond(w, resp, err)
+	}
+}
+
+// post serves an operation whose request is a JSON body.
+func post[Req, Resp any](s *server, fn op[Req, Resp]) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		req := new(Req)
+		if status, msg := s.decode(w, r, req); status != 0 {
+			writeError(w, status, msg)
+			return
+		}
+		resp, err := fn(r.Context(), req)
+		s.respond(w, resp, err)
+	}
+}
+
+func (s *server) getFile(w http.ResponseWriter, r *http.Request) {
+	resp, err := s.core.GetFile(r.Context(), &model.FileRequest{Name: r.PathValue("name")})
+	s.respond(w, resp, err)
+}
+
+// decode reads a JSON request body into v, returning a non-zero HTTP status
+// and a message when the request must be refused.
+func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) (int, string) {
+	if r.ContentLength > s.limit {
+		return http.StatusRequestEntityTooLarge, "request body over " + strconv.FormatInt(s.limit, 10) + " bytes"
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return http.StatusUnsupportedMediaType, "Content-Type must be application/json"
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.limit))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		// Only whitespace may follow the value.
+		if _, err = dec.Token(); err == io.EOF {
+			return 0, ""
+		} else if err == nil {
+			err = errors.New("unexpected data after the JSON value")
+		}
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return http.StatusRequestEntityTooLarge, "request body over " + strconv.FormatInt(s.limit, 10) + " bytes"
+	}
+	if err == io.EOF {
+		return http.StatusBadRequest, "empty request body"
+	}
+	return http.StatusBadRequest, "malformed request body: " + err.Error()
+}
+
+func (s *server) respond(w http.ResponseWriter, resp any, err error) {
+	if err != nil {
+		switch core.KindOf(err) {
+		case core.Invalid:
+			writeError(w, http.StatusBadRequest, err.Error())
+		case core.NotFound:
+			writeError(w, http.StatusNotFound, err.Error())
+		case core.Injected:
+			writeError(w, http.StatusInternalServerError, err.Error())
+		default:
+			writeError(w, http.StatusInternalServerError, "internal error")
+		}
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+type errorBody struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{Code: status, Message: msg})
+}
+
+// writeJSON encodes v (on every call: nothing is cached) and writes it with
+// its Content-Length.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"code":500,"message":"response could not be encoded"}` + "\n")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
