@@ -1,0 +1,164 @@
+package dev.protobench.server.web;
+
+import dev.protobench.server.BenchConfig.Protocol;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ReadListener;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletRequestWrapper;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Locale;
+import org.springframework.web.filter.OncePerRequestFilter;
+
+/**
+ * Runs first on every HTTP request, before any parsing:
+ * - keeps each path on its protocol's listener(s): /soap only on the soap listener, /v1/... only
+ *   on the rest and rest-h2 listeners (404 otherwise);
+ * - enforces PROTOBENCH_MAX_REQUEST_BYTES (413), from Content-Length or, for a body without one
+ *   (chunked HTTP/1.1, HTTP/2), by reading at most limit + 1 bytes;
+ * - on /soap: methods other than POST and GET ?wsdl get 405, a POST whose content type is not
+ *   text/xml gets 415.
+ * REST's 404/405/415 come from Spring MVC (RestErrors).
+ */
+public final class ProtocolGuardFilter extends OncePerRequestFilter {
+
+    private final int maxRequestBytes;
+
+    public ProtocolGuardFilter(int maxRequestBytes) {
+        this.maxRequestBytes = maxRequestBytes;
+    }
+
+    @Override
+    protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
+            throws ServletException, IOException {
+        Protocol protocol = (Protocol) request.getAttribute(ConnectorRegistry.PROTOCOL_ATTRIBUTE);
+        String path = request.getRequestURI();
+        boolean soapPath = "/soap".equals(path);
+        boolean soapListener = protocol == Protocol.SOAP;
+        if (soapPath != soapListener) {
+            error(response, 404, "not found");
+            return;
+        }
+        String method = request.getMethod();
+        if (soapListener) {
+            boolean wsdl = "GET".equals(method) && "wsdl".equalsIgnoreCase(request.getQueryString());
+            if (!wsdl && !"POST".equals(method)) {
+                response.setHeader("Allow", "GET, POST");
+                error(response, 405, "method not allowed: POST (or GET ?wsdl)");
+                return;
+            }
+        }
+
+        long length = request.getContentLengthLong();
+        if (length > maxRequestBytes) {
+            response.setHeader("Connection", "close");
+            error(response, 413, "request body larger than " + maxRequestBytes + " bytes");
+            return;
+        }
+        if (length < 0 && ("POST".equals(method) || "PUT".equals(method) || "PATCH".equals(method))) {
+            byte[] body = readAtMost(request.getInputStream(), maxRequestBytes + 1);
+            if (body.length > maxRequestBytes) {
+                response.setHeader("Connection", "close");
+                error(response, 413, "request body larger than " + maxRequestBytes + " bytes");
+                return;
+            }
+            request = new BufferedBodyRequest(request, body);
+        }
+
+        if (soapListener && "POST".equals(method) && !isTextXml(request.getContentType())) {
+            error(response, 415, "unsupported content type: use text/xml");
+            return;
+        }
+        chain.doFilter(request, response);
+    }
+
+    private static boolean isTextXml(String contentType) {
+        if (contentType == null) {
+            return false;
+        }
+        int semi = contentType.indexOf(';');
+        String mime = (semi < 0 ? contentType : contentType.substring(0, semi)).trim().toLowerCase(Locale.ROOT);
+        return mime.equals("text/xml");
+    }
+
+    private static byte[] readAtMost(InputStream in, int max) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(Math.min(max, 64 * 1024));
+        byte[] buf = new byte[16 * 1024];
+        int total = 0;
+        while (total < max) {
+            int n = in.read(buf, 0, Math.min(buf.length, max - total));
+            if (n < 0) {
+                break;
+            }
+            out.write(buf, 0, n);
+            total += n;
+        }
+        return out.toByteArray();
+    }
+
+    static void error(HttpServletResponse response, int status, String message) throws IOException {
+        byte[] body = ("{\"code\":" + status + ",\"message\":\"" + message.replace("\"", "'") + "\"}")
+                .getBytes(StandardCharsets.UTF_8);
+        response.setStatus(status);
+        response.setContentType("application/json");
+        response.setContentLength(body.length);
+        response.getOutputStream().write(body);
+    }
+
+    /** A request whose body was read (bounded) into memory. */
+    private static final class BufferedBodyRequest extends HttpServletRequestWrapper {
+        private final byte[] body;
+
+        BufferedBodyRequest(HttpServletRequest request, byte[] body) {
+            super(request);
+            this.body = body;
+        }
+
+        @Override
+        public int getContentLength() {
+            return body.length;
+        }
+
+        @Override
+        public long getContentLengthLong() {
+            return body.length;
+        }
+
+        @Override
+        public ServletInputStream getInputStream() {
+            ByteArrayInputStream in = new ByteArrayInputStream(body);
+            return new ServletInputStream() {
+                @Override
+                public int read() {
+                    return in.read();
+                }
+
+                @Override
+                public int read(byte[] b, int off, int len) {
+                    return in.read(b, off, len);
+                }
+
+                @Override
+                public boolean isFinished() {
+                    return in.available() == 0;
+                }
+
+                @Override
+                public boolean isReady() {
+                    return true;
+                }
+
+                @Override
+                public void setReadListener(ReadListener listener) {
+                    throw new UnsupportedOperationException();
+                }
+            };
+        }
+    }
+}

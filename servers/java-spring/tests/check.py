@@ -1,0 +1,750 @@
+#!/usr/bin/env python3
+"""Checks the java-spring protobench server against contract/vectors and the contract's error
+rules, over every protocol it serves, clear text and TLS. Starts and stops the server itself.
+
+Usage: check.py <server dir> <generated python proto dir> <work dir>
+Prints one line per failed check, a summary per section, and a final "N passed, M failed".
+"""
+import base64
+import concurrent.futures
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+
+import grpc
+import httpx
+
+SERVER_DIR, GEN_DIR, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, GEN_DIR)
+from protobench.v1 import protobench_pb2  # noqa: E402
+from helloworld import helloworld_pb2  # noqa: E402
+
+REPO = os.path.abspath(os.path.join(SERVER_DIR, "..", ".."))
+CONTRACT = os.path.join(REPO, "contract")
+VECTORS = os.path.join(CONTRACT, "vectors")
+WORKLOADS = {w["name"]: w for w in json.load(open(os.path.join(CONTRACT, "workloads.json")))}
+MANIFEST_START = None
+
+SOAP_ENV = "http://schemas.xmlsoap.org/soap/envelope/"
+NS = "urn:protobench:v1"
+
+passed = 0
+failed = 0
+skipped = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}"[:2000], flush=True)
+    return ok
+
+
+def skip(name, why):
+    global skipped
+    skipped += 1
+    print(f"SKIP {name}: {why}", flush=True)
+
+
+# ---------------------------------------------------------------- server process
+
+
+def start_command():
+    import tomllib
+    with open(os.path.join(SERVER_DIR, "manifest.toml"), "rb") as f:
+        return tomllib.load(f)["start"]
+
+
+class Server:
+    def __init__(self, env_extra, protocols=("rest", "rest-h2", "soap", "grpc")):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PROTOBENCH_")}
+        for p in protocols:
+            env["PROTOBENCH_" + p.upper().replace("-", "_") + "_ADDR"] = "127.0.0.1:0"
+        env.update(env_extra)
+        self.protocols = protocols
+        self.stderr = open(os.path.join(WORK, "server-stderr.log"), "ab")
+        self.proc = subprocess.Popen(start_command(), cwd=SERVER_DIR, env=env, stdout=subprocess.PIPE,
+                                     stderr=self.stderr)
+        self.addrs = {}
+        self.tls = None
+        deadline = time.time() + 90
+        lines = []
+        while len(self.addrs) < len(protocols) and time.time() < deadline:
+            line = self.proc.stdout.readline().decode()
+            if not line:
+                break
+            lines.append(line)
+            if line.startswith("listening "):
+                kv = dict(part.split("=", 1) for part in line.split()[1:])
+                self.addrs[kv["protocol"]] = kv["addr"]
+                self.tls = kv["tls"] == "true"
+        if len(self.addrs) < len(protocols):
+            self.proc.kill()
+            raise RuntimeError(f"server did not print its listening lines: {lines}")
+        # drain stdout (must stay silent) in the background
+        self.extra_stdout = []
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for line in self.proc.stdout:
+            self.extra_stdout.append(line)
+
+    def url(self, protocol, path):
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://{self.addrs[protocol]}{path}"
+
+    def stop(self, name):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = "timeout"
+        check(f"{name}: SIGTERM exits 0", rc == 0, f"exit status {rc}")
+        check(f"{name}: nothing on stdout besides the listening lines", not self.extra_stdout,
+              repr(self.extra_stdout[:3]))
+        self.stderr.close()
+
+
+# ---------------------------------------------------------------- comparisons
+
+
+def strip_nulls(v):
+    if isinstance(v, dict):
+        return {k: strip_nulls(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [strip_nulls(x) for x in v]
+    return v
+
+
+def json_equal(a, b):
+    return strip_nulls(a) == strip_nulls(b)
+
+
+def xml_body_element(data):
+    root = ET.fromstring(data)
+    if root.tag != f"{{{SOAP_ENV}}}Envelope":
+        raise ValueError(f"not a SOAP envelope: {root.tag}")
+    body = root.find(f"{{{SOAP_ENV}}}Body")
+    children = list(body)
+    if len(children) != 1:
+        raise ValueError(f"Body has {len(children)} children")
+    return children[0]
+
+
+def xml_value(el):
+    children = list(el)
+    if children:
+        return (el.tag, [xml_value(c) for c in children])
+    return (el.tag, (el.text or ""))
+
+
+def xml_equal(a, b):
+    if a[0] != b[0]:
+        return False
+    if isinstance(a[1], list) or isinstance(b[1], list):
+        if not (isinstance(a[1], list) and isinstance(b[1], list)) or len(a[1]) != len(b[1]):
+            # an empty element decodes as "" on one side and [] never happens here
+            return (a[1] in ("", []) and b[1] in ("", []))
+        return all(xml_equal(x, y) for x, y in zip(a[1], b[1]))
+    if a[1] == b[1]:
+        return True
+    try:
+        return float(a[1]) == float(b[1])
+    except ValueError:
+        return False
+
+
+def soap_fault(data):
+    """(faultcode local name, faultcode namespace, faultstring) of a SOAP 1.1 fault, or None."""
+    root = ET.fromstring(data)
+    fault = root.find(f"{{{SOAP_ENV}}}Body/{{{SOAP_ENV}}}Fault")
+    if fault is None:
+        return None
+    code = fault.findtext("faultcode").strip()
+    prefix, _, local = code.rpartition(":")
+    # resolve the prefix by scanning the raw namespace declarations
+    ns = None
+    text = data.decode("utf-8", "replace")
+    decl = f'xmlns:{prefix}="'
+    i = text.find(decl)
+    if i >= 0:
+        ns = text[i + len(decl):text.index('"', i + len(decl))]
+    return local, ns, fault.findtext("faultstring")
+
+
+def grpc_message_classes(operation):
+    if operation == "SayHello":
+        svc = helloworld_pb2.DESCRIPTOR.services_by_name["Greeter"]
+        mod = helloworld_pb2
+    else:
+        svc = protobench_pb2.DESCRIPTOR.services_by_name["Bench"]
+        mod = protobench_pb2
+    m = svc.methods_by_name[operation]
+    return getattr(mod, m.input_type.name), getattr(mod, m.output_type.name)
+
+
+def read(workload, name):
+    with open(os.path.join(VECTORS, workload, name), "rb") as f:
+        return f.read()
+
+
+# ---------------------------------------------------------------- clients
+
+
+def http_client(server, protocol):
+    verify = ssl.create_default_context(cafile=CERT) if server.tls else False
+    if protocol == "rest-h2":
+        # h2 by ALPN with TLS, h2c with prior knowledge in clear text
+        return httpx.Client(http1=bool(server.tls), http2=True, verify=verify, timeout=60)
+    return httpx.Client(http1=True, http2=False, verify=verify, timeout=60)
+
+
+def grpc_channel(server):
+    opts = [("grpc.max_receive_message_length", 64 * 1024 * 1024),
+            ("grpc.max_send_message_length", 64 * 1024 * 1024)]
+    if server.tls:
+        creds = grpc.ssl_channel_credentials(root_certificates=open(CERT, "rb").read())
+        return grpc.secure_channel(server.addrs["grpc"], creds, options=opts)
+    return grpc.insecure_channel(server.addrs["grpc"], options=opts)
+
+
+def grpc_raw(channel, path, payload, timeout=60):
+    call = channel.unary_unary(path, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+    return call(payload, timeout=timeout)
+
+
+def soap_post(client, server, body, action=None, content_type="text/xml; charset=utf-8"):
+    headers = {"Content-Type": content_type}
+    if action is not None:
+        headers["SOAPAction"] = f'"{action}"'
+    return client.post(server.url("soap", "/soap"), content=body, headers=headers)
+
+
+# ---------------------------------------------------------------- sections
+
+
+def check_vectors(server, label):
+    clients = {p: http_client(server, p) for p in ("rest", "rest-h2", "soap")}
+    channel = grpc_channel(server)
+    for name in sorted(os.listdir(VECTORS)):
+        w = WORKLOADS[name]
+        # REST over HTTP/1.1 and over HTTP/2
+        expected_json = json.loads(read(name, "response.json"))
+        for p in ("rest", "rest-h2"):
+            c = clients[p]
+            try:
+                if w["restMethod"] == "GET":
+                    r = c.get(server.url(p, w["restPath"]))
+                else:
+                    r = c.post(server.url(p, w["restPath"]), content=read(name, "request.json"),
+                               headers={"Content-Type": "application/json"})
+                want_version = "HTTP/2" if p == "rest-h2" else "HTTP/1.1"
+                ok = (r.status_code == 200 and r.http_version == want_version
+                      and r.headers.get("content-type", "").startswith("application/json")
+                      and json_equal(r.json(), expected_json))
+                check(f"{label} {p} {name}", ok,
+                      f"status {r.status_code} {r.http_version} {r.headers.get('content-type')} "
+                      f"body {r.text[:300]}")
+            except Exception as e:  # noqa: BLE001
+                check(f"{label} {p} {name}", False, repr(e))
+        # SOAP
+        try:
+            r = soap_post(clients["soap"], server, read(name, "request.xml"), w["soapAction"])
+            ok = r.status_code == 200 and r.headers.get("content-type", "").startswith("text/xml")
+            got = xml_value(xml_body_element(r.content))
+            want = xml_value(xml_body_element(read(name, "response.xml")))
+            check(f"{label} soap {name}", ok and xml_equal(got, want),
+                  f"status {r.status_code} body {r.text[:300]}")
+        except Exception as e:  # noqa: BLE001
+            check(f"{label} soap {name}", False, repr(e))
+        # gRPC
+        try:
+            _, out_cls = grpc_message_classes(w["operation"])
+            got = out_cls.FromString(grpc_raw(channel, w["grpcPath"], read(name, "request.pb")))
+            want = out_cls.FromString(read(name, "response.pb"))
+            check(f"{label} grpc {name}", got == want, "response differs")
+        except Exception as e:  # noqa: BLE001
+            check(f"{label} grpc {name}", False, repr(e)[:500])
+    for c in clients.values():
+        c.close()
+    channel.close()
+
+
+def check_alpn(server, label):
+    for p, want in (("rest", "http/1.1"), ("soap", "http/1.1"), ("rest-h2", "h2"), ("grpc", "h2")):
+        host, port = server.addrs[p].rsplit(":", 1)
+        ctx = ssl.create_default_context(cafile=CERT)
+        ctx.set_alpn_protocols(["h2", "http/1.1"])
+        try:
+            with socket.create_connection((host, int(port)), timeout=10) as s:
+                with ctx.wrap_socket(s, server_hostname="localhost") as t:
+                    got = t.selected_alpn_protocol()
+            check(f"{label} {p} ALPN", got == want, f"selected {got!r}, want {want!r}")
+        except Exception as e:  # noqa: BLE001
+            check(f"{label} {p} ALPN", False, repr(e))
+
+
+def rest_error(r, status):
+    try:
+        body = r.json()
+    except Exception:  # noqa: BLE001
+        return False
+    return (r.status_code == status and body.get("code") == status and isinstance(body.get("message"), str)
+            and r.headers.get("content-type", "").startswith("application/json"))
+
+
+def check_rest_errors(server, label):
+    for p in ("rest", "rest-h2"):
+        with http_client(server, p) as c:
+            J = {"Content-Type": "application/json"}
+            r = c.post(server.url(p, "/v1/echo"), content=b'{"payload": "x"', headers=J)
+            check(f"{label} {p} malformed JSON -> 400", rest_error(r, 400), f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/echo"), content=b'{"payload": "x", "other": 1}', headers=J)
+            check(f"{label} {p} unknown member -> 400", rest_error(r, 400), f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/echo"), content=b'{"payload": 5}', headers=J)
+            check(f"{label} {p} number for a string -> 400", rest_error(r, 400), f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/products/echo"), content=b'{"id": "abc"}', headers=J)
+            check(f"{label} {p} string for an int32 -> 400", rest_error(r, 400), f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/products/echo"), content=b'{"id": 4294967296}', headers=J)
+            check(f"{label} {p} int32 overflow -> 400", rest_error(r, 400), f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/tasks/clone"), content=b'{"text": "a", "times": -1}', headers=J)
+            check(f"{label} {p} times -1 -> 400", rest_error(r, 400), f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/tasks/clone"), content=b'{"text": "a", "times": 100001}', headers=J)
+            check(f"{label} {p} times 100001 -> 400", rest_error(r, 400), f"{r.status_code} {r.text[:200]}")
+            big = json.dumps({"text": "x" * 1000, "times": 100000}).encode()
+            r = c.post(server.url(p, "/v1/tasks/clone"), content=big, headers=J)
+            check(f"{label} {p} clone over 64 MiB -> 400", rest_error(r, 400), f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/greeter/hello"),
+                       content=b'{"request": {"c1": "a", "c2": true}}', headers=J)
+            check(f"{label} {p} two oneof members -> 400", rest_error(r, 400), f"{r.status_code} {r.text[:200]}")
+            r = c.get(server.url(p, "/v1/nope"))
+            check(f"{label} {p} unknown path -> 404", rest_error(r, 404), f"{r.status_code} {r.text[:200]}")
+            r = c.get(server.url(p, "/soap?wsdl"))
+            check(f"{label} {p} /soap not on a REST listener -> 404", rest_error(r, 404),
+                  f"{r.status_code} {r.text[:200]}")
+            r = c.get(server.url(p, "/v1/tasks/files/nope"))
+            check(f"{label} {p} unknown file -> 404", rest_error(r, 404), f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/inventory/s"), content=b"{}", headers=J)
+            check(f"{label} {p} POST on a GET path -> 405 with Allow",
+                  rest_error(r, 405) and "GET" in r.headers.get("allow", ""), f"{r.status_code} {r.headers}")
+            r = c.get(server.url(p, "/v1/echo"))
+            check(f"{label} {p} GET on a POST path -> 405 with Allow",
+                  rest_error(r, 405) and "POST" in r.headers.get("allow", ""), f"{r.status_code} {r.headers}")
+            r = c.post(server.url(p, "/v1/echo"), content=b'{"payload": "x"}', headers={"Content-Type": "text/plain"})
+            check(f"{label} {p} text/plain body -> 415", rest_error(r, 415), f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/echo"), content=b'{"payload": "x"}',
+                       headers={"Content-Type": "application/json; charset=utf-8"})
+            check(f"{label} {p} charset parameter accepted", r.status_code == 200 and r.json() == {"payload": "x"},
+                  f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/products/modify"),
+                       content=json.dumps({"description": "ab\U0001F600c\u00e9"}).encode(), headers=J)
+            check(f"{label} {p} modify reverses by scalar values",
+                  r.status_code == 200 and r.json().get("description") == "\u00e9c\U0001F600ba",
+                  f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/greeter/hello"), content=b'{"request": {"l": 12}}', headers=J)
+            check(f"{label} {p} int64 accepted as number, written as string",
+                  r.status_code == 200 and r.json()["response"]["l"] == "12", f"{r.status_code} {r.text[:200]}")
+    with http_client(server, "soap") as c:
+        r = c.get(server.url("soap", "/v1/tasks/integer"))
+        check(f"{label} REST path not on the soap listener -> 404", r.status_code == 404, f"{r.status_code}")
+
+
+def soap_envelope(inner):
+    return (f'<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="{SOAP_ENV}"><soap:Body>'
+            f'{inner}</soap:Body></soap:Envelope>').encode()
+
+
+def check_soap_errors(server, label):
+    def client_fault(name, r, must_not_contain=None):
+        try:
+            f = soap_fault(r.content)
+        except Exception as e:  # noqa: BLE001
+            return check(name, False, f"{r.status_code} not a fault: {e!r} {r.text[:300]}")
+        ok = (r.status_code == 500 and f is not None and f[0] == "Client" and f[1] == SOAP_ENV
+              and r.headers.get("content-type", "").startswith("text/xml"))
+        if must_not_contain is not None and must_not_contain in r.text:
+            ok = False
+        return check(name, ok, f"{r.status_code} {r.text[:300]}")
+
+    with http_client(server, "soap") as c:
+        client_fault(f"{label} soap malformed XML -> Client fault", soap_post(c, server, b"<soap:Envelope"))
+        client_fault(f"{label} soap not an envelope -> Client fault", soap_post(c, server, b"<a>b</a>"))
+        xxe = (b'<?xml version="1.0"?><!DOCTYPE d [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>'
+               + soap_envelope(f'<EchoRequest xmlns="{NS}"><payload>&xxe;</payload></EchoRequest>')
+               .split(b"?>", 1)[1])
+        client_fault(f"{label} soap XXE DOCTYPE -> Client fault, entity not expanded", soap_post(c, server, xxe),
+                     must_not_contain="root:")
+        lol = ['<!ENTITY l0 "lollollollollol">']
+        for i in range(1, 10):
+            lol.append(f'<!ENTITY l{i} "' + f"&l{i - 1};" * 10 + '">')
+        laughs = (b'<?xml version="1.0"?><!DOCTYPE d [' + "".join(lol).encode() + b"]>"
+                  + soap_envelope(f'<EchoRequest xmlns="{NS}"><payload>&l9;</payload></EchoRequest>')
+                  .split(b"?>", 1)[1])
+        t0 = time.time()
+        r = soap_post(c, server, laughs)
+        client_fault(f"{label} soap billion laughs -> Client fault, no expansion", r,
+                     must_not_contain="lollollollollollol")
+        check(f"{label} soap billion laughs answered quickly", time.time() - t0 < 5, f"{time.time() - t0:.1f}s")
+        client_fault(f"{label} soap unknown body element -> Client fault",
+                     soap_post(c, server, soap_envelope(f'<NopeRequest xmlns="{NS}"/>')))
+        client_fault(f"{label} soap empty body -> Client fault", soap_post(c, server, soap_envelope("")))
+        client_fault(f"{label} soap invalid int -> Client fault", soap_post(c, server, soap_envelope(
+            f'<CloneTextRequest xmlns="{NS}"><text>a</text><times>abc</times></CloneTextRequest>')))
+        client_fault(f"{label} soap times -1 -> Client fault", soap_post(c, server, soap_envelope(
+            f'<CloneTextRequest xmlns="{NS}"><text>a</text><times>-1</times></CloneTextRequest>')))
+        client_fault(f"{label} soap unknown enum -> Client fault", soap_post(c, server, soap_envelope(
+            f'<SayHelloRequest xmlns="{NS}"><request><name>a</name><d>0</d><f>0</f><b>false</b><n>0</n><l>0</l>'
+            f'<pets><name>x</name><color>PURPLE</color></pets></request></SayHelloRequest>')))
+        client_fault(f"{label} soap unknown file -> Client fault", soap_post(c, server, soap_envelope(
+            f'<GetFileRequest xmlns="{NS}"><name>nope</name></GetFileRequest>')))
+        r = soap_post(c, server, soap_envelope(f'<EchoRequest xmlns="{NS}"><payload>no action</payload></EchoRequest>'))
+        check(f"{label} soap without SOAPAction works", r.status_code == 200 and "no action" in r.text,
+              f"{r.status_code} {r.text[:200]}")
+        r = soap_post(c, server, soap_envelope(f'<EchoRequest xmlns="{NS}"><payload>x</payload></EchoRequest>'),
+                      content_type="application/json")
+        check(f"{label} soap wrong content type -> 415", r.status_code == 415, f"{r.status_code}")
+        r = c.put(server.url("soap", "/soap"), content=b"x", headers={"Content-Type": "text/xml"})
+        check(f"{label} soap PUT -> 405", r.status_code == 405, f"{r.status_code}")
+        r = c.get(server.url("soap", "/soap"))
+        check(f"{label} soap GET without ?wsdl -> 405", r.status_code == 405, f"{r.status_code}")
+        r = c.get(server.url("soap", "/other"))
+        check(f"{label} soap other path -> 404", r.status_code == 404, f"{r.status_code}")
+        r = c.get(server.url("soap", "/soap?wsdl"))
+        ok = r.status_code == 200 and "wsdl:definitions" in r.text
+        port = server.addrs["soap"].rsplit(":", 1)[1]
+        check(f"{label} soap GET ?wsdl serves the contract WSDL with the request's address",
+              ok and f':{port}/soap"' in r.text and "<soap:address" in r.text, f"{r.status_code} {r.text[-400:]}")
+
+
+def check_grpc_errors(server, label):
+    ch = grpc_channel(server)
+
+    def code_of(fn):
+        try:
+            fn()
+            return grpc.StatusCode.OK
+        except grpc.RpcError as e:
+            return e.code()
+
+    c = code_of(lambda: grpc_raw(ch, "/protobench.v1.Bench/Echo", b"\xff\xff\xff\xff\xff"))
+    check(f"{label} grpc garbage -> INVALID_ARGUMENT", c == grpc.StatusCode.INVALID_ARGUMENT, str(c))
+    c = code_of(lambda: grpc_raw(ch, "/helloworld.Greeter/SayHello", b"\x0a\x05\x0a\x03"))
+    check(f"{label} grpc truncated message -> INVALID_ARGUMENT", c == grpc.StatusCode.INVALID_ARGUMENT, str(c))
+    c = code_of(lambda: grpc_raw(ch, "/protobench.v1.Bench/Nope", b""))
+    check(f"{label} grpc unknown method -> UNIMPLEMENTED", c == grpc.StatusCode.UNIMPLEMENTED, str(c))
+    c = code_of(lambda: grpc_raw(ch, "/nope.Service/Nope", b""))
+    check(f"{label} grpc unknown service -> UNIMPLEMENTED", c == grpc.StatusCode.UNIMPLEMENTED, str(c))
+    req = protobench_pb2.FileRequest(name="nope").SerializeToString()
+    c = code_of(lambda: grpc_raw(ch, "/protobench.v1.Bench/GetFile", req))
+    check(f"{label} grpc unknown file -> NOT_FOUND", c == grpc.StatusCode.NOT_FOUND, str(c))
+    req = protobench_pb2.CloneRequest(text="a", times=-1).SerializeToString()
+    c = code_of(lambda: grpc_raw(ch, "/protobench.v1.Bench/CloneText", req))
+    check(f"{label} grpc times -1 -> INVALID_ARGUMENT", c == grpc.StatusCode.INVALID_ARGUMENT, str(c))
+    ch.close()
+
+
+def check_oversize(server, label, limit):
+    body_ok = json.dumps({"payload": "x" * (limit - 20)}).encode()
+    body_big = json.dumps({"payload": "x" * (limit + 10)}).encode()
+    J = {"Content-Type": "application/json"}
+    for p in ("rest", "rest-h2"):
+        with http_client(server, p) as c:
+            r = c.post(server.url(p, "/v1/echo"), content=body_ok, headers=J)
+            check(f"{label} {p} body under the limit -> 200", r.status_code == 200, f"{r.status_code}")
+            r = c.post(server.url(p, "/v1/echo"), content=body_big, headers=J)
+            check(f"{label} {p} body over the limit -> 413", rest_error(r, 413), f"{r.status_code} {r.text[:200]}")
+
+            def chunks():
+                for i in range(0, len(body_big), 1000):
+                    yield body_big[i:i + 1000]
+            r = c.post(server.url(p, "/v1/echo"), content=chunks(), headers=J)
+            check(f"{label} {p} body over the limit without Content-Length -> 413", rest_error(r, 413),
+                  f"{r.status_code} {r.text[:200]}")
+    with http_client(server, "soap") as c:
+        big = soap_envelope(f'<EchoRequest xmlns="{NS}"><payload>{"x" * (limit + 10)}</payload></EchoRequest>')
+        r = soap_post(c, server, big)
+        check(f"{label} soap body over the limit -> 413", r.status_code == 413, f"{r.status_code}")
+        small = soap_envelope(f'<EchoRequest xmlns="{NS}"><payload>{"x" * (limit - 300)}</payload></EchoRequest>')
+        r = soap_post(c, server, small)
+        check(f"{label} soap body under the limit -> 200", r.status_code == 200, f"{r.status_code}")
+    ch = grpc_channel(server)
+    try:
+        grpc_raw(ch, "/protobench.v1.Bench/Echo", protobench_pb2.EchoMessage(payload="x" * (limit + 10))
+                 .SerializeToString())
+        c = grpc.StatusCode.OK
+    except grpc.RpcError as e:
+        c = e.code()
+    check(f"{label} grpc message over the limit -> RESOURCE_EXHAUSTED", c == grpc.StatusCode.RESOURCE_EXHAUSTED,
+          str(c))
+    try:
+        grpc_raw(ch, "/protobench.v1.Bench/Echo", protobench_pb2.EchoMessage(payload="x" * (limit - 10))
+                 .SerializeToString())
+        c = grpc.StatusCode.OK
+    except grpc.RpcError as e:
+        c = e.code()
+    check(f"{label} grpc message under the limit -> OK", c == grpc.StatusCode.OK, str(c))
+    ch.close()
+
+
+def splitmix64(x):
+    m = (1 << 64) - 1
+    z = (x + 0x9E3779B97F4A7C15) & m
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+    return z ^ (z >> 31)
+
+
+def fails(seed, k, rate):
+    return splitmix64((seed + k) & ((1 << 64) - 1)) < rate * 2 ** 64
+
+
+def check_failures(server, label, seed, rate):
+    expected = [fails(seed, k, rate) for k in range(1100)]
+    got = []
+    bad_body = 0
+    with http_client(server, "rest") as c:
+        for _ in range(1000):
+            r = c.get(server.url("rest", "/v1/tasks/integer"))
+            got.append(r.status_code == 500)
+            if r.status_code == 500 and r.json() != {"code": 500, "message": "injected failure"}:
+                bad_body += 1
+            if r.status_code not in (200, 500):
+                bad_body += 1
+    n = sum(got)
+    check(f"{label} 1000 REST calls at rate {rate}: 200 +- 40 failures", 160 <= n <= 240, f"{n} failures")
+    check(f"{label} REST failures are exactly the splitmix64 draws", got == expected[:1000],
+          f"{n} failures, expected {sum(expected[:1000])}")
+    check(f"{label} injected failure body is {{code: 500, message: injected failure}}", bad_body == 0,
+          f"{bad_body} bad")
+    ch = grpc_channel(server)
+    g = []
+    for _ in range(50):
+        try:
+            grpc_raw(ch, "/protobench.v1.Bench/GetInteger", b"")
+            g.append(False)
+        except grpc.RpcError as e:
+            g.append(e.code() == grpc.StatusCode.UNAVAILABLE and e.details() == "injected failure")
+    ch.close()
+    check(f"{label} gRPC calls 1000..1049 fail (UNAVAILABLE) exactly on the draw", g == expected[1000:1050],
+          f"{g} vs {expected[1000:1050]}")
+    s = []
+    with http_client(server, "soap") as c:
+        for _ in range(50):
+            r = soap_post(c, server, soap_envelope(f'<GetIntegerRequest xmlns="{NS}"/>'))
+            f = soap_fault(r.content) if r.status_code == 500 else None
+            s.append(f is not None and f[0] == "Server" and f[2] == "injected failure")
+    check(f"{label} SOAP calls 1050..1099 fail (soap:Server) exactly on the draw", s == expected[1050:1100],
+          f"{s} vs {expected[1050:1100]}")
+
+
+def check_service_time(server, label, ms):
+    with http_client(server, "rest") as c:
+        c.get(server.url("rest", "/v1/tasks/integer"))
+        t0 = time.perf_counter()
+        r = c.get(server.url("rest", "/v1/tasks/integer"))
+        dt = (time.perf_counter() - t0) * 1000
+        check(f"{label} REST call takes >= {ms} ms", r.status_code == 200 and dt >= ms, f"{dt:.1f} ms")
+    ch = grpc_channel(server)
+    grpc_raw(ch, "/protobench.v1.Bench/GetInteger", b"")
+    t0 = time.perf_counter()
+    grpc_raw(ch, "/protobench.v1.Bench/GetInteger", b"")
+    dt = (time.perf_counter() - t0) * 1000
+    check(f"{label} gRPC call takes >= {ms} ms", dt >= ms, f"{dt:.1f} ms")
+    # sleeping must not block other requests: 16 concurrent calls in well under 16 x ms
+    n = 16
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(n) as ex:
+        list(ex.map(lambda _: grpc_raw(ch, "/protobench.v1.Bench/GetInteger", b""), range(n)))
+    dt = (time.perf_counter() - t0) * 1000
+    check(f"{label} {n} concurrent gRPC sleeps overlap", dt < n * ms / 2, f"{dt:.1f} ms")
+    ch.close()
+
+    def one(_):
+        with http_client(server, "rest") as c:
+            return c.get(server.url("rest", "/v1/tasks/integer")).status_code
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(n) as ex:
+        codes = list(ex.map(one, range(n)))
+    dt = (time.perf_counter() - t0) * 1000
+    check(f"{label} {n} concurrent REST sleeps overlap", all(c == 200 for c in codes) and dt < n * ms / 2,
+          f"{dt:.1f} ms {codes}")
+    with http_client(server, "soap") as c:
+        c.post(server.url("soap", "/soap"), content=soap_envelope(f'<GetIntegerRequest xmlns="{NS}"/>'),
+               headers={"Content-Type": "text/xml"})
+        t0 = time.perf_counter()
+        r = soap_post(c, server, soap_envelope(f'<GetIntegerRequest xmlns="{NS}"/>'))
+        dt = (time.perf_counter() - t0) * 1000
+        check(f"{label} SOAP call takes >= {ms} ms", r.status_code == 200 and dt >= ms, f"{dt:.1f} ms")
+
+
+def check_drain(server, label):
+    """A request in flight when SIGTERM arrives is still answered."""
+    c = http_client(server, "rest")
+    c.get(server.url("rest", "/v1/inventory/xs"))  # warm connection
+    result = {}
+
+    def call():
+        try:
+            result["status"] = c.get(server.url("rest", "/v1/tasks/integer")).status_code
+        except Exception as e:  # noqa: BLE001
+            result["status"] = repr(e)
+    t = threading.Thread(target=call)
+    t.start()
+    time.sleep(0.1)
+    server.proc.send_signal(signal.SIGTERM)
+    t.join(30)
+    check(f"{label} request in flight at SIGTERM completes", result.get("status") == 200, str(result))
+    c.close()
+
+
+def check_third_party_soap(server, label):
+    try:
+        import zeep
+        import zeep.transports
+    except ImportError:
+        skip(f"{label} zeep", "zeep not installed")
+        return
+    try:
+        session = None
+        import requests
+        session = requests.Session()
+        session.trust_env = False  # else REQUESTS_CA_BUNDLE from the environment overrides verify
+        session.verify = CERT if server.tls else True
+        client = zeep.Client(server.url("soap", "/soap?wsdl"), transport=zeep.transports.Transport(session=session))
+        r = client.service.Echo(payload="hello from zeep")
+        check(f"{label} zeep (reads the served WSDL) Echo", r == "hello from zeep", repr(r))
+        r = client.service.SayHello(request={"name": "z", "d": 1.5, "f": 2.5, "b": True, "n": 3, "l": 4,
+                                             "c1": "one", "pets": [{"name": "p", "color": "RED"}]})
+        check(f"{label} zeep SayHello", r.name == "z" and r.l == 4 and r.c1 == "one" and r.pets[0].color == "RED",
+              repr(r))
+        r = client.service.GetInventoryM()
+        check(f"{label} zeep GetInventoryM", len(r) == 480, f"{len(r)} devices")
+    except Exception as e:  # noqa: BLE001
+        check(f"{label} zeep", False, repr(e)[:500])
+
+
+def check_grpcurl(server, label):
+    exe = shutil.which("grpcurl") or (os.path.expanduser("~/go/bin/grpcurl")
+                                      if os.path.exists(os.path.expanduser("~/go/bin/grpcurl")) else None)
+    if not exe:
+        skip(f"{label} grpcurl", "grpcurl not installed (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@latest)")
+        return
+    tls = ["-cacert", CERT] if server.tls else ["-plaintext"]
+    out = subprocess.run([exe, *tls, server.addrs["grpc"], "list"], capture_output=True, text=True, timeout=60)
+    check(f"{label} grpcurl lists services by reflection",
+          "protobench.v1.Bench" in out.stdout and "helloworld.Greeter" in out.stdout, out.stdout + out.stderr)
+    out = subprocess.run([exe, *tls, "-d", '{"text": "hi", "times": 3}', server.addrs["grpc"],
+                          "protobench.v1.Bench/CloneText"], capture_output=True, text=True, timeout=60)
+    try:
+        ok = json.loads(out.stdout) == {"texts": ["hi", "hi", "hi"]}
+    except ValueError:
+        ok = False
+    check(f"{label} grpcurl CloneText through reflection", ok, out.stdout + out.stderr)
+
+
+# ---------------------------------------------------------------- main
+
+CERT = os.path.join(WORK, "cert.pem")
+KEY = os.path.join(WORK, "key.pem")
+
+
+def section(title):
+    print(f"== {title}", flush=True)
+
+
+def main():
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", KEY, "-out", CERT],
+                   check=True, capture_output=True)
+
+    section("clear text: vectors, errors, third-party clients")
+    s = Server({})
+    try:
+        check("clear listening lines say tls=false", s.tls is False)
+        check_vectors(s, "clear")
+        check_rest_errors(s, "clear")
+        check_soap_errors(s, "clear")
+        check_grpc_errors(s, "clear")
+        check_third_party_soap(s, "clear")
+        check_grpcurl(s, "clear")
+    finally:
+        s.stop("clear")
+
+    section("TLS: vectors, ALPN, errors")
+    s = Server({"PROTOBENCH_TLS_CERT": CERT, "PROTOBENCH_TLS_KEY": KEY})
+    try:
+        check("tls listening lines say tls=true", s.tls is True)
+        check_alpn(s, "tls")
+        check_vectors(s, "tls")
+        check_rest_errors(s, "tls")
+        check_soap_errors(s, "tls")
+        check_grpc_errors(s, "tls")
+        check_third_party_soap(s, "tls")
+        check_grpcurl(s, "tls")
+    finally:
+        s.stop("tls")
+
+    section("size limit")
+    limit = 4096
+    s = Server({"PROTOBENCH_MAX_REQUEST_BYTES": str(limit)})
+    try:
+        check_oversize(s, "limit", limit)
+    finally:
+        s.stop("limit")
+
+    section("failure injection")
+    s = Server({"PROTOBENCH_FAILURE_RATE": "0.2", "PROTOBENCH_FAILURE_SEED": "42"})
+    try:
+        check_failures(s, "failures", 42, 0.2)
+    finally:
+        s.stop("failures")
+
+    section("service time")
+    s = Server({"PROTOBENCH_SERVICE_TIME": "sleep:50ms", "PROTOBENCH_WORKERS": "2"})
+    try:
+        check_service_time(s, "sleep", 50)
+        check_drain(s, "sleep")
+    finally:
+        s.stop("sleep")
+    s = Server({"PROTOBENCH_SERVICE_TIME": "spin:20ms", "PROTOBENCH_WORKERS": "1"}, protocols=("rest", "grpc"))
+    try:
+        with http_client(s, "rest") as c:
+            c.get(s.url("rest", "/v1/tasks/integer"))
+            t0 = time.perf_counter()
+            r = c.get(s.url("rest", "/v1/tasks/integer"))
+            dt = (time.perf_counter() - t0) * 1000
+            check("spin REST call takes >= 20 ms", r.status_code == 200 and dt >= 20, f"{dt:.1f} ms")
+    finally:
+        s.stop("spin")
+
+    section("gRPC only (no web server)")
+    s = Server({}, protocols=("grpc",))
+    try:
+        ch = grpc_channel(s)
+        out = protobench_pb2.IntegerValue.FromString(grpc_raw(ch, "/protobench.v1.Bench/GetInteger", b""))
+        check("grpc-only GetInteger", out.value == 2147483647, str(out))
+        ch.close()
+    finally:
+        s.stop("grpc-only")
+
+    line = f"{passed} passed, {failed} failed"
+    if skipped:
+        line += f", {skipped} skipped"
+    print(line, flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
