@@ -1,0 +1,165 @@
+"""The supervisor: `python -m pbserver`.
+
+Binds every configured listener (so port 0 resolves once), starts
+PROTOBENCH_WORKERS worker processes per protocol (multiprocessing "spawn", as
+uvicorn --workers does), prints one `listening ...` line per protocol once all
+its workers accept connections, and on SIGTERM/SIGINT stops the workers
+(each drains for up to 10 s) and exits 0.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+import signal
+import socket
+import sys
+import time
+
+from .config import PROTOCOLS, Config, ConfigError, load
+
+BACKLOG = 2048
+STOP_TIMEOUT_S = 12.0
+START_TIMEOUT_S = 120.0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(BACKLOG)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _reserve_reuseport(host: str, port: int) -> socket.socket:
+    """Binds (without listening) with SO_REUSEPORT so the gRPC workers can all
+    bind the same port, which stays reserved for them."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind((host, port))
+    return sock
+
+
+def _addr(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class Supervisor:
+    def __init__(self, cfg: Config):
+        self.cfg = cfg
+        self.ctx = multiprocessing.get_context("spawn")
+        self.ready = self.ctx.Queue()
+        self.procs: list[tuple[str, multiprocessing.Process]] = []
+        self.sockets: dict[str, socket.socket] = {}
+        self.stopping = False
+
+    def _on_signal(self, signum, frame):
+        self.stopping = True
+
+    def start(self) -> None:
+        from .worker import worker_main
+
+        for proto in PROTOCOLS:
+            if proto not in self.cfg.addrs:
+                continue
+            host, port = self.cfg.addrs[proto]
+            if proto == "grpc":
+                sock = _reserve_reuseport(host, port)
+                endpoint = (host, sock.getsockname()[1])
+            else:
+                sock = _listen(host, port)
+                endpoint = sock
+            self.sockets[proto] = sock
+            for i in range(self.cfg.workers):
+                p = self.ctx.Process(
+                    target=worker_main,
+                    args=(proto, i, self.cfg, endpoint, self.ready, os.getpid()),
+                    name=f"pbserver-{proto}-{i}",
+                )
+                p.start()
+                self.procs.append((proto, p))
+
+    def wait_ready(self) -> bool:
+        pending = {proto: self.cfg.workers for proto in self.sockets}
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while pending:
+            if self.stopping or time.monotonic() > deadline:
+                return False
+            try:
+                proto, index, error = self.ready.get(timeout=0.2)
+            except queue.Empty:
+                if any(p.exitcode is not None for _, p in self.procs):
+                    print("pbserver: a worker exited during start-up", file=sys.stderr)
+                    return False
+                continue
+            if error is not None:
+                print(f"pbserver: {proto} worker {index} failed to start: {error}", file=sys.stderr)
+                return False
+            pending[proto] -= 1
+            if pending[proto] == 0:
+                del pending[proto]
+                tls = "true" if self.cfg.tls else "false"
+                print(f"listening protocol={proto} addr={_addr(self.sockets[proto])} tls={tls}", flush=True)
+        return True
+
+    def run(self) -> int:
+        while not self.stopping:
+            time.sleep(0.2)
+            for proto, p in self.procs:
+                if p.exitcode is not None and not self.stopping:
+                    print(f"pbserver: {p.name} exited unexpectedly ({p.exitcode})", file=sys.stderr)
+                    return 1
+        return 0
+
+    def stop(self) -> None:
+        for _, p in self.procs:
+            if p.exitcode is None and p.pid is not None:
+                try:
+                    os.kill(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for _, p in self.procs:
+            p.join(max(0.0, deadline - time.monotonic()))
+        for _, p in self.procs:
+            if p.exitcode is None:
+                p.kill()
+                p.join(1.0)
+        for sock in self.sockets.values():
+            sock.close()
+
+
+def main() -> int:
+    try:
+        cfg = load()
+    except ConfigError as e:
+        print(f"pbserver: {e}", file=sys.stderr)
+        return 2
+    if not cfg.addrs:
+        print("pbserver: no PROTOBENCH_*_ADDR set; nothing to serve", file=sys.stderr)
+        return 2
+    sup = Supervisor(cfg)
+    signal.signal(signal.SIGTERM, sup._on_signal)
+    signal.signal(signal.SIGINT, sup._on_signal)
+    rc = 0
+    try:
+        sup.start()
+        if not sup.wait_ready():
+            rc = 0 if sup.stopping else 1
+        else:
+            rc = sup.run()
+    except OSError as e:
+        print(f"pbserver: {e}", file=sys.stderr)
+        rc = 1
+    finally:
+        sup.stop()
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

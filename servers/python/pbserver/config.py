@@ -1,0 +1,130 @@
+"""The PROTOBENCH_* environment variables (contract/README.md), parsed once."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from . import SERVER_DIR
+
+PROTOCOLS = ("rest", "rest-h2", "grpc", "soap")
+_ADDR_VARS = {
+    "rest": "PROTOBENCH_REST_ADDR",
+    "rest-h2": "PROTOBENCH_REST_H2_ADDR",
+    "grpc": "PROTOBENCH_GRPC_ADDR",
+    "soap": "PROTOBENCH_SOAP_ADDR",
+}
+_UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ServiceTime:
+    mode: str  # "sleep" or "spin"
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Config:
+    addrs: dict  # protocol -> (host, port)
+    workers: int
+    tls_cert: str | None
+    tls_key: str | None
+    failure_rate: float
+    failure_seed: int
+    service_time: ServiceTime | None
+    max_request_bytes: int
+    dataset: str
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_cert is not None
+
+
+def parse_addr(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host:
+        raise ConfigError(f"address {value!r} is not host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        p = int(port)
+    except ValueError:
+        raise ConfigError(f"address {value!r} has a bad port") from None
+    if not 0 <= p <= 65535:
+        raise ConfigError(f"address {value!r} has a bad port")
+    return host, p
+
+
+def parse_service_time(value: str) -> ServiceTime | None:
+    value = value.strip()
+    if not value or value == "none":
+        return None
+    m = re.fullmatch(r"(sleep|spin):([0-9]+(?:\.[0-9]+)?)(ns|us|ms|s)", value)
+    if not m:
+        raise ConfigError(
+            f"PROTOBENCH_SERVICE_TIME {value!r} is not sleep:<duration> or spin:<duration>"
+        )
+    return ServiceTime(m.group(1), float(m.group(2)) * _UNITS_NS[m.group(3)] / 1e9)
+
+
+def _cpus() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def load(env=os.environ) -> Config:
+    addrs = {}
+    for proto, var in _ADDR_VARS.items():
+        v = env.get(var, "").strip()
+        if v:
+            addrs[proto] = parse_addr(v)
+
+    workers_s = env.get("PROTOBENCH_WORKERS", "").strip()
+    if workers_s:
+        try:
+            workers = int(workers_s)
+        except ValueError:
+            raise ConfigError(f"PROTOBENCH_WORKERS {workers_s!r} is not an integer") from None
+        if workers < 1:
+            raise ConfigError("PROTOBENCH_WORKERS must be at least 1")
+    else:
+        workers = _cpus()
+
+    cert = env.get("PROTOBENCH_TLS_CERT") or None
+    key = env.get("PROTOBENCH_TLS_KEY") or None
+    if (cert is None) != (key is None):
+        raise ConfigError("set both PROTOBENCH_TLS_CERT and PROTOBENCH_TLS_KEY, or neither")
+
+    try:
+        rate = float(env.get("PROTOBENCH_FAILURE_RATE", "0") or "0")
+    except ValueError:
+        raise ConfigError("PROTOBENCH_FAILURE_RATE is not a number") from None
+    if not 0.0 <= rate <= 1.0:
+        raise ConfigError("PROTOBENCH_FAILURE_RATE must be within 0..1")
+    try:
+        seed = int(env.get("PROTOBENCH_FAILURE_SEED", "1") or "1")
+    except ValueError:
+        raise ConfigError("PROTOBENCH_FAILURE_SEED is not an integer") from None
+    if not 0 <= seed < 2**64:
+        raise ConfigError("PROTOBENCH_FAILURE_SEED must be an unsigned 64-bit integer")
+
+    service_time = parse_service_time(env.get("PROTOBENCH_SERVICE_TIME", ""))
+
+    try:
+        max_bytes = int(env.get("PROTOBENCH_MAX_REQUEST_BYTES", "8388608") or "8388608")
+    except ValueError:
+        raise ConfigError("PROTOBENCH_MAX_REQUEST_BYTES is not an integer") from None
+    if max_bytes < 0:
+        raise ConfigError("PROTOBENCH_MAX_REQUEST_BYTES must not be negative")
+
+    dataset = env.get("PROTOBENCH_DATASET") or str(
+        (SERVER_DIR / ".." / ".." / "contract" / "data" / "dataset.json").resolve()
+    )
+    return Config(addrs, workers, cert, key, rate, seed, service_time, max_bytes, dataset)

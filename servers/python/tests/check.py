@@ -1,0 +1,884 @@
+"""Client-side checks for the Python protobench server (run by ../test.sh).
+
+Starts the server (python -m pbserver) on port 0 for every protocol, clear
+text and TLS, and checks every workload in contract/vectors on every protocol
+(JSON compared as values with null treated as absent, protobuf as messages,
+XML by decoding into messages plus a presence check of non-optional fields),
+the error cases, the failure draw, the service time, SIGTERM, a stock SOAP
+client (zeep) reading the served WSDL, and gRPC reflection (plus grpcurl when
+it is on PATH). Prints `N passed, M failed`; exits non-zero on any failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import pathlib
+import queue
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent.parent
+REPO = HERE.parent.parent
+CONTRACT = REPO / "contract"
+VECTORS = CONTRACT / "vectors"
+sys.path.insert(0, str(HERE))
+
+import grpc  # noqa: E402
+from google.protobuf import json_format  # noqa: E402
+from lxml import etree  # noqa: E402
+
+import pbserver  # noqa: E402,F401  (puts gen/ on sys.path)
+from pbserver import protos  # noqa: E402
+from pbserver.common import splitmix64  # noqa: E402
+
+NS = "urn:protobench:v1"
+SOAP_ENV = "http://schemas.xmlsoap.org/soap/envelope/"
+FD = protos.FD
+START_TIMEOUT = 120
+CALL_TIMEOUT = 60
+
+PASSED = 0
+FAILED = 0
+VERBOSE = False
+
+
+def check(name: str, ok: bool, detail: str = "") -> bool:
+    global PASSED, FAILED
+    if ok:
+        PASSED += 1
+        if VERBOSE:
+            print(f"ok   {name}")
+    else:
+        FAILED += 1
+        print(f"FAIL {name}{': ' + detail if detail else ''}", flush=True)
+    return ok
+
+
+def guard(name: str, fn, *args, **kwargs):
+    """Runs one check function; an exception is one failure."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001
+        check(name, False, f"{type(e).__name__}: {str(e)[:300]}")
+        return None
+
+
+# ---------------------------------------------------------------- server
+
+class Server:
+    def __init__(self, env_extra: dict, protocols=("rest", "rest-h2", "grpc", "soap"), workers=2):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PROTOBENCH_")}
+        for p in protocols:
+            env[f"PROTOBENCH_{p.upper().replace('-', '_')}_ADDR"] = "127.0.0.1:0"
+        env["PROTOBENCH_WORKERS"] = str(workers)
+        env.update(env_extra)
+        self.tls = "PROTOBENCH_TLS_CERT" in env
+        self.proc = subprocess.Popen(
+            [str(HERE / ".venv" / "bin" / "python"), "-m", "pbserver"],
+            cwd=HERE, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        )
+        self.lines: queue.Queue = queue.Queue()
+        self.extra_stdout: list[str] = []
+        self.expected_lines = len(protocols)
+        threading.Thread(target=self._read, daemon=True).start()
+        self.addrs: dict[str, tuple[str, int]] = {}
+        deadline = time.monotonic() + START_TIMEOUT
+        while len(self.addrs) < len(protocols):
+            left = deadline - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:
+                self.kill()
+                raise RuntimeError(f"server did not print all listening lines (got {sorted(self.addrs)})")
+            try:
+                line = self.lines.get(timeout=min(left, 0.5))
+            except queue.Empty:
+                continue
+            m = re.fullmatch(r"listening protocol=(\S+) addr=(\S+):(\d+) tls=(true|false)", line.strip())
+            if not m or m.group(4) != ("true" if self.tls else "false") or m.group(1) in self.addrs:
+                self.kill()
+                raise RuntimeError(f"unexpected stdout line {line!r}")
+            self.addrs[m.group(1)] = (m.group(2), int(m.group(3)))
+
+    def _read(self):
+        seen = 0
+        for line in self.proc.stdout:
+            if seen >= self.expected_lines:
+                self.extra_stdout.append(line)  # nothing may follow the listening lines
+            seen += 1
+            self.lines.put(line)
+
+    def addr(self, proto: str) -> str:
+        h, p = self.addrs[proto]
+        return f"{h}:{p}"
+
+    def stop(self) -> int | None:
+        """SIGTERM; returns the exit status (None if it had to be killed)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+# ---------------------------------------------------------------- clients
+
+class Clients:
+    def __init__(self, server: Server, cafile: str | None):
+        self.server = server
+        self.cafile = cafile
+        self.ssl_ctx = None
+        if server.tls:
+            self.ssl_ctx = ssl.create_default_context(cafile=cafile)
+            self.ssl_ctx.check_hostname = False
+            self.ssl_ctx.set_alpn_protocols(["http/1.1"])
+        self._grpc = None
+
+    # --- HTTP/1.1 (rest, soap)
+    def http(self, proto, method, path, body=None, headers=None):
+        host, port = self.server.addrs[proto]
+        if self.server.tls:
+            conn = http.client.HTTPSConnection(host, port, timeout=CALL_TIMEOUT, context=self.ssl_ctx)
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=CALL_TIMEOUT)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+        finally:
+            conn.close()
+
+    # --- HTTP/2 (rest-h2) through curl
+    def h2(self, method, path, body=None, headers=None):
+        host, port = self.server.addrs["rest-h2"]
+        scheme = "https" if self.server.tls else "http"
+        with tempfile.TemporaryDirectory() as d:
+            out = pathlib.Path(d) / "out"
+            args = ["curl", "-sS", "-o", str(out), "-w", "%{http_code} %{http_version}",
+                    "-X", method, f"{scheme}://{host}:{port}{path}", "--max-time", str(CALL_TIMEOUT)]
+            if self.server.tls:
+                args += ["--http2", "--cacert", self.cafile, "-k"]
+            else:
+                args += ["--http2-prior-knowledge"]
+            for k, v in (headers or {}).items():
+                args += ["-H", f"{k}: {v}"]
+            if body is not None:
+                inp = pathlib.Path(d) / "in"
+                inp.write_bytes(body)
+                args += ["--data-binary", f"@{inp}"]
+            res = subprocess.run(args, capture_output=True, text=True, timeout=CALL_TIMEOUT + 10)
+            if res.returncode != 0:
+                raise RuntimeError(f"curl failed: {res.stderr.strip()}")
+            code, version = res.stdout.split()
+            return int(code), version, out.read_bytes() if out.exists() else b""
+
+    # --- gRPC (raw bytes)
+    def channel(self):
+        if self._grpc is None:
+            target = self.server.addr("grpc")
+            opts = [("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1)]
+            if self.server.tls:
+                creds = grpc.ssl_channel_credentials(root_certificates=pathlib.Path(self.cafile).read_bytes())
+                opts.append(("grpc.ssl_target_name_override", "localhost"))
+                self._grpc = grpc.secure_channel(target, creds, options=opts)
+            else:
+                self._grpc = grpc.insecure_channel(target, options=opts)
+        return self._grpc
+
+    def grpc_raw(self, path: str, payload: bytes):
+        call = self.channel().unary_unary(path, request_serializer=None, response_deserializer=None)
+        return call(payload, timeout=CALL_TIMEOUT)
+
+    def close(self):
+        if self._grpc is not None:
+            self._grpc.close()
+            self._grpc = None
+
+
+# ---------------------------------------------------------------- decoding
+
+def strip_nulls(v):
+    if isinstance(v, dict):
+        return {k: strip_nulls(x) for k, x in v.items() if x is not None}
+    if isinstance(v, list):
+        return [strip_nulls(x) for x in v]
+    return v
+
+
+def json_equal(a, b) -> bool:
+    """Values equal; numbers by value (3 == 3.0) but not bool vs number."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def json_diff(a, b, path="$") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return f"{path}: members {sorted(a.keys() ^ b.keys())} differ"
+        for k in a:
+            d = json_diff(a[k], b[k], f"{path}.{k}")
+            if d:
+                return d
+        return ""
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{path}: length {len(a)} != {len(b)}"
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = json_diff(x, y, f"{path}[{i}]")
+            if d:
+                return d
+        return ""
+    return "" if json_equal(a, b) else f"{path}: {str(a)[:80]!r} != {str(b)[:80]!r}"
+
+
+def message_class(d):
+    from google.protobuf.message_factory import GetMessageClass
+    return GetMessageClass(d)
+
+
+SAFE_PARSER = dict(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True)
+
+
+def soap_payload(body: bytes):
+    root = etree.fromstring(body, etree.XMLParser(**SAFE_PARSER))
+    if root.tag != f"{{{SOAP_ENV}}}Envelope":
+        raise ValueError(f"root is {root.tag}")
+    bodies = [c for c in root if c.tag == f"{{{SOAP_ENV}}}Body"]
+    if len(bodies) != 1:
+        raise ValueError("no single soap Body")
+    elems = [c for c in bodies[0] if isinstance(c.tag, str)]
+    if len(elems) != 1:
+        raise ValueError(f"Body holds {len(elems)} elements")
+    return elems[0]
+
+
+def soap_fault(body: bytes):
+    p = soap_payload(body)
+    if p.tag != f"{{{SOAP_ENV}}}Fault":
+        return None
+    code = (p.findtext("faultcode") or "").strip()
+    # resolve the QName prefix
+    prefix, _, local = code.rpartition(":")
+    ns = p.nsmap.get(prefix or None)
+    return ns, local, (p.findtext("faultstring") or "").strip()
+
+
+def _scalar_from_text(f, text: str):
+    t = f.type
+    if t == FD.TYPE_STRING:
+        return text
+    if t == FD.TYPE_BOOL:
+        if text not in ("true", "false", "1", "0"):
+            raise ValueError(f"bad boolean {text!r}")
+        return text in ("true", "1")
+    if t in (FD.TYPE_DOUBLE, FD.TYPE_FLOAT):
+        return {"INF": float("inf"), "-INF": float("-inf"), "NaN": float("nan")}.get(text, None) \
+            if text in ("INF", "-INF", "NaN") else float(text)
+    if t == FD.TYPE_BYTES:
+        import base64
+        return base64.b64decode(text, validate=True)
+    if t == FD.TYPE_ENUM:
+        v = f.enum_type.values_by_name.get(text)
+        if v is None:
+            raise ValueError(f"unknown enum value {text!r}")
+        return v.number
+    return int(text)
+
+
+def xml_to_message(d, elem, strict_presence=True):
+    """Decodes a message element by the contract's XML rules (strict: unknown
+    or non-namespaced children, order and missing non-optional fields are
+    errors)."""
+    msg = message_class(d)()
+    by_name = {f.json_name: f for f in d.fields}
+    seen = []
+    for child in elem:
+        if not isinstance(child.tag, str):
+            continue
+        if not child.tag.startswith(f"{{{NS}}}"):
+            raise ValueError(f"child {child.tag} not in {NS}")
+        name = child.tag.split("}", 1)[1]
+        f = by_name.get(name)
+        if f is None:
+            raise ValueError(f"unknown element {name} in {d.name}")
+        if seen and seen[-1].number > f.number:
+            raise ValueError(f"{name} out of field-number order in {d.name}")
+        seen.append(f)
+        if f.type == FD.TYPE_MESSAGE:
+            sub = xml_to_message(f.message_type, child, strict_presence)
+            if protos.is_repeated(f):
+                getattr(msg, f.name).add().CopyFrom(sub)
+            else:
+                getattr(msg, f.name).CopyFrom(sub)
+        else:
+            v = _scalar_from_text(f, child.text or "")
+            if protos.is_repeated(f):
+                getattr(msg, f.name).append(v)
+            else:
+                setattr(msg, f.name, v)
+    if strict_presence:
+        names = {f.json_name for f in seen}
+        for f in d.fields:
+            if not protos.is_repeated(f) and not protos.is_optional_scalar(f) and f.json_name not in names:
+                raise ValueError(f"non-optional field {f.json_name} missing in {d.name}")
+    return msg
+
+
+# ---------------------------------------------------------------- workload checks
+
+def load_workloads():
+    return json.loads((CONTRACT / "workloads.json").read_text())
+
+
+def vec(w, name) -> bytes:
+    return (VECTORS / w["name"] / name).read_bytes()
+
+
+def check_rest_workload(c: Clients, w, proto: str, tag: str):
+    name = f"{tag} {proto} {w['name']}"
+    body = vec(w, "request.json") if w["restMethod"] == "POST" else None
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    if proto == "rest":
+        status, hdrs, out = c.http("rest", w["restMethod"], w["restPath"], body, headers)
+        ctype = hdrs.get("content-type", "")
+    else:
+        status, version, out = c.h2(w["restMethod"], w["restPath"], body, headers)
+        ctype = "application/json"
+        check(f"{name} is HTTP/2", version == "2", f"http_version {version}")
+    if not check(f"{name} status", status == 200, f"status {status}: {out[:200]!r}"):
+        return
+    check(f"{name} content-type", ctype.split(";")[0].strip() == "application/json", ctype)
+    got = strip_nulls(json.loads(out))
+    want = strip_nulls(json.loads(vec(w, "response.json")))
+    check(f"{name} body", json_equal(got, want), json_diff(got, want))
+
+
+def check_grpc_workload(c: Clients, w, tag: str):
+    name = f"{tag} grpc {w['name']}"
+    m = protos.method(w["operation"])
+    out = c.grpc_raw(w["grpcPath"], vec(w, "request.pb"))
+    cls = message_class(m.output_type)
+    got = cls.FromString(out)
+    want = cls.FromString(vec(w, "response.pb"))
+    check(f"{name} body", got == want, "messages differ")
+
+
+def check_soap_workload(c: Clients, w, tag: str):
+    name = f"{tag} soap {w['name']}"
+    m = protos.method(w["operation"])
+    status, hdrs, out = c.http("soap", "POST", "/soap", vec(w, "request.xml"), {
+        "Content-Type": "text/xml; charset=utf-8", "SOAPAction": f'"{w["soapAction"]}"'})
+    if not check(f"{name} status", status == 200, f"status {status}: {out[:300]!r}"):
+        return
+    check(f"{name} content-type", hdrs.get("content-type", "").split(";")[0].strip() == "text/xml",
+          hdrs.get("content-type", ""))
+    p = soap_payload(out)
+    check(f"{name} element", p.tag == f"{{{NS}}}{w['operation']}Response", p.tag)
+    got = xml_to_message(m.output_type, p)
+    want = xml_to_message(m.output_type, soap_payload(vec(w, "response.xml")), strict_presence=False)
+    check(f"{name} body", got == want, "decoded messages differ")
+
+
+def check_all_workloads(c: Clients, tag: str, protocols):
+    for w in load_workloads():
+        if "rest" in protocols:
+            guard(f"{tag} rest {w['name']}", check_rest_workload, c, w, "rest", tag)
+        if "rest-h2" in protocols:
+            guard(f"{tag} rest-h2 {w['name']}", check_rest_workload, c, w, "rest-h2", tag)
+        if "grpc" in protocols:
+            guard(f"{tag} grpc {w['name']}", check_grpc_workload, c, w, tag)
+        if "soap" in protocols:
+            guard(f"{tag} soap {w['name']}", check_soap_workload, c, w, tag)
+        # a second call must give the same answer (no state leaks between calls)
+        if w["operation"] == "ModifyProduct" and "grpc" in protocols:
+            guard(f"{tag} grpc {w['name']} again", check_grpc_workload, c, w, tag + " again")
+
+
+# ---------------------------------------------------------------- error checks
+
+def rest_error(c: Clients, name, status_want, method, path, body=None, headers=None, allow=None):
+    status, hdrs, out = c.http("rest", method, path, body, headers)
+    check(f"{name} status {status_want}", status == status_want, f"got {status}: {out[:200]!r}")
+    try:
+        j = json.loads(out)
+        check(f"{name} error body", isinstance(j, dict) and j.get("code") == status_want
+              and isinstance(j.get("message"), str) and set(j) == {"code", "message"}, repr(out[:200]))
+    except ValueError:
+        check(f"{name} error body", False, f"not JSON: {out[:200]!r}")
+    if allow is not None:
+        check(f"{name} Allow header", allow in hdrs.get("allow", ""), hdrs.get("allow", "<none>"))
+
+
+def check_rest_errors(c: Clients, tag: str):
+    j = {"Content-Type": "application/json"}
+    rest_error(c, f"{tag} rest malformed JSON", 400, "POST", "/v1/echo", b'{"payload": ', j)
+    rest_error(c, f"{tag} rest wrong type", 400, "POST", "/v1/echo", b'{"payload": 5}', j)
+    rest_error(c, f"{tag} rest unknown member", 400, "POST", "/v1/echo", b'{"payload": "a", "x": 1}', j)
+    rest_error(c, f"{tag} rest int32 out of range", 400, "POST", "/v1/products/echo", b'{"id": 2147483648}', j)
+    rest_error(c, f"{tag} rest clone times too large", 400, "POST", "/v1/tasks/clone",
+               b'{"text": "a", "times": 100001}', j)
+    rest_error(c, f"{tag} rest clone times negative", 400, "POST", "/v1/tasks/clone",
+               b'{"text": "a", "times": -1}', j)
+    rest_error(c, f"{tag} rest unknown path", 404, "GET", "/v1/nope")
+    rest_error(c, f"{tag} rest unknown file", 404, "GET", "/v1/tasks/files/nope")
+    rest_error(c, f"{tag} rest wrong method", 405, "DELETE", "/v1/inventory/s", allow="GET")
+    rest_error(c, f"{tag} rest wrong method POST", 405, "POST", "/v1/tasks/integer", b"{}", j, allow="GET")
+    rest_error(c, f"{tag} rest GET on POST path", 405, "GET", "/v1/echo", allow="POST")
+    rest_error(c, f"{tag} rest wrong content type", 415, "POST", "/v1/echo", b'{"payload": "a"}',
+               {"Content-Type": "text/plain"})
+    # null is absent; a charset parameter is allowed
+    status, _, out = c.http("rest", "POST", "/v1/echo", b'{"payload": null}',
+                            {"Content-Type": "application/json; charset=utf-8"})
+    check(f"{tag} rest null is absent", status == 200 and json.loads(out) == {"payload": ""}, repr(out[:100]))
+
+
+def check_rest_too_large(c: Clients, limit: int, tag: str):
+    big = json.dumps({"payload": "x" * (limit + 10)}).encode()
+    rest_error(c, f"{tag} rest oversized body", 413, "POST", "/v1/echo", big, {"Content-Type": "application/json"})
+    ok = json.dumps({"payload": "x" * (limit - 20)}).encode()
+    status, _, _ = c.http("rest", "POST", "/v1/echo", ok, {"Content-Type": "application/json"})
+    check(f"{tag} rest body under the limit accepted", status == 200, f"status {status}")
+    status, _, out = c.h2("POST", "/v1/echo", big, {"Content-Type": "application/json"})
+    check(f"{tag} rest-h2 oversized body 413", status == 413, f"status {status}")
+
+
+def soap_post(c: Clients, body: bytes, ctype="text/xml; charset=utf-8", path="/soap", method="POST"):
+    return c.http("soap", method, path, body, {"Content-Type": ctype} if body is not None else {})
+
+
+def expect_fault(name, status, out, code_local, text=None):
+    check(f"{name} status 500", status == 500, f"got {status}: {out[:200]!r}")
+    try:
+        f = soap_fault(out)
+    except Exception as e:  # noqa: BLE001
+        check(f"{name} fault", False, f"not a SOAP envelope: {e}")
+        return None
+    if not check(f"{name} fault", f is not None and f[0] == SOAP_ENV and f[1] == code_local,
+                 repr(f)):
+        return None
+    if text is not None:
+        check(f"{name} faultstring", f[2] == text, repr(f[2]))
+    return f
+
+
+def envelope(inner: str) -> bytes:
+    return (f'<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="{SOAP_ENV}">'
+            f"<soap:Body>{inner}</soap:Body></soap:Envelope>").encode()
+
+
+def check_soap_errors(c: Clients, tag: str):
+    status, _, out = soap_post(c, b"<soap:Envelope xmlns:soap=")
+    expect_fault(f"{tag} soap malformed XML", status, out, "Client")
+    status, _, out = soap_post(c, envelope(f'<NopeRequest xmlns="{NS}"/>'))
+    expect_fault(f"{tag} soap unknown body element", status, out, "Client")
+    status, _, out = soap_post(c, envelope(f'<CloneTextRequest xmlns="{NS}"><text>a</text><times>x</times></CloneTextRequest>'))
+    expect_fault(f"{tag} soap invalid value", status, out, "Client")
+    status, _, out = soap_post(c, envelope(f'<CloneTextRequest xmlns="{NS}"><text>a</text><times>100001</times></CloneTextRequest>'))
+    expect_fault(f"{tag} soap clone times too large", status, out, "Client")
+    status, _, out = soap_post(c, envelope(f'<GetFileRequest xmlns="{NS}"><name>nope</name></GetFileRequest>'))
+    expect_fault(f"{tag} soap unknown file", status, out, "Client")
+    # DTDs: an internal entity (expansion, billion laughs style) and an external one (XXE)
+    marker = "XXE-EXPANDED-MARKER"
+    internal = (f'<?xml version="1.0"?><!DOCTYPE soap:Envelope [<!ENTITY e "{marker}">'
+                f'<!ENTITY e2 "&e;&e;&e;&e;&e;&e;&e;&e;">]>'
+                f'<soap:Envelope xmlns:soap="{SOAP_ENV}"><soap:Body><EchoRequest xmlns="{NS}">'
+                f"<payload>&e2;</payload></EchoRequest></soap:Body></soap:Envelope>").encode()
+    status, _, out = soap_post(c, internal)
+    expect_fault(f"{tag} soap DOCTYPE internal entity", status, out, "Client")
+    check(f"{tag} soap DOCTYPE entity not expanded", marker.encode() not in out, repr(out[:300]))
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as tf:
+        tf.write("SECRET-FILE-CONTENT")
+    try:
+        external = (f'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY xxe SYSTEM "file://{tf.name}">]>'
+                    f'<soap:Envelope xmlns:soap="{SOAP_ENV}"><soap:Body><EchoRequest xmlns="{NS}">'
+                    f"<payload>&xxe;</payload></EchoRequest></soap:Body></soap:Envelope>").encode()
+        status, _, out = soap_post(c, external)
+        expect_fault(f"{tag} soap XXE", status, out, "Client")
+        check(f"{tag} soap XXE file not read", b"SECRET-FILE-CONTENT" not in out, repr(out[:300]))
+        # the same in UTF-16, which a byte scan for "<!DOCTYPE" cannot see
+        status, _, out = soap_post(c, external.decode().replace('encoding="utf-8"', "")
+                                   .replace('<?xml version="1.0"?>', '<?xml version="1.0" encoding="UTF-16"?>')
+                                   .encode("utf-16"))
+        check(f"{tag} soap XXE utf-16 refused", status == 500 and b"SECRET-FILE-CONTENT" not in out,
+              f"{status} {out[:200]!r}")
+    finally:
+        os.unlink(tf.name)
+    status, _, out = soap_post(c, envelope(f'<EchoRequest xmlns="{NS}"><payload>a</payload></EchoRequest>'),
+                               ctype="application/json")
+    check(f"{tag} soap wrong content type 415", status == 415, f"got {status}")
+    status, _, out = soap_post(c, None, method="GET")
+    check(f"{tag} soap GET without ?wsdl 405", status == 405, f"got {status}")
+    status, _, out = soap_post(c, b"x", method="PUT")
+    check(f"{tag} soap PUT 405", status == 405, f"got {status}")
+    status, _, out = soap_post(c, envelope(""), path="/nope")
+    check(f"{tag} soap unknown path 404", status == 404, f"got {status}")
+    # missing SOAPAction is fine (dispatch on the body element)
+    status, _, out = soap_post(c, envelope(f'<GetIntegerRequest xmlns="{NS}"/>'))
+    check(f"{tag} soap without SOAPAction", status == 200, f"got {status}")
+    status, hdrs, out = c.http("soap", "GET", "/soap?wsdl")
+    ok = status == 200
+    if ok:
+        root = etree.fromstring(out, etree.XMLParser(**SAFE_PARSER))
+        loc = root.find(".//{http://schemas.xmlsoap.org/wsdl/soap/}address").get("location")
+        scheme = "https" if c.server.tls else "http"
+        ok = loc == f"{scheme}://{c.server.addr('soap')}/soap"
+        check(f"{tag} soap WSDL address rewritten", ok, loc)
+    else:
+        check(f"{tag} soap WSDL served", False, f"status {status}")
+
+
+def check_soap_too_large(c: Clients, limit: int, tag: str):
+    big = envelope(f'<EchoRequest xmlns="{NS}"><payload>{"x" * (limit + 10)}</payload></EchoRequest>')
+    status, _, _ = soap_post(c, big)
+    check(f"{tag} soap oversized body 413", status == 413, f"got {status}")
+
+
+def grpc_code(fn):
+    try:
+        fn()
+    except grpc.RpcError as e:
+        return e.code(), e.details()
+    return grpc.StatusCode.OK, ""
+
+
+def check_grpc_errors(c: Clients, tag: str):
+    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/Echo", b"\xff\xff\xff\xff"))
+    check(f"{tag} grpc garbage INVALID_ARGUMENT", code == grpc.StatusCode.INVALID_ARGUMENT, str(code))
+    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/Echo", b"\x0a\x02\xc3\x28"))
+    check(f"{tag} grpc invalid UTF-8 INVALID_ARGUMENT", code == grpc.StatusCode.INVALID_ARGUMENT, str(code))
+    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/Nope", b""))
+    check(f"{tag} grpc unknown method UNIMPLEMENTED", code == grpc.StatusCode.UNIMPLEMENTED, str(code))
+    code, _ = grpc_code(lambda: c.grpc_raw("/nope.Service/Nope", b""))
+    check(f"{tag} grpc unknown service UNIMPLEMENTED", code == grpc.StatusCode.UNIMPLEMENTED, str(code))
+    pb = protos.protobench_pb2
+    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/GetFile",
+                                           pb.FileRequest(name="nope").SerializeToString()))
+    check(f"{tag} grpc unknown file NOT_FOUND", code == grpc.StatusCode.NOT_FOUND, str(code))
+    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/CloneText",
+                                           pb.CloneRequest(text="a", times=100001).SerializeToString()))
+    check(f"{tag} grpc clone times INVALID_ARGUMENT", code == grpc.StatusCode.INVALID_ARGUMENT, str(code))
+
+
+def check_grpc_too_large(c: Clients, limit: int, tag: str):
+    pb = protos.protobench_pb2
+    big = pb.EchoMessage(payload="x" * (limit + 10)).SerializeToString()
+    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/Echo", big))
+    check(f"{tag} grpc oversized RESOURCE_EXHAUSTED", code == grpc.StatusCode.RESOURCE_EXHAUSTED, str(code))
+
+
+def check_reflection(c: Clients, tag: str):
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    stub = reflection_pb2_grpc.ServerReflectionStub(c.channel())
+    resp = list(stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]),
+                                          timeout=CALL_TIMEOUT))
+    names = {s.name for s in resp[0].list_services_response.service}
+    check(f"{tag} grpc reflection lists services",
+          {"protobench.v1.Bench", "helloworld.Greeter"} <= names, repr(names))
+    grpcurl = shutil.which("grpcurl")
+    if grpcurl and not c.server.tls:
+        res = subprocess.run([grpcurl, "-plaintext", "-d", "{}", c.server.addr("grpc"),
+                              "protobench.v1.Bench/GetInteger"], capture_output=True, text=True, timeout=60)
+        check(f"{tag} grpcurl GetInteger", res.returncode == 0 and "2147483647" in res.stdout,
+              res.stderr.strip()[:200])
+    elif not grpcurl and tag == "clear":
+        print("note: grpcurl not on PATH; reflection checked with grpcio-reflection only")
+
+
+def check_alpn(c: Clients, tag: str):
+    for proto, want in (("rest", "http/1.1"), ("soap", "http/1.1"), ("rest-h2", "h2"), ("grpc", "h2")):
+        ctx = ssl.create_default_context(cafile=c.cafile)
+        ctx.check_hostname = False
+        ctx.set_alpn_protocols(["h2", "http/1.1"])
+        host, port = c.server.addrs[proto]
+        with socket.create_connection((host, port), timeout=10) as s:
+            with ctx.wrap_socket(s, server_hostname="localhost") as t:
+                check(f"{tag} {proto} ALPN {want}", t.selected_alpn_protocol() == want,
+                      repr(t.selected_alpn_protocol()))
+
+
+def check_zeep(c: Clients, tag: str):
+    import zeep
+    import zeep.transports
+    import requests
+
+    session = requests.Session()
+    session.trust_env = False  # REQUESTS_CA_BUNDLE would override verify
+    session.verify = c.cafile if c.server.tls else True
+    scheme = "https" if c.server.tls else "http"
+    wsdl = f"{scheme}://{c.server.addr('soap')}/soap?wsdl"
+    try:
+        _zeep_calls(zeep, zeep.Client(wsdl, transport=zeep.transports.Transport(session=session, timeout=CALL_TIMEOUT)), tag)
+    finally:
+        session.close()
+
+
+def _zeep_calls(zeep, client, tag):
+    svc = client.service
+    st = svc.GetInventoryS()
+    want = json.loads(vec({"name": "inventory.s"}, "response.json"))
+    check(f"{tag} zeep GetInventoryS", st.serviceName == want["serviceName"]
+          and list(st.recentErrors) == want["recentErrors"]
+          and st.activeDeviceCount == want["activeDeviceCount"], repr(st)[:200])
+    p = json.loads(vec({"name": "product.typical"}, "request.json"))
+    r = svc.ModifyProduct(**p)
+    check(f"{tag} zeep ModifyProduct", r.description == p["description"][::-1] and r.id == p["id"]
+          and list(r.tags or []) == p.get("tags", []), repr(r)[:200])
+    f = svc.GetFile(name="file-455k")
+    want_f = json.loads(vec({"name": "tasks.file-455k"}, "response.json"))
+    import base64
+    check(f"{tag} zeep GetFile", f.content == base64.b64decode(want_f["content"]), "content differs")
+    h = json.loads(vec({"name": "grpcbench.complex"}, "request.json"))["request"]
+    rep = svc.SayHello(request=h)
+    check(f"{tag} zeep SayHello", rep.name == h["name"] and rep.l == int(h["l"])
+          and [p.color for p in rep.pets] == [p["color"] for p in h["pets"]], repr(rep)[:300])
+    check(f"{tag} zeep GetInventoryXs", svc.GetInventoryXs() is None or True)
+    try:
+        svc.GetFile(name="nope")
+        check(f"{tag} zeep fault", False, "no fault")
+    except zeep.exceptions.Fault as e:
+        check(f"{tag} zeep fault", "Client" in (e.code or ""), repr(e.code))
+
+
+# ---------------------------------------------------------------- behaviour checks
+
+def expected_failures(rate: float, seed: int, n: int) -> int:
+    return sum(1 for k in range(n) if splitmix64((seed + k) & ((1 << 64) - 1)) / float(1 << 64) < rate)
+
+
+def check_failure_draw(server: Server, c: Clients, rate: float, seed: int, n: int, exact: bool, tag: str):
+    pb = protos.protobench_pb2
+    want = expected_failures(rate, seed, n)
+
+    def count(proto):
+        fails, others = 0, 0
+        if proto == "rest":
+            host, port = server.addrs["rest"]
+            conn = http.client.HTTPConnection(host, port, timeout=CALL_TIMEOUT)
+            for _ in range(n):
+                conn.request("GET", "/v1/tasks/integer")
+                r = conn.getresponse()
+                body = r.read()
+                if r.status == 500 and json.loads(body) == {"code": 500, "message": "injected failure"}:
+                    fails += 1
+                elif r.status != 200:
+                    others += 1
+            conn.close()
+        elif proto == "grpc":
+            for _ in range(n):
+                code, details = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/GetInteger", b""))
+                if code == grpc.StatusCode.UNAVAILABLE and details == "injected failure":
+                    fails += 1
+                elif code != grpc.StatusCode.OK:
+                    others += 1
+        elif proto == "soap":
+            host, port = server.addrs["soap"]
+            conn = http.client.HTTPConnection(host, port, timeout=CALL_TIMEOUT)
+            body = envelope(f'<GetIntegerRequest xmlns="{NS}"/>')
+            for _ in range(n):
+                conn.request("POST", "/soap", body, {"Content-Type": "text/xml; charset=utf-8"})
+                r = conn.getresponse()
+                out = r.read()
+                if r.status == 500:
+                    f = soap_fault(out)
+                    if f and f[1] == "Server" and f[2] == "injected failure":
+                        fails += 1
+                        continue
+                if r.status != 200:
+                    others += 1
+            conn.close()
+        return fails, others
+
+    for proto in ("rest", "grpc", "soap"):
+        fails, others = count(proto)
+        check(f"{tag} {proto} no other errors", others == 0, f"{others} unexpected errors")
+        if exact:
+            check(f"{tag} {proto} failures == splitmix64 count {want}", fails == want, f"got {fails}")
+        else:
+            check(f"{tag} {proto} failures {fails} within 200+-40", abs(fails - n * rate) <= 40, f"got {fails}")
+
+
+def check_service_time(server: Server, c: Clients, tag: str, min_s: float):
+    host, port = server.addrs["rest"]
+    for proto in ("rest", "grpc", "soap"):
+        t0 = time.perf_counter()
+        if proto == "rest":
+            status, _, _ = c.http("rest", "GET", "/v1/tasks/integer")
+            ok = status == 200
+        elif proto == "grpc":
+            code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/GetInteger", b""))
+            ok = code == grpc.StatusCode.OK
+        else:
+            status, _, _ = soap_post(c, envelope(f'<GetIntegerRequest xmlns="{NS}"/>'))
+            ok = status == 200
+        dt = time.perf_counter() - t0
+        check(f"{tag} {proto} call takes >= {min_s * 1000:.0f} ms", ok and dt >= min_s, f"{dt * 1000:.1f} ms ok={ok}")
+    # sleep must not block other requests: 8 concurrent REST calls on one worker
+    results = []
+
+    def one():
+        t0 = time.perf_counter()
+        s, _, _ = c.http("rest", "GET", "/v1/tasks/integer")
+        results.append((s, time.perf_counter() - t0))
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(CALL_TIMEOUT)
+    total = time.perf_counter() - t0
+    check(f"{tag} rest sleep does not block other requests", len(results) == 8 and total < 8 * min_s * 0.75,
+          f"8 calls took {total * 1000:.0f} ms")
+
+
+def stop_check(server: Server, tag: str):
+    t0 = time.perf_counter()
+    rc = server.stop()
+    dt = time.perf_counter() - t0
+    check(f"{tag} SIGTERM exits 0", rc == 0, f"exit status {rc} after {dt:.1f} s")
+    if dt > 5:
+        print(f"note: {tag}: the server took {dt:.1f} s to stop", flush=True)
+    check(f"{tag} nothing else on stdout", not server.extra_stdout, repr(server.extra_stdout[:3]))
+
+
+# ---------------------------------------------------------------- main
+
+def make_cert(d: pathlib.Path) -> tuple[str, str, str]:
+    """A throw-away CA and a localhost/127.0.0.1 server certificate it signed
+    (strict X.509 verifiers, like urllib3's, refuse a lone self-signed leaf)."""
+    def run(*a):
+        subprocess.run(a, check=True, capture_output=True, cwd=d)
+    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=protobench test CA",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        "-keyout", "ca.key", "-out", "ca.pem")
+    run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=localhost",
+        "-keyout", "key.pem", "-out", "server.csr")
+    (d / "ext.cnf").write_text("basicConstraints=critical,CA:FALSE\n"
+                               "keyUsage=critical,digitalSignature,keyEncipherment\n"
+                               "extendedKeyUsage=serverAuth\n"
+                               "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    run("openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+        "-days", "1", "-extfile", "ext.cnf", "-out", "cert.pem")
+    return str(d / "cert.pem"), str(d / "key.pem"), str(d / "ca.pem")
+
+
+def run_phase(tag, env, fn, workers=2, protocols=("rest", "rest-h2", "grpc", "soap"), cafile=None):
+    try:
+        server = Server(env, protocols=protocols, workers=workers)
+    except Exception as e:  # noqa: BLE001
+        check(f"{tag} server starts", False, str(e))
+        return
+    check(f"{tag} server starts", True)
+    c = Clients(server, cafile)
+    try:
+        fn(server, c)
+    finally:
+        c.close()
+        stop_check(server, tag)
+
+
+def main() -> int:
+    global VERBOSE
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="skip the TLS phase")
+    args = ap.parse_args()
+    VERBOSE = args.verbose
+    if not VECTORS.is_dir():
+        check("contract/vectors present", False, str(VECTORS))
+        print(f"{PASSED} passed, {FAILED} failed")
+        return 1
+
+    all4 = ("rest", "rest-h2", "grpc", "soap")
+
+    def clear(server, c):
+        check_all_workloads(c, "clear", all4)
+        guard("clear rest errors", check_rest_errors, c, "clear")
+        guard("clear soap errors", check_soap_errors, c, "clear")
+        guard("clear grpc errors", check_grpc_errors, c, "clear")
+        guard("clear reflection", check_reflection, c, "clear")
+        guard("clear zeep", check_zeep, c, "clear")
+
+    run_phase("clear", {}, clear)
+
+    with tempfile.TemporaryDirectory() as d:
+        cert, key, ca = make_cert(pathlib.Path(d))
+
+        def tls(server, c):
+            guard("tls alpn", check_alpn, c, "tls")
+            check_all_workloads(c, "tls", all4)
+            guard("tls rest errors", check_rest_errors, c, "tls")
+            guard("tls soap errors", check_soap_errors, c, "tls")
+            guard("tls grpc errors", check_grpc_errors, c, "tls")
+            guard("tls reflection", check_reflection, c, "tls")
+            guard("tls zeep", check_zeep, c, "tls")
+
+        if not args.quick:
+            run_phase("tls", {"PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key}, tls, cafile=ca)
+
+    limit = 4096
+
+    def small(server, c):
+        guard("limit rest", check_rest_too_large, c, limit, "limit")
+        guard("limit soap", check_soap_too_large, c, limit, "limit")
+        guard("limit grpc", check_grpc_too_large, c, limit, "limit")
+
+    run_phase("limit", {"PROTOBENCH_MAX_REQUEST_BYTES": str(limit)}, small, workers=1)
+
+    seed = 20240917
+    run_phase("failure-1worker", {"PROTOBENCH_FAILURE_RATE": "0.2", "PROTOBENCH_FAILURE_SEED": str(seed)},
+              lambda s, c: check_failure_draw(s, c, 0.2, seed, 1000, True, "failure-1worker"),
+              workers=1, protocols=("rest", "grpc", "soap"))
+    run_phase("failure-2workers", {"PROTOBENCH_FAILURE_RATE": "0.2", "PROTOBENCH_FAILURE_SEED": "7"},
+              lambda s, c: check_failure_draw(s, c, 0.2, 7, 1000, False, "failure-2workers"),
+              workers=2, protocols=("rest", "grpc", "soap"))
+    run_phase("sleep", {"PROTOBENCH_SERVICE_TIME": "sleep:50ms"},
+              lambda s, c: check_service_time(s, c, "sleep", 0.050),
+              workers=1, protocols=("rest", "grpc", "soap"))
+    run_phase("spin", {"PROTOBENCH_SERVICE_TIME": "spin:20ms"},
+              lambda s, c: [check_service_time_single(s, c, "spin", 0.020)],
+              workers=1, protocols=("rest", "grpc", "soap"))
+
+    print(f"{PASSED} passed, {FAILED} failed")
+    return 0 if FAILED == 0 else 1
+
+
+def check_service_time_single(server, c, tag, min_s):
+    for proto in ("rest", "grpc", "soap"):
+        t0 = time.perf_counter()
+        if proto == "rest":
+            ok = c.http("rest", "GET", "/v1/tasks/integer")[0] == 200
+        elif proto == "grpc":
+            ok = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/GetInteger", b""))[0] == grpc.StatusCode.OK
+        else:
+            ok = soap_post(c, envelope(f'<GetIntegerRequest xmlns="{NS}"/>'))[0] == 200
+        dt = time.perf_counter() - t0
+        check(f"{tag} {proto} call takes >= {min_s * 1000:.0f} ms", ok and dt >= min_s, f"{dt * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
