@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# The load engine against peer load generators, same server, same CPUs.
+#
+#   bench/engine.sh [--duration 10] [--rounds 3] [--memory]
+#
+# Server pinned to CPU 0, generator to CPU 1 (taskset), one generator thread
+# each. For each protocol, every tool runs once per round, rounds interleaved.
+# Reports calls/s and generator CPU per call (user+sys of the generator
+# process from /usr/bin/time), and our ratio to the best peer.
+#
+#   rest     : wrk on nginx `return 204`, wrk on our rest server
+#   rest-h2  : h2load -m on our rest-h2 server
+#   grpc     : h2load with a pre-encoded gRPC frame, ghz, on our grpc server
+#
+# --memory: additionally a 10-minute open-loop run against our rest server,
+# sampling the generator's RSS every 30 s; growth must stay under 10 MB.
+#
+# Needs: nginx wrk nghttp2-client (apt), ghz (go install
+# github.com/bojand/ghz/cmd/ghz@v0.120.0), a release build of protobench.
+# This is a benchmark, not a test: it is never run by `make test`.
+set -euo pipefail
+
+DURATION=10
+ROUNDS=3
+MEMORY=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) DURATION="$2"; shift 2 ;;
+    --rounds) ROUNDS="$2"; shift 2 ;;
+    --memory) MEMORY=1; shift ;;
+    *) echo "usage: $0 [--duration SECONDS] [--rounds N] [--memory]" >&2; exit 2 ;;
+  esac
+done
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+PB="${PROTOBENCH:-$ROOT/target/release/protobench}"
+export PATH="$PATH:$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
+for tool in nginx wrk h2load ghz taskset /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "missing $tool (see the header of $0)" >&2; exit 2; }
+done
+[ -x "$PB" ] || { echo "missing $PB: cargo build --release -p protobench" >&2; exit 2; }
+
+WORK="$(mktemp -d /tmp/protobench-engine-bench.XXXXXX)"
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# nginx `return 204` on CPU 0.
+NGINX_PORT="$(free_port)"
+mkdir -p "$WORK/nginx"
+cat > "$WORK/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  client_body_temp_path $WORK/nginx;
+  proxy_temp_path $WORK/nginx;
+  fastcgi_temp_path $WORK/nginx;
+  uwsgi_temp_path $WORK/nginx;
+  scgi_temp_path $WORK/nginx;
+  server { listen 127.0.0.1:$NGINX_PORT; location / { return 204; } }
+}
+EOF
+taskset -c 0 nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" &
+PIDS+=($!)
+
+# Our servers on CPU 0, one worker.
+PROTOBENCH_WORKERS=1 taskset -c 0 "$PB" serve > "$WORK/serve.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 50); do [ "$(grep -c '^listening' "$WORK/serve.log" || true)" -ge 4 ] && break; sleep 0.2; done
+addr() { grep "protocol=$1 " "$WORK/serve.log" | sed 's/.*addr=\([^ ]*\).*/\1/'; }
+REST="$(addr rest)"; H2="$(addr rest-h2)"; GRPC="$(addr grpc)"
+sleep 0.5
+
+# A pre-encoded gRPC frame of GetInteger's empty request (flag 0, length 0).
+printf '\x00\x00\x00\x00\x00' > "$WORK/grpc-empty.bin"
+
+C=64   # calls in flight
+M=4    # HTTP/2 connections
+# gen NAME CMD...: runs CMD on CPU 1, prints "calls/s cpu_us_per_call" into $WORK/NAME.round
+gen() {
+  local name="$1"; shift
+  /usr/bin/time -f '%U %S' -o "$WORK/time" taskset -c 1 "$@" > "$WORK/out" 2>&1 || true
+  local rate
+  case "$name" in
+    wrk*) rate="$(awk '/Requests\/sec/ {print $2}' "$WORK/out")" ;;
+    h2load*) rate="$(awk '/^finished in/ {gsub(",","",$4); print $4}' "$WORK/out")" ;;
+    ghz*) rate="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rps"])' "$WORK/out" 2>/dev/null || echo 0)" ;;
+    ours*) rate="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rate"])' "$WORK/out" 2>/dev/null || echo 0)" ;;
+  esac
+  local cpu; cpu="$(tail -n1 "$WORK/time" | awk '{print $1+$2}')"; cpu="${cpu:-0}"
+  local per; per="$(python3 -c "r=float('${rate:-0}' or 0); print(f'{(${cpu}*1e6/(r*${DURATION})) if r>0 else 0:.2f}')")"
+  echo "$name ${rate:-0} $per" >> "$WORK/results"
+  printf '%-22s %12.0f calls/s %8s us CPU/call\n' "$name" "${rate:-0}" "$per"
+}
+
+OURS=("$PB" load --quiet --output json --duration "${DURATION}s" --threads 1)
+
+for round in $(seq "$ROUNDS"); do
+  echo "== round $round (server: CPU 0, generator: CPU 1, ${DURATION}s each)"
+  gen wrk-nginx wrk -t1 -c"$C" -d"${DURATION}s" "http://127.0.0.1:$NGINX_PORT/"
+  gen ours-nginx "${OURS[@]}" --protocol rest --target "http://127.0.0.1:$NGINX_PORT/" --concurrency "$C"
+  gen wrk-rest wrk -t1 -c"$C" -d"${DURATION}s" "http://$REST/v1/tasks/integer"
+  gen ours-rest "${OURS[@]}" --protocol rest --target "$REST" --workload tasks.int --concurrency "$C"
+  gen h2load-rest-h2 h2load -t1 -c"$M" -m$((C / M)) -D "$DURATION" "http://$H2/v1/tasks/integer"
+  gen ours-rest-h2 "${OURS[@]}" --protocol rest-h2 --target "$H2" --workload tasks.int --concurrency "$C" --connections "$M"
+  gen h2load-grpc h2load -t1 -c"$M" -m$((C / M)) -D "$DURATION" -d "$WORK/grpc-empty.bin" \
+    -H 'content-type: application/grpc' -H 'te: trailers' "http://$GRPC/protobench.v1.Bench/GetInteger"
+  gen ghz-grpc env GOMAXPROCS=1 ghz --insecure --format json --cpus 1 -c "$C" --connections "$M" -z "${DURATION}s" \
+    --proto "$ROOT/contract/proto/protobench/v1/protobench.proto" --import-paths "$ROOT/contract/proto" \
+    --call protobench.v1.Bench/GetInteger -d '{}' "$GRPC"
+  gen ours-grpc "${OURS[@]}" --protocol grpc --target "$GRPC" --workload tasks.int --concurrency "$C" --connections "$M"
+done
+
+echo
+echo "== medians over $ROUNDS rounds"
+python3 - "$WORK/results" <<'EOF'
+import sys, statistics, collections
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    name, rate, per = line.split()
+    rows[name].append((float(rate), float(per)))
+med = {k: (statistics.median(r for r, _ in v), statistics.median(p for _, p in v)) for k, v in rows.items()}
+for k, (r, p) in med.items():
+    print(f"{k:<22} {r:>12.0f} calls/s {p:>8.2f} us CPU/call")
+print()
+def ratio(ours, peers):
+    best = max(peers, key=lambda k: med[k][0])
+    print(f"{ours:<16} / {best:<16} = {med[ours][0] / med[best][0]:.2f} (calls/s), CPU/call {med[ours][1] / med[best][1]:.2f}x")
+ratio("ours-nginx", ["wrk-nginx"])
+ratio("ours-rest", ["wrk-rest"])
+ratio("ours-rest-h2", ["h2load-rest-h2"])
+ratio("ours-grpc", ["h2load-grpc", "ghz-grpc"])
+print(f"ours-grpc        / ghz-grpc         = {med['ours-grpc'][0] / med['ghz-grpc'][0]:.2f} (calls/s)")
+EOF
+
+if [ "$MEMORY" = 1 ]; then
+  echo
+  echo "== memory flatness: 10 min open loop at 2000 calls/s against our rest server"
+  taskset -c 1 "$PB" load --quiet --output json --protocol rest --target "$REST" --workload tasks.int \
+    --concurrency 16 --rate 2000 --duration 600s --threads 1 > "$WORK/memory.json" &
+  GEN=$!
+  sleep 30
+  first="$(awk '/VmRSS/ {print $2}' /proc/$GEN/status)"
+  peak="$first"
+  for _ in $(seq 18); do
+    sleep 30
+    now="$(awk '/VmRSS/ {print $2}' /proc/$GEN/status 2>/dev/null || echo "$peak")"
+    [ "$now" -gt "$peak" ] && peak="$now"
+    echo "rss ${now} kB"
+  done
+  wait "$GEN" || true
+  growth=$(( (peak - first) ))
+  echo "RSS at 30 s: ${first} kB, peak after: ${peak} kB, growth ${growth} kB (limit 10240 kB)"
+  [ "$growth" -lt 10240 ] && echo "memory: flat" || { echo "memory: GREW"; exit 1; }
+fi

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Cross-check: start every reference server from its manifest (build first),
+# and run `protobench verify` on every protocol it serves, in clear text and
+# with TLS (a throw-away self-signed certificate). Exit 1 if any check fails.
+#
+# usage: scripts/verify-servers.sh [SERVER...]   (default: every servers/*/manifest.toml)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+pb="${PROTOBENCH:-$root/target/debug/protobench}"
+[ -x "$pb" ] || { echo "verify-servers: $pb not built (cargo build -p protobench)" >&2; exit 2; }
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+# A throw-away CA and a leaf certificate for localhost/127.0.0.1 signed by it.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=protobench-test-ca \
+  -keyout "$work/ca-key.pem" -out "$work/ca.pem" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout "$work/key.pem" -out "$work/leaf.csr" 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$work/ext.cnf"
+openssl x509 -req -in "$work/leaf.csr" -CA "$work/ca.pem" -CAkey "$work/ca-key.pem" -CAcreateserial \
+  -days 2 -extfile "$work/ext.cnf" -out "$work/cert.pem" 2>/dev/null
+
+# zeep, a stock SOAP client, in a venv outside the repository (pip, once).
+zeep_venv="${XDG_CACHE_HOME:-$HOME/.cache}/protobench/zeep-venv"
+if [ ! -x "$zeep_venv/bin/python" ] || ! "$zeep_venv/bin/python" -c 'import zeep' 2>/dev/null; then
+  python3 -m venv "$zeep_venv" && "$zeep_venv/bin/pip" install -q "zeep==4.3.1" >/dev/null 2>&1 \
+    || echo "verify-servers: could not install zeep" >&2
+fi
+zeep_py="$zeep_venv/bin/python"
+if [ -n "${PROTOBENCH_REQUIRE_PEERS:-}" ] && ! "$zeep_py" -c 'import zeep' 2>/dev/null; then
+  echo "verify-servers: zeep is required (PROTOBENCH_REQUIRE_PEERS) but not installed" >&2; exit 2
+fi
+
+servers=("$@")
+if [ ${#servers[@]} -eq 0 ]; then
+  for m in "$root"/servers/*/manifest.toml; do servers+=("$(basename "$(dirname "$m")")"); done
+fi
+
+manifest() { python3 -c "import sys,tomllib;m=tomllib.load(open(sys.argv[1],'rb'));print($2)" "$1"; }
+passed=0; failed=0
+for s in "${servers[@]}"; do
+  dir="$root/servers/$s"
+  protos=$(manifest "$dir/manifest.toml" "' '.join(m['protocols'])")
+  timeout_s=$(manifest "$dir/manifest.toml" "m.get('start_timeout_s', 30)")
+  # Build with the manifest's own steps (the built-in server has none).
+  while IFS= read -r step; do
+    [ -n "$step" ] || continue
+    (cd "$dir" && eval "$step" >"$work/$s-build.log" 2>&1) || { echo "FAIL $s: build step failed: $step"; tail -20 "$work/$s-build.log"; failed=$((failed+1)); continue 2; }
+  done < <(manifest "$dir/manifest.toml" "'\n'.join(__import__('shlex').join(a) for a in m.get('build', []))")
+  start=$(manifest "$dir/manifest.toml" "__import__('shlex').join(m['start'])")
+  start=${start//\{protobench\}/$pb}
+  for mode in clear tls; do
+    log="$work/$s-$mode.log"
+    env_args=(PROTOBENCH_WORKERS=1)
+    for p in $protos; do env_args+=("PROTOBENCH_$(echo "$p" | tr 'a-z-' 'A-Z_')_ADDR=127.0.0.1:0"); done
+    tls_args=()
+    if [ $mode = tls ]; then
+      env_args+=(PROTOBENCH_TLS_CERT="$work/cert.pem" PROTOBENCH_TLS_KEY="$work/key.pem")
+      tls_args=(--cacert "$work/ca.pem" --server-name localhost)
+    fi
+    (cd "$dir" && eval "exec env ${env_args[*]} $start" >"$log" 2>&1) &
+    pid=$!
+    want=$(echo $protos | wc -w)
+    for _ in $(seq 1 "$timeout_s"); do
+      [ "$(grep -c '^listening' "$log")" -ge "$want" ] && break
+      kill -0 $pid 2>/dev/null || break
+      sleep 1
+    done
+    for p in $protos; do
+      addr=$(grep "^listening protocol=$p " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/')
+      if [ -z "$addr" ]; then echo "FAIL $s $p $mode: no listening line"; tail -20 "$log"; failed=$((failed+1)); continue; fi
+      if out=$(timeout 300 "$pb" verify --protocol "$p" --target "$addr" "${tls_args[@]}" 2>&1); then
+        echo "ok   $s $p $mode"; passed=$((passed+1))
+      else
+        echo "FAIL $s $p $mode"; echo "$out" | grep -v ' ok$' | head -20; failed=$((failed+1))
+      fi
+    done
+    # A stock SOAP client (zeep, from the served WSDL) against every soap listener.
+    soap_addr=$(grep "^listening protocol=soap " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/')
+    if [ -n "$soap_addr" ] && [ -x "$zeep_py" ]; then
+      scheme=http; ca=(); [ $mode = tls ] && { scheme=https; ca=("$work/ca.pem"); }
+      if out=$("$zeep_py" "$root/contract/tests/zeep_check.py" "$scheme://localhost:${soap_addr##*:}/soap?wsdl" "${ca[@]}" 2>&1); then
+        echo "ok   $s soap $mode (zeep)"; passed=$((passed+1))
+      else
+        echo "FAIL $s soap $mode (zeep)"; echo "$out" | grep -v '^ok' | head -10; failed=$((failed+1))
+      fi
+    fi
+    kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null
+  done
+done
+echo "verify-servers: $passed passed, $failed failed"
+[ $failed -eq 0 ]
