@@ -1,0 +1,46 @@
+# One task runner; CI calls `make test` verbatim (.ci/run).
+# Every target installs what it needs (scripts/setup.sh is idempotent).
+
+CARGO ?= cargo
+SERVERS := go python node java-spring
+export PATH := $(shell go env GOPATH 2>/dev/null || echo $(HOME)/go)/bin:$(PATH)
+
+.PHONY: run test setup lint unit contract-check servers-test verify-servers bench clean
+
+## The main job: build, run the quick preset on the built-in servers, write the DB and report.
+run:
+	$(CARGO) run --release -p protobench -- run
+
+## Every test: lint, unit + integration tests, contract drift, each reference server.
+test: setup lint unit contract-check servers-test verify-servers
+
+setup:
+	bash scripts/setup.sh
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+unit:
+	$(CARGO) test --workspace
+
+contract-check:
+	$(CARGO) run -q -p protobench -- contract check
+	bash contract/tests/check_docs.sh
+
+servers-test:
+	@set -e; for s in $(SERVERS); do \
+	  if [ -x servers/$$s/test.sh ]; then echo "== servers/$$s"; bash servers/$$s/test.sh; fi; \
+	done
+
+## protobench verify against every server in servers/, clear and TLS.
+verify-servers:
+	$(CARGO) build -q -p protobench
+	bash scripts/verify-servers.sh
+
+bench:
+	bash bench/servers.sh
+	bash bench/engine.sh
+
+clean:
+	$(CARGO) clean
