@@ -298,7 +298,18 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             });
         }
-        let outcome = orchestrate::execute(&plan, &catalog, &engine, &mut store, run_id, &todo, &opts, Some(tx), cancel.clone()).await;
+        let outcome = orchestrate::execute(
+            &plan,
+            &catalog,
+            &engine,
+            &mut store,
+            run_id,
+            &todo,
+            &opts,
+            Some(tx),
+            cancel.clone(),
+        )
+        .await;
         let _ = view.await;
         outcome
     });
