@@ -56,7 +56,7 @@ OAS_SCALAR = {
     "int32": {"type": "integer", "format": "int32"},
     "int64": {"type": "string", "format": "int64"},
     "double": {"type": "number", "format": "double"},
-    "float": {"type": "number", "format": "float"},
+    "float": {"type": "number", "format": "float", "minimum": -3.4028235e38, "maximum": 3.4028235e38},
     "bytes": {"type": "string", "format": "byte"},
 }
 XSD_SCALAR = {
@@ -304,6 +304,8 @@ def field_shape(s: dict) -> dict:
     if "$ref" in s:
         return {"$ref": s["$ref"]}
     out = {k: s[k] for k in ("type", "format") if k in s}
+    if s.get("format") == "float":  # the float range is part of the mapping; other bounds are semantics
+        out.update({k: s[k] for k in ("minimum", "maximum") if k in s})
     if "items" in s:
         out["items"] = field_shape(s["items"])
     return out
@@ -326,7 +328,9 @@ def check_openapi_message(msg: pm.Message):
     want_names = [f.json_name for f in msg.fields]
     if list(props) != want_names:
         problems.append(f"properties {list(props)} != fields {want_names} (in field-number order)")
-    want_req = [f.json_name for f in msg.fields if f.label != "optional" and f.oneof is None]
+    # An unset singular message field is omitted (README), so it cannot be required.
+    want_req = [f.json_name for f in msg.fields if f.label != "optional" and f.oneof is None
+                and not (f.label is None and f.type in C.model.messages)]
     if list(s.get("required", [])) != want_req:
         problems.append(f"required {s.get('required', [])} != {want_req}")
     for f in msg.fields:
@@ -336,8 +340,13 @@ def check_openapi_message(msg: pm.Message):
         exp, got = oas_expected_field(f), field_shape(p)
         if got != exp:
             problems.append(f"{f.json_name}: {got} != {exp}")
-        if f.type == "int64" and "pattern" in p and not re.fullmatch(p["pattern"], "-9223372036854775808"):
-            problems.append(f"{f.json_name}: pattern refuses an int64")
+        if f.type == "int64" and "pattern" in p:
+            for v in (-2**63, -1, 0, 444325235223, 2**63 - 1):
+                if not re.fullmatch(p["pattern"], str(v)):
+                    problems.append(f"{f.json_name}: pattern refuses the int64 {v}")
+            for v in (-2**63 - 1, 2**63, 10**19):
+                if re.fullmatch(p["pattern"], str(v)):
+                    problems.append(f"{f.json_name}: pattern admits {v}, outside int64")
         if p.get("nullable"):
             problems.append(f"{f.json_name}: must not be nullable")
     for name, members in msg.oneofs.items():
@@ -420,7 +429,7 @@ def json_breakages(msg: pm.Message):
     yield "unknown member", {**base, "unknownMember": 1}
     for f in msg.fields:
         n = f.json_name
-        if f.label != "optional" and f.oneof is None:
+        if f.label != "optional" and f.oneof is None and not (f.label is None and f.type in C.model.messages):
             yield f"missing {n}", {k: v for k, v in base.items() if k != n}
         if f.oneof is not None:
             others = {pm.json_name(m) for m in msg.oneofs[f.oneof]} - {n}

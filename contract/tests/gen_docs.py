@@ -82,13 +82,32 @@ MESSAGE_DOC = {
     "HelloReply": "SayHello's response.",
 }
 
+def decimal_at_most(bound: str) -> str:
+    """A regex alternation for the decimal numerals with as many digits as
+    `bound` (no leading zero) that are <= bound."""
+    alts = []
+    for i, digit in enumerate(bound):
+        lo, hi, rest = (1 if i == 0 else 0), int(digit) - 1, len(bound) - i - 1
+        if hi >= lo:
+            tail = f"[0-9]{{{rest}}}" if rest > 1 else "[0-9]" * rest
+            alts.append(bound[:i] + (str(lo) if hi == lo else f"[{lo}-{hi}]") + tail)
+    return "|".join(alts + [bound])
+
+
+# Exactly the int64 range, in canonical form (no leading zeros, no "-0"), so an
+# OpenAPI-driven generator never sends a value the type cannot hold.
+INT64_PATTERN = (
+    f"^(?:0|[1-9][0-9]{{0,17}}|{decimal_at_most(str(2**63 - 1))}"
+    f"|-(?:[1-9][0-9]{{0,17}}|{decimal_at_most(str(2**63))}))$"
+)
+
 OAS_SCALAR = {
     "string": {"type": "string"},
     "bool": {"type": "boolean"},
     "int32": {"type": "integer", "format": "int32"},
-    "int64": {"type": "string", "format": "int64", "pattern": "^-?[0-9]+$"},
+    "int64": {"type": "string", "format": "int64", "pattern": INT64_PATTERN},
     "double": {"type": "number", "format": "double"},
-    "float": {"type": "number", "format": "float"},
+    "float": {"type": "number", "format": "float", "minimum": -3.4028235e38, "maximum": 3.4028235e38},
     "bytes": {"type": "string", "format": "byte"},
 }
 XSD_SCALAR = {
@@ -189,7 +208,9 @@ def oas_field(model: pm.Model, msg: pm.Message, f: pm.Field) -> dict:
 
 def oas_message(model: pm.Model, msg: pm.Message) -> dict:
     s: dict = {"type": "object", "description": f"`{msg.full_name[1:]}`. {MESSAGE_DOC.get(msg.name, '')}".strip()}
-    required = [f.json_name for f in msg.fields if f.label != "optional" and f.oneof is None]
+    # Singular message-typed fields are omitted when unset (contract/README.md), so never required.
+    required = [f.json_name for f in msg.fields if f.label != "optional" and f.oneof is None
+                and not (f.label is None and f.type in model.messages)]
     if required:
         s["required"] = required
     s["properties"] = {f.json_name: oas_field(model, msg, f) for f in msg.fields}
@@ -324,15 +345,20 @@ Bodies are proto3's canonical JSON mapping with unpopulated fields emitted:
 - member names are the lowerCamelCase JSON names of the proto fields;
 - every non-`optional` field is present, also at its default (`0`, `""`,
   `false`, `[]`, the enum's zero name), so it is `required` here;
-- an unset proto3 `optional` field or oneof member is omitted (a verifier
-  treats `null` as absent);
+- an unset proto3 `optional` field, oneof member or message-typed field is
+  omitted (a verifier treats `null` as absent), so message-typed fields are
+  not `required`;
 - enums are their value names as strings; `int64` values are decimal strings;
   32-bit integers are numbers; `bytes` are standard base64 with padding;
   floating-point values are numbers.
 
 Requests with a body use `Content-Type: application/json` (a charset
-parameter is allowed) and are parsed by the same rules; unknown members are
-an error (400). GET operations take no body. Every error is
+parameter is allowed) and are parsed by proto3's JSON parsing rules: a member
+a request omits takes its default value (so `required` above binds responses;
+every server accepts a request with members left out), unknown members are
+an error (400), and a floating-point value must be a finite number within its
+type's range (`float`: about 3.4e38), else 400. GET operations take no
+body. Every error is
 `{"code": <http status>, "message": "..."}`: 400 (malformed body, wrong
 types, invalid values), 404 (unknown path or file), 405 (known path, wrong
 method; with `Allow`), 413 (body over the size limit), 415 (body with a
