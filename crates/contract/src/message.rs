@@ -41,6 +41,9 @@ pub enum DecodeError {
     /// Not a valid SOAP envelope, or not the message's XML form.
     #[error("invalid XML: {0}")]
     Xml(#[from] crate::xml::XmlError),
+    /// A JSON number the field's type cannot hold (a `float` beyond its range).
+    #[error("invalid JSON: {0}")]
+    OutOfRange(String),
     /// A SOAP body element other than the expected one.
     #[error("unexpected SOAP body element {found}, expected {expected}")]
     WrongElement {
@@ -173,10 +176,43 @@ impl Message {
         Self::decode_as(op.response_kind(), op.soap_response_element(), encoding, bytes)
     }
 
+    /// The canonical JSON form carries floating-point values as JSON numbers
+    /// (contract/openapi.yaml), so a request value that is not finite once
+    /// read (a number beyond `float` range, or proto3's "Infinity"/"NaN"
+    /// strings) is refused rather than echoed as something the schema does
+    /// not allow. The request messages with floating-point fields are
+    /// `Product` (price) and `HelloRequest` (d, f).
+    fn check_json_range(&self) -> Result<(), DecodeError> {
+        let bad = |field: &str, finite: bool| {
+            if finite {
+                Ok(())
+            } else {
+                Err(DecodeError::OutOfRange(format!(
+                    "{field} is not a finite number in its type's range"
+                )))
+            }
+        };
+        match self {
+            Message::Product(p) => bad("price", p.price.is_finite()),
+            Message::HelloRequest(r) => match &r.request {
+                Some(h) => {
+                    bad("request.d", h.d.is_finite())?;
+                    bad("request.f", h.f.is_finite())
+                }
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+
     fn decode_as(kind: MessageKind, element: &str, encoding: Encoding, bytes: &[u8]) -> Result<Message, DecodeError> {
         match encoding {
             Encoding::Protobuf => Self::from_protobuf(kind, bytes),
-            Encoding::Json => Self::from_json(kind, bytes),
+            Encoding::Json => {
+                let message = Self::from_json(kind, bytes)?;
+                message.check_json_range()?;
+                Ok(message)
+            }
             Encoding::Xml => {
                 let payload = crate::soap::parse_envelope(bytes)?;
                 if payload.name != element || payload.namespace.as_deref() != Some(crate::SOAP_NAMESPACE) {

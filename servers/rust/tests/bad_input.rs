@@ -49,6 +49,27 @@ async fn rest_answers_bad_requests_with_the_contract_status_and_json_error() {
                 r.text()
             );
         }
+        // Floating-point values the type cannot hold (a float beyond its
+        // range, proto3's non-finite strings): 400, never echoed as null.
+        for body in [
+            &br#"{"request":{"name":"a","f":8.5e168}}"#[..],
+            br#"{"request":{"name":"a","f":3.4028236e38}}"#,
+            br#"{"request":{"name":"a","d":"Infinity"}}"#,
+        ] {
+            let r = c.post_json("/v1/greeter/hello", body).await;
+            assert_json_error(&r, 400);
+            assert!(
+                r.json()["message"].as_str().unwrap().contains("not a finite number"),
+                "{}",
+                r.text()
+            );
+        }
+        let r = c.post_json("/v1/products/modify", br#"{"price":"NaN"}"#).await;
+        assert_json_error(&r, 400);
+        let r = c
+            .post_json("/v1/greeter/hello", br#"{"request":{"name":"a","f":3.4028235e38}}"#)
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text());
         // Invalid values: 400; an unknown file: 404.
         assert_json_error(
             &c.post_json("/v1/tasks/clone", br#"{"text":"x","times":100001}"#).await,
