@@ -356,6 +356,17 @@ def check_rest_errors(server, label):
             r = c.post(server.url(p, "/v1/greeter/hello"), content=b'{"request": {"l": 12}}', headers=J)
             check(f"{label} {p} int64 accepted as number, written as string",
                   r.status_code == 200 and r.json()["response"]["l"] == "12", f"{r.status_code} {r.text[:200]}")
+            for body in (b'{"request": {"f": 8.5e168}}', b'{"request": {"d": "Infinity"}}'):
+                r = c.post(server.url(p, "/v1/greeter/hello"), content=body, headers=J)
+                check(f"{label} {p} non-finite float {body.decode()} -> 400", rest_error(r, 400),
+                      f"{r.status_code} {r.text[:200]}")
+            r = c.get(server.url(p, "/v1/inventory/s"), headers={"Content-Type": "multipart/form-data"})
+            check(f"{label} {p} GET with a stray multipart Content-Type -> 200", r.status_code == 200,
+                  f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/echo"), content=b'x', headers={"Content-Type": "multipart/form-data"})
+            check(f"{label} {p} multipart POST -> 415", rest_error(r, 415), f"{r.status_code} {r.text[:200]}")
+            r = c.post(server.url(p, "/v1/products/modify"), content=b'{"price": "NaN"}', headers=J)
+            check(f"{label} {p} NaN price -> 400", rest_error(r, 400), f"{r.status_code} {r.text[:200]}")
     with http_client(server, "soap") as c:
         r = c.get(server.url("soap", "/v1/tasks/integer"))
         check(f"{label} REST path not on the soap listener -> 404", r.status_code == 404, f"{r.status_code}")

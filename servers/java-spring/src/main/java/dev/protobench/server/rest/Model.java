@@ -95,10 +95,22 @@ public final class Model {
         }
     }
 
+    /**
+     * Floating-point values travel as JSON numbers (contract/openapi.yaml): a
+     * value that is not finite once read (beyond float range, or the strings
+     * "Infinity"/"NaN") is a 400, never echoed back as "Infinity".
+     */
+    static void finite(String field, double value) {
+        if (!Double.isFinite(value)) {
+            throw new IllegalArgumentException(field + " is not a finite number in its type's range");
+        }
+    }
+
     // --- product ---
 
     public record Product(int id, String name, String description, double price, int stock, List<String> tags) {
         public Product {
+            finite("price", price);
             name = str(name);
             description = str(description);
             tags = list(tags);
@@ -165,6 +177,8 @@ public final class Model {
                         @JsonFormat(shape = JsonFormat.Shape.STRING) long l,
                         String c1, Boolean c2, List<Pet> pets) {
         public Hello {
+            finite("request.d", d);
+            finite("request.f", f);
             name = str(name);
             pets = list(pets);
             if (c1 != null && c2 != null) {
