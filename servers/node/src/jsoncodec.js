@@ -18,7 +18,10 @@ const UINT32_MAX = 4294967295;
 const INT64_MIN = -(1n << 63n);
 const INT64_MAX = (1n << 63n) - 1n;
 const UINT64_MAX = (1n << 64n) - 1n;
-const FLOAT_MAX = 3.4028234663852886e38;
+// The smallest magnitude a float32 cannot hold: halfway between the largest
+// float32 and 2**128 (round-to-nearest-even sends it to infinity). Below it,
+// e.g. 3.4028235e38 (the largest float32's shortest form), is in range.
+const FLOAT32_OVERFLOW = 2 ** 128 - 2 ** 103;
 const INT_STRING = /^-?\d+$/;
 const NUM_STRING = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/;
@@ -53,7 +56,7 @@ function float(v, where, f32) {
   if (typeof v === 'number') n = v;
   else if (typeof v === 'string' && NUM_STRING.test(v)) n = Number(v);
   else throw invalid(`${where}: expected a finite number, got ${typeName(v) === 'string' ? JSON.stringify(v.slice(0, 20)) : typeName(v)}`);
-  if (!Number.isFinite(n) || (f32 && Math.abs(n) > FLOAT_MAX)) throw invalid(`${where}: number out of range`);
+  if (!Number.isFinite(n) || (f32 && Math.abs(n) >= FLOAT32_OVERFLOW)) throw invalid(`${where}: number out of range`);
   return n;
 }
 

@@ -136,6 +136,12 @@ describe(`protobench node server (${mode})`, () => {
         assertJsonError(await call({ method: 'POST', path: '/v1/products/echo', headers: JSON_CT, body: '{"id":1.5}' }), 400);
         assertJsonError(await call({ method: 'POST', path: '/v1/products/echo', headers: JSON_CT, body: '{"id":4294967296}' }), 400);
       });
+      it('float: beyond float32 -> 400, the largest float32 accepted', async () => {
+        assertJsonError(await call({ method: 'POST', path: '/v1/greeter/hello', headers: JSON_CT, body: '{"request":{"f":3.4028236e38}}' }), 400);
+        const r = await call({ method: 'POST', path: '/v1/greeter/hello', headers: JSON_CT, body: '{"request":{"f":3.4028235e38}}' });
+        assert.equal(r.status, 200, r.body.toString());
+        assert.equal(JSON.parse(r.body.toString()).response.f, 3.4028235e38);
+      });
       it('invalid values -> 400', async () => {
         assertJsonError(await call({ method: 'POST', path: '/v1/tasks/clone', headers: JSON_CT, body: '{"text":"a","times":-1}' }), 400);
         assertJsonError(await call({ method: 'POST', path: '/v1/tasks/clone', headers: JSON_CT, body: '{"text":"a","times":100001}' }), 400);

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import enum
 import math
-import struct
 from typing import Annotated, Any, Optional
 
 from pydantic import (
@@ -41,7 +40,10 @@ _CONFIG = ConfigDict(
 )
 
 _FLOAT_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-_FLOAT32_MAX = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
+# The smallest magnitude a float32 cannot hold: halfway between the largest
+# float32 and 2**128 (round-to-nearest-even sends it to infinity). Values below
+# it, such as 3.4028235e38 (the largest float32's shortest form), are in range.
+_FLOAT32_OVERFLOW = 2.0**128 - 2.0**103
 
 
 def _int_value(lo: int, hi: int):
@@ -84,7 +86,7 @@ def _float_value(single: bool):
                     raise ValueError("expected a number")
         else:
             raise ValueError("expected a number")
-        if single and math.isfinite(x) and abs(x) > _FLOAT32_MAX:
+        if single and math.isfinite(x) and abs(x) >= _FLOAT32_OVERFLOW:
             raise ValueError("float out of range")
         return x
     return parse

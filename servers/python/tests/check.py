@@ -438,6 +438,12 @@ def check_rest_errors(c: Clients, tag: str):
     rest_error(c, f"{tag} rest wrong type", 400, "POST", "/v1/echo", b'{"payload": 5}', j)
     rest_error(c, f"{tag} rest unknown member", 400, "POST", "/v1/echo", b'{"payload": "a", "x": 1}', j)
     rest_error(c, f"{tag} rest int32 out of range", 400, "POST", "/v1/products/echo", b'{"id": 2147483648}', j)
+    # float: 3.4028235e38 (the largest float32's shortest form) rounds to it; 3.4028236e38 overflows.
+    rest_error(c, f"{tag} rest float beyond float32", 400, "POST", "/v1/greeter/hello",
+               b'{"request": {"f": 3.4028236e38}}', j)
+    status, _, out = c.http("rest", "POST", "/v1/greeter/hello", b'{"request": {"f": 3.4028235e38}}', j)
+    check(f"{tag} rest largest float32 accepted", status == 200 and json.loads(out)["response"]["f"] == 3.4028235e38,
+          f"got {status}: {out[:200]!r}")
     rest_error(c, f"{tag} rest clone times too large", 400, "POST", "/v1/tasks/clone",
                b'{"text": "a", "times": 100001}', j)
     rest_error(c, f"{tag} rest clone times negative", 400, "POST", "/v1/tasks/clone",
