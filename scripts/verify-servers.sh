@@ -82,6 +82,16 @@ for s in "${servers[@]}"; do
         echo "FAIL $s soap $mode (zeep)"; echo "$out" | grep -v '^ok' | head -10; failed=$((failed+1))
       fi
     fi
+    # An OpenAPI-driven tool (schemathesis, from contract/openapi.yaml) against every rest listener.
+    rest_addr=$(grep "^listening protocol=rest " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/')
+    if [ -n "$rest_addr" ]; then
+      scheme=http; ca=(); [ $mode = tls ] && { scheme=https; ca=("$work/ca.pem"); }
+      if out=$(timeout 600 bash "$root/contract/tests/openapi_check.sh" "$scheme://localhost:${rest_addr##*:}" "${ca[@]}" 2>&1); then
+        echo "ok   $s rest $mode (schemathesis: $(echo "$out" | grep -o '[0-9]* generated, [0-9]* passed' | tail -1))"; passed=$((passed+1))
+      else
+        echo "FAIL $s rest $mode (schemathesis)"; echo "$out" | sed -n '/FAILURES/,/SUMMARY/p' | head -40; failed=$((failed+1))
+      fi
+    fi
     kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null
   done
 done
