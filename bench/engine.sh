@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The load engine against peer load generators, same server, same CPUs.
 #
-#   bench/engine.sh [--duration 10] [--rounds 3] [--memory]
+#   bench/engine.sh [--duration 10] [--rounds 5] [--memory]
 #
 # Server pinned to CPU 0, generator to CPU 1 (taskset), one generator thread
 # each. For each protocol, every tool runs once per round, rounds interleaved.
 # Reports calls/s and generator CPU per call (user+sys of the generator
-# process from /usr/bin/time), and our ratio to the best peer.
+# process from /usr/bin/time), how busy the server's core was (from
+# /proc/stat: near 100% means the server was the limit, and the calls/s
+# ratio then measures the server's run-to-run spread, not the generators),
+# and our ratio to the best peer.
 #
 #   rest     : wrk on nginx `return 204`, wrk on our rest server
 #   rest-h2  : h2load -m on our rest-h2 server
@@ -21,7 +24,7 @@
 set -euo pipefail
 
 DURATION=10
-ROUNDS=3
+ROUNDS=5
 MEMORY=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -83,10 +86,16 @@ printf '\x00\x00\x00\x00\x00' > "$WORK/grpc-empty.bin"
 
 C=64   # calls in flight
 M=4    # HTTP/2 connections
-# gen NAME CMD...: runs CMD on CPU 1, prints "calls/s cpu_us_per_call" into $WORK/NAME.round
+# Busy and total jiffies of CPU 0 (the server's core), from /proc/stat.
+cpu0() { awk '$1 == "cpu0" {print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
+# gen NAME CMD...: runs CMD on CPU 1 and appends "NAME calls/s cpu_us_per_call server_busy%"
+# to $WORK/results. Server busy near 100% means the server, not the generator, was the limit.
 gen() {
   local name="$1"; shift
+  local before; before="$(cpu0)"
   /usr/bin/time -f '%U %S' -o "$WORK/time" taskset -c 1 "$@" > "$WORK/out" 2>&1 || true
+  local after; after="$(cpu0)"
+  local busy; busy="$(python3 -c "b0,t0='$before'.split(); b1,t1='$after'.split(); print(f'{100*(int(b1)-int(b0))/max(1,int(t1)-int(t0)):.0f}')")"
   local rate
   case "$name" in
     wrk*) rate="$(awk '/Requests\/sec/ {print $2}' "$WORK/out")" ;;
@@ -96,8 +105,8 @@ gen() {
   esac
   local cpu; cpu="$(tail -n1 "$WORK/time" | awk '{print $1+$2}')"; cpu="${cpu:-0}"
   local per; per="$(python3 -c "r=float('${rate:-0}' or 0); print(f'{(${cpu}*1e6/(r*${DURATION})) if r>0 else 0:.2f}')")"
-  echo "$name ${rate:-0} $per" >> "$WORK/results"
-  printf '%-22s %12.0f calls/s %8s us CPU/call\n' "$name" "${rate:-0}" "$per"
+  echo "$name ${rate:-0} $per $busy" >> "$WORK/results"
+  printf '%-22s %12.0f calls/s %8s us CPU/call  server core %3s%% busy\n' "$name" "${rate:-0}" "$per" "$busy"
 }
 
 OURS=("$PB" load --quiet --output json --duration "${DURATION}s" --threads 1)
@@ -124,11 +133,11 @@ python3 - "$WORK/results" <<'EOF'
 import sys, statistics, collections
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    name, rate, per = line.split()
-    rows[name].append((float(rate), float(per)))
-med = {k: (statistics.median(r for r, _ in v), statistics.median(p for _, p in v)) for k, v in rows.items()}
-for k, (r, p) in med.items():
-    print(f"{k:<22} {r:>12.0f} calls/s {p:>8.2f} us CPU/call")
+    name, rate, per, busy = line.split()
+    rows[name].append((float(rate), float(per), float(busy)))
+med = {k: tuple(statistics.median(x[i] for x in v) for i in range(3)) for k, v in rows.items()}
+for k, (r, p, b) in med.items():
+    print(f"{k:<22} {r:>12.0f} calls/s {p:>8.2f} us CPU/call  server core {b:3.0f}% busy")
 print()
 def ratio(ours, peers):
     best = max(peers, key=lambda k: med[k][0])
