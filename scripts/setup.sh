@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine, idempotently:
 # protoc (stub generation for the Go server), chromium (HTML report test),
-# grpcurl (third-party gRPC client), openssl/curl (server tests).
+# grpcurl and ghz (third-party gRPC clients; ghz is grpc_bench's), openssl/curl
+# (server tests).
 # Toolchains themselves (Rust, Go, Java+Maven, Python, Node) are prerequisites.
 set -euo pipefail
 
@@ -22,5 +23,9 @@ GOBIN_DIR="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
 if ! command -v grpcurl >/dev/null && [ ! -x "$GOBIN_DIR/grpcurl" ] && command -v go >/dev/null; then
   echo "setup: go install grpcurl"
   go install github.com/fullstorydev/grpcurl/cmd/grpcurl@v1.9.3
+fi
+if ! command -v ghz >/dev/null && [ ! -x "$GOBIN_DIR/ghz" ] && command -v go >/dev/null; then
+  echo "setup: go install ghz"
+  go install github.com/bojand/ghz/cmd/ghz@v0.120.0
 fi
 echo "setup: ok"

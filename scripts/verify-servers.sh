@@ -82,6 +82,18 @@ for s in "${servers[@]}"; do
         echo "FAIL $s soap $mode (zeep)"; echo "$out" | grep -v '^ok' | head -10; failed=$((failed+1))
       fi
     fi
+    # grpc_bench's client (ghz, from contract/proto, grpc_bench-style payload files) against every grpc listener.
+    grpc_addr=$(grep "^listening protocol=grpc " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/')
+    if [ -n "$grpc_addr" ]; then
+      ca=(); [ $mode = tls ] && ca=("$work/ca.pem")
+      if out=$(bash "$root/contract/tests/ghz_check.sh" "localhost:${grpc_addr##*:}" "${ca[@]}" 2>&1); then
+        echo "ok   $s grpc $mode (ghz: $(echo "$out" | grep -c '^ok') payloads, every call OK)"; passed=$((passed+1))
+      elif [ -z "${PROTOBENCH_REQUIRE_PEERS:-}" ] && echo "$out" | grep -q 'ghz not found'; then
+        echo "skip $s grpc $mode (ghz not installed)"
+      else
+        echo "FAIL $s grpc $mode (ghz)"; echo "$out" | grep -v '^ok' | head -10; failed=$((failed+1))
+      fi
+    fi
     # An OpenAPI-driven tool (schemathesis, from contract/openapi.yaml) against every rest listener.
     rest_addr=$(grep "^listening protocol=rest " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/')
     if [ -n "$rest_addr" ]; then
