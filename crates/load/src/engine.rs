@@ -22,6 +22,7 @@ use crate::check::{Check, CheckState};
 use crate::driver::{ByteCounters, CallError, Driver};
 use crate::pacer::{Pace, Pacer, Schedule, Stop};
 use crate::record::{Recorder, SecondReport};
+use crate::timer::PreciseTimer;
 
 /// How a thread's share of the plan looks.
 #[derive(Debug, Clone)]
@@ -267,7 +268,7 @@ async fn worker<D: Driver>(
             ..inner
         })
     };
-    tokio::time::sleep_until(start_at.into()).await;
+    PreciseTimer::new().sleep_until(start_at).await;
     // HTTP/1.1: each caller owns the connection it was given; HTTP/2: the
     // initial handle goes back, callers share the cell's connection.
     let mut callers = Vec::with_capacity(ctx.plan.callers);
@@ -342,6 +343,8 @@ async fn ticker<D: Driver>(ctx: Rc<Ctx<D>>) {
 
 async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Option<D::Conn>) {
     let open_loop = ctx.plan.open_loop;
+    // Created on the first wait: closed-loop callers never wait for a slot.
+    let mut timer: Option<PreciseTimer> = None;
     loop {
         if ctx.cancel.is_cancelled() {
             return;
@@ -354,7 +357,7 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
         if intended_ns > now_ns {
             let at = ctx.start + Duration::from_nanos(intended_ns);
             tokio::select! {
-                _ = tokio::time::sleep_until(at.into()) => {}
+                _ = timer.get_or_insert_with(PreciseTimer::new).sleep_until(at) => {}
                 _ = ctx.cancel.cancelled() => return,
             }
         } else if open_loop && measured && ctx.busy.get() + 1 >= ctx.plan.callers && intended_ns + 1_000_000 < now_ns {

@@ -27,6 +27,7 @@ mod engine;
 pub mod pacer;
 mod prepare;
 mod record;
+mod timer;
 mod verify;
 
 use std::sync::Arc;
