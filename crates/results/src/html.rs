@@ -471,7 +471,9 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
     }
     h.push_str(
         "</tbody></table><p>Medians over repetitions; ± is the 95% confidence interval (Student t). \
-         A point is <em>noisy</em> when the coefficient of variation of its rate exceeds the run's threshold.</p></section>",
+         A point is <em>noisy</em> when the coefficient of variation of its rate exceeds the run's threshold. \
+         <em>CPU/call coarse</em>: the server used under 0.2 s of CPU in a window, and /proc counts CPU in 10 ms ticks, \
+         so its CPU per call is known to worse than 10%.</p></section>",
     );
     let failures: Vec<_> = run.measurements.iter().filter(|m| m.failure.is_some()).collect();
     if !failures.is_empty() {

@@ -106,6 +106,9 @@ fn flags(a: &PointAggregate) -> String {
     if a.generator_bound {
         f.push("generator-bound".into());
     }
+    if a.server_cpu_coarse {
+        f.push("CPU/call coarse".into());
+    }
     if let Some(c) = &a.chosen_concurrency {
         f.push(format!("at c={:.0}", c.median));
     }
@@ -333,6 +336,7 @@ pub fn csv(run: &RunRecord) -> String {
             "rate_cv",
             "noisy",
             "generator_bound",
+            "server_cpu_coarse",
             "chosen_concurrency",
             "knee_rate",
             "failures",
@@ -381,6 +385,7 @@ pub fn csv(run: &RunRecord) -> String {
         row.push(opt(a.rate.as_ref().and_then(|s| s.cv).map(|v| v.to_string())));
         row.push(a.noisy.to_string());
         row.push(a.generator_bound.to_string());
+        row.push(a.server_cpu_coarse.to_string());
         row.push(opt(a.chosen_concurrency.as_ref().map(|s| s.median.to_string())));
         row.push(opt(a.knee_rate.as_ref().map(|s| s.median.to_string())));
         row.push(a.failures.join("; "));

@@ -213,6 +213,12 @@ pub struct Failure {
     pub log_tail: Option<String>,
 }
 
+/// Server CPU comes from `/proc/PID/stat`, counted in clock ticks (10 ms at
+/// the usual 100 Hz), read at both ends of the window: the window's CPU is
+/// known to about +-20 ms. Below this much (200 ms) the error of CPU per call
+/// exceeds 10%, and the point says so.
+pub const SERVER_CPU_RESOLUTION_NS: u64 = 200_000_000;
+
 /// What the server cost over the measured window.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct ServerCost {
@@ -409,6 +415,11 @@ pub struct PointAggregate {
     pub noisy: bool,
     /// At least one repetition was limited by the generator, not the server.
     pub generator_bound: bool,
+    /// The server used less CPU in some repetition's window than
+    /// [`SERVER_CPU_RESOLUTION_NS`]: its CPU per call is known to worse than
+    /// 10% (e.g. a 1 call/s point).
+    #[serde(default)]
+    pub server_cpu_coarse: bool,
     /// Distinct failure reasons.
     pub failures: Vec<String>,
 }
@@ -453,6 +464,7 @@ impl PointAggregate {
             chosen_concurrency: sum(searches.iter().map(|s| s.chosen_concurrency as f64).collect()),
             knee_rate: sum(searches.iter().filter_map(|s| s.knee_rate).collect()),
             generator_bound: results.iter().any(|r| r.generator.generator_bound),
+            server_cpu_coarse: costs.iter().any(|c| c.cpu_ns < SERVER_CPU_RESOLUTION_NS),
             failures,
         }
     }

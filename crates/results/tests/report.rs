@@ -229,3 +229,25 @@ fn compare_flags_significant_differences() {
     let table = report::compare_table(&rows);
     assert!(table.contains("B/A (95% CI)"));
 }
+
+#[test]
+fn cpu_per_call_from_a_few_ticks_is_flagged_coarse() {
+    let mut r = run();
+    // Point 0: 0.5 s of server CPU in every window; point 1: 30 ms in one.
+    for m in r.measurements.iter_mut() {
+        if let Some(c) = m.server_cost.as_mut() {
+            c.cpu_ns = 500_000_000;
+        }
+    }
+    let m = r.measurements.iter_mut().find(|m| m.point == 1).unwrap();
+    m.server_cost.as_mut().unwrap().cpu_ns = 30_000_000;
+    let a = r.aggregates();
+    assert!(!a[0].server_cpu_coarse);
+    assert!(a[1].server_cpu_coarse, "30 ms of CPU is three ticks");
+    let t = report::text_table(&r);
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(!lines[2].contains("coarse"), "{}", lines[2]);
+    assert!(lines[3].contains("CPU/call coarse"), "{}", lines[3]);
+    let csv = report::csv(&r);
+    assert!(csv.lines().next().unwrap().contains("server_cpu_coarse"));
+}
