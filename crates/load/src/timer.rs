@@ -80,9 +80,11 @@ impl PreciseTimer {
                 rustix::io::read(inner.get_ref(), &mut count[..]).map_err(io::Error::from)
             });
             match expired {
-                // Readable and read: the timer expired (errors other than
-                // "not yet" cannot be waited out either).
-                Ok(_) => break,
+                // Readable and read: the timer expired.
+                Ok(Ok(_)) => break,
+                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // Never return early: finish on tokio's timer.
+                Ok(Err(_)) => return tokio::time::sleep_until(at.into()).await,
                 // A stale readiness from an earlier arming: wait again.
                 Err(_would_block) => continue,
             }
