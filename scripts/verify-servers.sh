@@ -98,10 +98,24 @@ for s in "${servers[@]}"; do
     rest_addr=$(grep "^listening protocol=rest " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/')
     if [ -n "$rest_addr" ]; then
       scheme=http; ca=(); [ $mode = tls ] && { scheme=https; ca=("$work/ca.pem"); }
-      if out=$(timeout 600 bash "$root/contract/tests/openapi_check.sh" "$scheme://localhost:${rest_addr##*:}" "${ca[@]}" 2>&1); then
-        echo "ok   $s rest $mode (schemathesis: $(echo "$out" | grep -o '[0-9]* generated, [0-9]* passed' | tail -1))"; passed=$((passed+1))
+      # One retry, shown: this check failed once in CI on 2026-11-23 (python,
+      # TLS) without printing why, then passed 11 reruns, loaded and idle. A
+      # failed attempt's output (last 80 lines) is printed so the next one can
+      # be diagnosed, and a pass on retry is marked FLAKY.
+      st_ok=0; st_note=""
+      for attempt in 1 2; do
+        if out=$(timeout 600 bash "$root/contract/tests/openapi_check.sh" "$scheme://localhost:${rest_addr##*:}" "${ca[@]}" 2>&1); then
+          st_ok=1; break
+        fi
+        echo "---- $s rest $mode: schemathesis attempt $attempt failed; its output:"
+        echo "$out" | tail -80
+        echo "----"
+        st_note=", passed on retry: FLAKY, see above"
+      done
+      if [ $st_ok = 1 ]; then
+        echo "ok   $s rest $mode (schemathesis: $(echo "$out" | grep -o '[0-9]* generated, [0-9]* passed' | tail -1)$st_note)"; passed=$((passed+1))
       else
-        echo "FAIL $s rest $mode (schemathesis)"; echo "$out" | sed -n '/FAILURES/,/SUMMARY/p' | head -40; failed=$((failed+1))
+        echo "FAIL $s rest $mode (schemathesis, twice)"; failed=$((failed+1))
       fi
     fi
     kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null
