@@ -34,6 +34,8 @@ if [ ${#servers[@]} -eq 0 ]; then
 fi
 
 manifest() { python3 -c "import sys,tomllib;m=tomllib.load(open(sys.argv[1],'rb'));print($2)" "$1"; }
+# listener_addr PROTOCOL: the address the server announced for it in $log.
+listener_addr() { grep "^listening protocol=$1 " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/'; }
 passed=0; failed=0
 for s in "${servers[@]}"; do
   dir="$root/servers/$s"
@@ -50,10 +52,11 @@ for s in "${servers[@]}"; do
     log="$work/$s-$mode.log"
     env_args=(PROTOBENCH_WORKERS=1)
     for p in $protos; do env_args+=("PROTOBENCH_$(echo "$p" | tr 'a-z-' 'A-Z_')_ADDR=127.0.0.1:0"); done
-    tls_args=()
+    tls_args=(); scheme=http; ca=()   # ca: the CA file for the stock clients
     if [ $mode = tls ]; then
       env_args+=(PROTOBENCH_TLS_CERT="$work/cert.pem" PROTOBENCH_TLS_KEY="$work/key.pem")
       tls_args=(--cacert "$work/ca.pem" --server-name localhost)
+      scheme=https; ca=("$work/ca.pem")
     fi
     (cd "$dir" && eval "exec env ${env_args[*]} $start" >"$log" 2>&1) &
     pid=$!
@@ -64,7 +67,7 @@ for s in "${servers[@]}"; do
       sleep 1
     done
     for p in $protos; do
-      addr=$(grep "^listening protocol=$p " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/')
+      addr=$(listener_addr $p)
       if [ -z "$addr" ]; then echo "FAIL $s $p $mode: no listening line"; tail -20 "$log"; failed=$((failed+1)); continue; fi
       if out=$(timeout 300 "$pb" verify --protocol "$p" --target "$addr" "${tls_args[@]}" 2>&1); then
         echo "ok   $s $p $mode"; passed=$((passed+1))
@@ -73,9 +76,8 @@ for s in "${servers[@]}"; do
       fi
     done
     # A stock SOAP client (zeep, from the served WSDL) against every soap listener.
-    soap_addr=$(grep "^listening protocol=soap " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/')
+    soap_addr=$(listener_addr soap)
     if [ -n "$soap_addr" ] && [ -x "$zeep_py" ]; then
-      scheme=http; ca=(); [ $mode = tls ] && { scheme=https; ca=("$work/ca.pem"); }
       if out=$("$zeep_py" "$root/contract/tests/zeep_check.py" "$scheme://localhost:${soap_addr##*:}/soap?wsdl" "${ca[@]}" 2>&1); then
         echo "ok   $s soap $mode (zeep)"; passed=$((passed+1))
       else
@@ -83,9 +85,8 @@ for s in "${servers[@]}"; do
       fi
     fi
     # grpc_bench's client (ghz, from contract/proto, grpc_bench-style payload files) against every grpc listener.
-    grpc_addr=$(grep "^listening protocol=grpc " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/')
+    grpc_addr=$(listener_addr grpc)
     if [ -n "$grpc_addr" ]; then
-      ca=(); [ $mode = tls ] && ca=("$work/ca.pem")
       if out=$(bash "$root/contract/tests/ghz_check.sh" "localhost:${grpc_addr##*:}" "${ca[@]}" 2>&1); then
         echo "ok   $s grpc $mode (ghz: $(echo "$out" | grep -c '^ok') payloads, every call OK)"; passed=$((passed+1))
       elif [ -z "${PROTOBENCH_REQUIRE_PEERS:-}" ] && echo "$out" | grep -q 'ghz not found'; then
@@ -95,9 +96,8 @@ for s in "${servers[@]}"; do
       fi
     fi
     # An OpenAPI-driven tool (schemathesis, from contract/openapi.yaml) against every rest listener.
-    rest_addr=$(grep "^listening protocol=rest " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/')
+    rest_addr=$(listener_addr rest)
     if [ -n "$rest_addr" ]; then
-      scheme=http; ca=(); [ $mode = tls ] && { scheme=https; ca=("$work/ca.pem"); }
       # One retry, shown: this check failed once in CI on 2026-11-23 (python,
       # TLS) without printing why, then passed 11 reruns, loaded and idle. A
       # failed attempt's output (last 80 lines) is printed so the next one can
