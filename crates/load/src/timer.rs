@@ -55,42 +55,45 @@ impl PreciseTimer {
     /// future leaves the timer armed, and the next call re-arms it (which
     /// also clears any expiry that happened in between).
     pub(crate) async fn sleep_until(&self, at: Instant) {
-        let Some(fd) = &self.fd else {
-            return tokio::time::sleep_until(at.into()).await;
+        let precise = match &self.fd {
+            Some(fd) => wait_on(fd, at).await,
+            None => Err(io::ErrorKind::Unsupported.into()),
         };
-        let Some(wait) = at.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
-            return;
-        };
-        let spec = Itimerspec {
-            it_interval: Timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: Timespec {
-                tv_sec: wait.as_secs() as _,
-                tv_nsec: wait.subsec_nanos() as _,
-            },
-        };
-        if rustix::time::timerfd_settime(fd.get_ref(), TimerfdTimerFlags::empty(), &spec).is_err() {
-            return tokio::time::sleep_until(at.into()).await;
+        if precise.is_err() {
+            // Never return early: finish on tokio's timer.
+            tokio::time::sleep_until(at.into()).await;
         }
-        loop {
-            let Ok(mut ready) = fd.readable().await else {
-                return tokio::time::sleep_until(at.into()).await;
-            };
-            let expired = ready.try_io(|inner| {
-                let mut count = [0u8; 8];
-                rustix::io::read(inner.get_ref(), &mut count[..]).map_err(io::Error::from)
-            });
-            match expired {
-                // Readable and read: the timer expired.
-                Ok(Ok(_)) => break,
-                Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-                // Never return early: finish on tokio's timer.
-                Ok(Err(_)) => return tokio::time::sleep_until(at.into()).await,
-                // A stale readiness from an earlier arming: wait again.
-                Err(_would_block) => continue,
-            }
+    }
+}
+
+/// Arms `fd` for `at` and waits until it expires.
+async fn wait_on(fd: &AsyncFd<OwnedFd>, at: Instant) -> io::Result<()> {
+    let Some(wait) = at.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
+        return Ok(());
+    };
+    let spec = Itimerspec {
+        it_interval: Timespec { tv_sec: 0, tv_nsec: 0 },
+        it_value: Timespec {
+            tv_sec: wait.as_secs() as _,
+            tv_nsec: wait.subsec_nanos() as _,
+        },
+    };
+    rustix::time::timerfd_settime(fd.get_ref(), TimerfdTimerFlags::empty(), &spec)?;
+    loop {
+        let mut ready = fd.readable().await?;
+        let expired = ready.try_io(|inner| {
+            let mut count = [0u8; 8];
+            rustix::io::read(inner.get_ref(), &mut count[..]).map_err(io::Error::from)
+        });
+        match expired {
+            // Readable and read: the timer expired. The kernel counts from
+            // when it was armed, after `wait` was taken.
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Ok(Err(e)) => return Err(e),
+            // A stale readiness from an earlier arming: wait again.
+            Err(_would_block) => continue,
         }
-        // The kernel counts from when it was armed, after `wait` was taken.
-        debug_assert!(Instant::now() >= at);
     }
 }
 
