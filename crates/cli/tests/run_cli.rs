@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use protobench_results::run::RunStatus;
+use protobench_model::run::RunStatus;
 use protobench_results::store::Store;
 
 fn bin() -> Command {

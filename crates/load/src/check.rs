@@ -5,7 +5,7 @@ use std::cell::Cell;
 
 use prost_reflect::MessageDescriptor;
 use protobench_contract::{Encoding, Message, Operation, soap};
-use protobench_results::model::ErrorKind;
+use protobench_model::load::ErrorKind;
 
 use crate::driver::{CallError, Response};
 

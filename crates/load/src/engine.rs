@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use protobench_results::model::{ErrorKind, LoadPlan};
+use protobench_model::load::{ErrorKind, LoadPlan};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -180,7 +180,7 @@ impl<D: Driver> ConnCell<D> {
                     ErrorKind::Connect,
                     format!(
                         "connecting timed out after {}",
-                        crate::fmt_duration(ctx.plan.connect_timeout)
+                        protobench_model::format::fmt_duration(ctx.plan.connect_timeout)
                     ),
                 ));
             }
@@ -428,7 +428,10 @@ async fn one_call<D: Driver>(
                 }
                 return Err(CallError::new(
                     ErrorKind::Timeout,
-                    format!("no response within {}", crate::fmt_duration(ctx.plan.timeout)),
+                    format!(
+                        "no response within {}",
+                        protobench_model::format::fmt_duration(ctx.plan.timeout)
+                    ),
                 ));
             }
         };
@@ -447,12 +450,12 @@ type PendingSecond = (usize, u64, u64, Option<Histogram<u64>>);
 #[derive(Default)]
 pub(crate) struct Timeline {
     pending: std::collections::BTreeMap<u32, PendingSecond>,
-    pub(crate) points: Vec<protobench_results::model::TimelinePoint>,
+    pub(crate) points: Vec<protobench_model::load::TimelinePoint>,
 }
 
 impl Timeline {
     /// Adds one thread's second; returns the point when all `threads` reported it.
-    pub(crate) fn add(&mut self, r: SecondReport, threads: usize) -> Option<protobench_results::model::TimelinePoint> {
+    pub(crate) fn add(&mut self, r: SecondReport, threads: usize) -> Option<protobench_model::load::TimelinePoint> {
         let e = self.pending.entry(r.second).or_insert((0, 0, 0, None));
         e.0 += 1;
         e.1 += r.successes;
@@ -476,7 +479,7 @@ impl Timeline {
     }
 
     /// Closes what is left, in order.
-    pub(crate) fn finish(mut self) -> Vec<protobench_results::model::TimelinePoint> {
+    pub(crate) fn finish(mut self) -> Vec<protobench_model::load::TimelinePoint> {
         let rest = std::mem::take(&mut self.pending);
         for (second, e) in rest {
             self.points.push(point(second, e));
@@ -486,11 +489,11 @@ impl Timeline {
     }
 }
 
-fn point(second: u32, e: PendingSecond) -> protobench_results::model::TimelinePoint {
+fn point(second: u32, e: PendingSecond) -> protobench_model::load::TimelinePoint {
     let (p50, p99) =
         e.3.map(|h| (h.value_at_quantile(0.5), h.value_at_quantile(0.99)))
             .unwrap_or((0, 0));
-    protobench_results::model::TimelinePoint {
+    protobench_model::load::TimelinePoint {
         second,
         successes: e.1,
         errors: e.2,
@@ -509,11 +512,11 @@ pub(crate) fn thread_plans(plan: &LoadPlan, threads: usize) -> Vec<ThreadPlan> {
                 Some(rate) => {
                     let thread_rate = rate / t as f64;
                     match plan.arrival {
-                        protobench_results::model::Arrival::Uniform => Schedule::Uniform {
+                        protobench_model::load::Arrival::Uniform => Schedule::Uniform {
                             interval_ns: 1e9 / thread_rate,
                             phase_ns: i as f64 * 1e9 / rate,
                         },
-                        protobench_results::model::Arrival::Poisson => Schedule::Poisson {
+                        protobench_model::load::Arrival::Poisson => Schedule::Poisson {
                             mean_interval_ns: 1e9 / thread_rate,
                             seed: 0x9e37 + i,
                         },

@@ -35,11 +35,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;
 use hdrhistogram::serialization::Serializer as _;
-pub use protobench_results::model::{
+pub use protobench_model::load::{
     Arrival, CustomCall, EndReason, Environment, ErrorKind, Header, LatencySummary, LoadPlan, LoadResult, TlsPlan,
     Validation,
 };
-use protobench_results::model::{Generator, PROTOCOLS, SCHEMA_VERSION};
+use protobench_model::load::{Generator, PROTOCOLS, SCHEMA_VERSION};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -400,15 +400,6 @@ fn validate_custom(protocol: &str, c: &CustomCall) -> Result<(), PlanError> {
     Ok(())
 }
 
-pub(crate) fn fmt_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms >= 1000 && ms.is_multiple_of(1000) {
-        format!("{}s", ms / 1000)
-    } else {
-        format!("{ms}ms")
-    }
-}
-
 /// Runs a plan to its end (or until `cancel`) and returns the result.
 ///
 /// A cancelled run returns the partial result with `end_reason = interrupted`.
@@ -615,7 +606,7 @@ fn assemble(
         schema_version: SCHEMA_VERSION,
         plan: plan.clone(),
         environment: Environment::detect(env!("CARGO_PKG_VERSION"), std::env::var("PROTOBENCH_COMMIT").ok()),
-        started_at: rfc3339(wall0),
+        started_at: protobench_model::time::rfc3339_millis(wall0),
         duration_ns,
         end_reason,
         calls,
@@ -712,31 +703,6 @@ pub(crate) fn generator_verdict(v: &Verdict) -> (bool, Option<String>) {
     (false, None)
 }
 
-/// RFC 3339 UTC with milliseconds, e.g. `2026-05-01T12:00:00.123Z`.
-fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = if month <= 2 { y + 1 } else { y };
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        d.subsec_millis()
-    )
-}
-
 /// The corrected latency distribution of a result in HdrHistogram's text
 /// percentile format (`.hgrm`), values in milliseconds.
 pub fn hgrm(result: &LoadResult) -> Result<String, HistogramError> {
@@ -803,12 +769,6 @@ mod tests {
         let mut p = plan_defaults("rest", "127.0.0.1:1");
         p.workload = Some("tasks.int".into());
         p
-    }
-
-    #[test]
-    fn rfc3339_formats_utc() {
-        let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
-        assert_eq!(rfc3339(t), "2023-11-14T22:13:20.123Z");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use prost::Message as _;
 use protobench_contract::{Dataset, Encoding, HttpMethod, Operation, workload};
-use protobench_results::model::{CustomCall, LoadPlan, TlsPlan, Validation};
+use protobench_model::load::{CustomCall, LoadPlan, TlsPlan, Validation};
 
 use crate::LoadError;
 use crate::check::{Check, Expected, Family};

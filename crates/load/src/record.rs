@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use hdrhistogram::Histogram;
-use protobench_results::model::{ErrorCount, ErrorKind, LatencySummary};
+use protobench_model::load::{ErrorCount, ErrorKind, LatencySummary};
 
 /// Lowest value told apart: 1 us (values are nanoseconds).
 const LOWEST_NS: u64 = 1_000;

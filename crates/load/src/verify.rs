@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use protobench_contract::{Encoding, Message, Workload, vectors};
-use protobench_results::model::TlsPlan;
+use protobench_model::load::TlsPlan;
 use serde_json::Value;
 
 use crate::LoadError;
@@ -155,7 +155,10 @@ async fn one<D: Driver>(driver: &D, timeout: Duration) -> Result<Response, Strin
     };
     match tokio::time::timeout(timeout, fut).await {
         Ok(r) => r,
-        Err(_) => Err(format!("no response within {}", crate::fmt_duration(timeout))),
+        Err(_) => Err(format!(
+            "no response within {}",
+            protobench_model::format::fmt_duration(timeout)
+        )),
     }
 }
 

@@ -9,9 +9,10 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::report::{self, TABLE_HEADER, fmt_ns};
-use crate::run::{MeasurementStatus, PointAggregate, PointConfig, PointKind, RunRecord};
+use crate::report::{self, TABLE_HEADER};
 use crate::svg::{Bar, BarChart, Line, LineChart, esc};
+use protobench_model::format::{fmt_ns, fmt_rate};
+use protobench_model::run::{MeasurementStatus, PointAggregate, PointConfig, PointKind, RunRecord};
 
 /// One chart of a report.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,7 +111,7 @@ fn dedup<T: PartialEq>(it: impl Iterator<Item = T>) -> Vec<T> {
     out
 }
 
-fn bar(s: &Option<crate::stats::Summary>, scale: f64) -> Option<Bar> {
+fn bar(s: &Option<protobench_model::stats::Summary>, scale: f64) -> Option<Bar> {
     let s = s.as_ref()?;
     Some(Bar {
         value: s.median / scale,
@@ -340,7 +341,7 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
                 continue;
             }
             let marks = saturation(&pts)
-                .map(|(x, y)| vec![(x, y, format!("saturation {}", report::fmt_rate(y)))])
+                .map(|(x, y)| vec![(x, y, format!("saturation {}", fmt_rate(y)))])
                 .unwrap_or_default();
             lines.push(Line {
                 name: s,
@@ -419,7 +420,7 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
 }
 
 /// The measurement whose rate is the median of the point's repetitions.
-fn representative<'a>(run: &'a RunRecord, a: &PointAggregate) -> Option<&'a crate::run::Measurement> {
+fn representative<'a>(run: &'a RunRecord, a: &PointAggregate) -> Option<&'a protobench_model::run::Measurement> {
     let median = a.rate.as_ref()?.median;
     run.measurements
         .iter()
@@ -524,7 +525,7 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
             esc(&name),
             m.repetition,
             m.status.name(),
-            r.map_or("-".into(), |r| report::fmt_rate(r.rate)),
+            r.map_or("-".into(), |r| fmt_rate(r.rate)),
             r.map_or("-".into(), |r| fmt_ns(r.latency.p50_ns as f64)),
             r.map_or("-".into(), |r| fmt_ns(r.latency.p99_ns as f64)),
             r.map_or("-".into(), |r| r.calls.to_string()),

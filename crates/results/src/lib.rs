@@ -1,24 +1,21 @@
-//! protobench results: the serde result model, the statistics across
-//! repetitions, the SQLite store and the report renderers.
+//! protobench results: the SQLite store of benchmark runs and the report
+//! renderers (text, JSON, CSV, Markdown, HTML with SVG/PNG charts) over the
+//! data model of `protobench-model`.
 //!
 //! No async runtime and no HTTP stack: a stored run re-renders offline.
 //!
 //! ```
-//! use protobench_results::stats::Summary;
+//! use protobench_model::testing;
+//! use protobench_results::report;
 //!
-//! let rate = Summary::of(&[980.0, 1010.0, 1000.0]).unwrap();
-//! assert_eq!(rate.median, 1000.0);
-//! assert!(rate.ci_low.unwrap() < 1000.0 && !rate.is_noisy(0.10));
+//! let point = testing::point(0, "rest", "inventory.s");
+//! let m = testing::measurement(&point, 1, 1000.0);
+//! let run = testing::record(vec![point], vec![m]);
+//! assert!(report::text_table(&run).contains("inventory.s"));
 //! ```
 
 pub mod html;
-pub mod model;
 pub mod png;
 pub mod report;
-pub mod run;
-pub mod stats;
 pub mod store;
 pub mod svg;
-#[doc(hidden)]
-pub mod testing;
-pub mod time;

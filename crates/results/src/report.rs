@@ -4,10 +4,11 @@
 
 use std::fmt::Write as _;
 
+use protobench_model::format::{fmt_bytes, fmt_ns, fmt_rate};
 use serde::Serialize;
 
-use crate::run::{PointAggregate, RunRecord};
-use crate::stats::Summary;
+use protobench_model::run::{PointAggregate, RunRecord};
+use protobench_model::stats::Summary;
 
 /// The JSON report schema version (bumped on incompatible changes).
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
@@ -31,49 +32,6 @@ pub fn json(run: &RunRecord) -> String {
         aggregates: run.aggregates(),
     };
     serde_json::to_string_pretty(&report).expect("serializing plain data cannot fail")
-}
-
-/// A duration in ns for people: `850ns`, `12.3µs`, `4.56ms`, `1.20s`.
-pub fn fmt_ns(ns: f64) -> String {
-    if ns < 1e3 {
-        format!("{ns:.0}ns")
-    } else if ns < 1e6 {
-        format!("{:.1}µs", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.2}ms", ns / 1e6)
-    } else {
-        format!("{:.2}s", ns / 1e9)
-    }
-}
-
-/// Bytes for people: `512B`, `12.0KiB`, `34.5MiB`.
-pub fn fmt_bytes(b: f64) -> String {
-    if b < 1024.0 {
-        format!("{b:.0}B")
-    } else if b < 1024.0 * 1024.0 {
-        format!("{:.1}KiB", b / 1024.0)
-    } else if b < 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.1}MiB", b / (1024.0 * 1024.0))
-    } else {
-        format!("{:.2}GiB", b / (1024.0 * 1024.0 * 1024.0))
-    }
-}
-
-/// A rate for people: `12,345` or `3.5`.
-pub fn fmt_rate(r: f64) -> String {
-    if r >= 100.0 {
-        let s = format!("{r:.0}");
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        out
-    } else {
-        format!("{r:.1}")
-    }
 }
 
 /// `median ±half` for a rate.
@@ -292,7 +250,7 @@ fn md_escape(s: &str) -> String {
 
 /// The aggregates as CSV, one row per point (RFC 4180 quoting).
 pub fn csv(run: &RunRecord) -> String {
-    let mut out = String::new();
+    let mut out = csv::Writer::from_writer(Vec::new());
     let metrics = [
         "rate",
         "p50_ns",
@@ -343,8 +301,7 @@ pub fn csv(run: &RunRecord) -> String {
         ]
         .map(String::from),
     );
-    out.push_str(&header.join(","));
-    out.push('\n');
+    let _ = out.write_record(&header);
     for a in run.aggregates() {
         let c = &a.config;
         let opt = |v: Option<String>| v.unwrap_or_default();
@@ -389,19 +346,10 @@ pub fn csv(run: &RunRecord) -> String {
         row.push(opt(a.chosen_concurrency.as_ref().map(|s| s.median.to_string())));
         row.push(opt(a.knee_rate.as_ref().map(|s| s.median.to_string())));
         row.push(a.failures.join("; "));
-        let cells: Vec<String> = row.iter().map(|c| csv_field(c)).collect();
-        out.push_str(&cells.join(","));
-        out.push('\n');
+        let _ = out.write_record(&row);
     }
-    out
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    // Writing to a Vec cannot fail, and every field is valid UTF-8.
+    String::from_utf8(out.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
 /// One row of `protobench compare`.
@@ -416,7 +364,7 @@ pub struct Comparison {
     /// Median in run B.
     pub b: f64,
     /// `b / a` with its interval and significance.
-    pub ratio: crate::stats::Ratio,
+    pub ratio: protobench_model::stats::Ratio,
 }
 
 /// Matches the points of two runs by server, protocol, workload and variant,
@@ -445,7 +393,7 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Vec<Comparison> {
         ];
         for (name, sa, sb) in metrics {
             if let (Some(sa), Some(sb)) = (sa, sb)
-                && let Some(ratio) = crate::stats::ratio(sa, sb)
+                && let Some(ratio) = protobench_model::stats::ratio(sa, sb)
             {
                 out.push(Comparison {
                     point: key(pa),

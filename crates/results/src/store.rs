@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
-use crate::model::{LoadResult, TimelinePoint};
-use crate::run::{
+use protobench_model::load::{LoadResult, TimelinePoint};
+use protobench_model::run::{
     Failure, Measurement, MeasurementStatus, PointConfig, RunEnvironment, RunRecord, RunStatus, Search, ServerCost,
 };
 

@@ -8,6 +8,8 @@
 
 use std::fmt::Write as _;
 
+use protobench_model::format::fmt_num;
+
 /// A colour-blind-friendly palette (Okabe-Ito, then Tableau extras).
 const PALETTE: [&str; 10] = [
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000", "#8c564b", "#7f7f7f",
@@ -93,36 +95,6 @@ fn nice_axis(max: f64) -> (f64, f64) {
         .find(|s| *s >= raw)
         .unwrap_or(10.0 * mag);
     ((max / step).ceil() * step, step)
-}
-
-/// A tick label: compact for big numbers, trimmed for small ones.
-pub fn fmt_num(v: f64) -> String {
-    let a = v.abs();
-    if a >= 1e9 {
-        format!("{:.3}G", v / 1e9)
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string()
-            .replace(".G", "G")
-    } else if a >= 1e6 {
-        trim(format!("{:.2}", v / 1e6)) + "M"
-    } else if a >= 1e4 {
-        trim(format!("{:.1}", v / 1e3)) + "k"
-    } else if a >= 100.0 || a == 0.0 {
-        format!("{v:.0}")
-    } else if a >= 1.0 {
-        trim(format!("{v:.2}"))
-    } else {
-        trim(format!("{v:.4}"))
-    }
-}
-
-fn trim(s: String) -> String {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
 }
 
 fn header(out: &mut String, height: f64, title: &str) {
@@ -388,21 +360,6 @@ mod tests {
         ];
         for (max, want) in cases {
             assert_eq!(nice_axis(max), want, "axis for {max}");
-        }
-    }
-
-    #[test]
-    fn fmt_num_table() {
-        let cases = [
-            (0.0, "0"),
-            (0.5, "0.5"),
-            (12.5, "12.5"),
-            (950.0, "950"),
-            (15_000.0, "15k"),
-            (2_500_000.0, "2.5M"),
-        ];
-        for (v, want) in cases {
-            assert_eq!(fmt_num(v), want);
         }
     }
 

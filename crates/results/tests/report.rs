@@ -5,10 +5,10 @@
 //! - each renderer shows every point; HTML has no script and every chart
 //! - compare finds significant differences
 
+use protobench_model::run::{Failure, Measurement, MeasurementStatus, RunEnvironment, RunRecord, RunStatus};
+use protobench_model::testing;
 use protobench_results::html;
 use protobench_results::report;
-use protobench_results::run::{Failure, Measurement, MeasurementStatus, RunEnvironment, RunRecord, RunStatus};
-use protobench_results::testing;
 
 fn run() -> RunRecord {
     let points = vec![
@@ -107,8 +107,8 @@ fn json_matches_the_published_schema() {
     let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let mut r = run();
-    r.measurements[0].search = Some(protobench_results::run::Search {
-        steps: vec![protobench_results::run::SearchStep {
+    r.measurements[0].search = Some(protobench_model::run::Search {
+        steps: vec![protobench_model::run::SearchStep {
             concurrency: 2,
             rate: 10.0,
             errors: 0,

@@ -8,9 +8,9 @@
 
 use std::path::Path;
 
-use protobench_results::run::{Failure, Measurement, MeasurementStatus, RunEnvironment, RunStatus};
+use protobench_model::run::{Failure, Measurement, MeasurementStatus, RunEnvironment, RunStatus};
+use protobench_model::testing;
 use protobench_results::store::{MIGRATIONS, NewRun, SCHEMA_VERSION, Store, StoreError};
-use protobench_results::testing;
 
 fn new_run(points: usize) -> NewRun {
     let workloads = ["inventory.xs", "inventory.m", "echo.8k", "grpcbench.complex"];
@@ -183,7 +183,7 @@ fn a_full_disk_is_reported_and_earlier_data_survives() {
         // A large time series so the file must grow.
         let r = m.result.as_mut().unwrap();
         r.timeline = (0..5000)
-            .map(|s| protobench_results::model::TimelinePoint {
+            .map(|s| protobench_model::load::TimelinePoint {
                 second: s,
                 successes: 1,
                 errors: 0,

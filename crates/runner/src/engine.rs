@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use protobench_results::model::{LoadPlan, LoadResult, TlsPlan};
+use protobench_model::format::error_chain;
+use protobench_model::load::{LoadPlan, LoadResult, TlsPlan};
 
 /// What the engine reports while a measurement runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,17 +67,6 @@ pub struct LoadEngine {
     pub contract_dir: PathBuf,
 }
 
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        cur = c.source();
-    }
-    s
-}
-
 impl Engine for LoadEngine {
     async fn measure(
         &self,
@@ -110,7 +100,7 @@ impl Engine for LoadEngine {
         });
         let result = protobench_load::run(plan, Some(tx), cancel)
             .await
-            .map_err(|e| chain(&e));
+            .map_err(|e| error_chain(&e));
         let _ = forward.await;
         result
     }
@@ -133,7 +123,7 @@ impl Engine for LoadEngine {
             Duration::from_secs(10),
         )
         .await
-        .map_err(|e| chain(&e))?;
+        .map_err(|e| error_chain(&e))?;
         if report.passed() {
             return Ok(());
         }

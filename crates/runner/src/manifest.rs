@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use protobench_results::run::ServerInfo;
+use protobench_model::run::ServerInfo;
 
 /// The placeholder for this executable in a manifest's `start`.
 pub const PROTOBENCH_PLACEHOLDER: &str = "{protobench}";
@@ -106,7 +106,7 @@ impl Manifest {
                 .map_or(1, |i| i + 1)
         };
         for p in &m.protocols {
-            if !protobench_results::model::PROTOCOLS.contains(&p.as_str()) {
+            if !protobench_model::load::PROTOCOLS.contains(&p.as_str()) {
                 return Err(invalid(
                     line_of("protocols"),
                     format!("protocols: unknown protocol `{p}` (accepted: rest, rest-h2, grpc, soap)"),
@@ -135,7 +135,7 @@ impl Manifest {
             name: BUILTIN.into(),
             language: "Rust".into(),
             stack: "axum/hyper (REST, HTTP/2), tonic (gRPC), quick-xml (SOAP); embedded in protobench".into(),
-            protocols: protobench_results::model::PROTOCOLS
+            protocols: protobench_model::load::PROTOCOLS
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),

@@ -21,12 +21,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
-use protobench_results::model::{EndReason, LoadResult};
-use protobench_results::run::{
+use protobench_model::load::{EndReason, LoadResult};
+use protobench_model::run::{
     Failure, Measurement, MeasurementStatus, PointConfig, PointKind, RunStatus, Search, SearchStep, ServerCost,
 };
+use protobench_model::time::now_rfc3339;
 use protobench_results::store::Store;
-use protobench_results::time::now_rfc3339;
 
 use crate::engine::{Engine, EngineEvent};
 use crate::isolation::{Cgroup, CgroupSupport, Limits};

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use protobench_results::model::{Arrival, LoadPlan, TlsPlan, Validation};
-use protobench_results::run::{PointConfig, PointKind};
+use protobench_model::load::{Arrival, LoadPlan, TlsPlan, Validation};
+use protobench_model::run::{PointConfig, PointKind};
 
 use crate::units::CpuSet;
 

@@ -13,9 +13,9 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use protobench_results::model::{Arrival, PROTOCOLS, Validation};
-use protobench_results::run::{PointConfig, PointKind};
-use protobench_results::stats::DEFAULT_NOISE_THRESHOLD;
+use protobench_model::load::{Arrival, PROTOCOLS, Validation};
+use protobench_model::run::{PointConfig, PointKind};
+use protobench_model::stats::DEFAULT_NOISE_THRESHOLD;
 
 use crate::manifest::Catalog;
 use crate::plan::{DiscoverSpec, Plan, RampSpec, ServerGroup};

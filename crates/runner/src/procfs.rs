@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use protobench_results::run::ServerCost;
+use protobench_model::run::ServerCost;
 
 /// The sampling period.
 pub const PERIOD: Duration = Duration::from_millis(100);

@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use protobench_results::model::{EndReason, LoadPlan, LoadResult};
-use protobench_results::run::{MeasurementStatus, RunEnvironment, RunStatus};
+use protobench_model::load::{EndReason, LoadPlan, LoadResult};
+use protobench_model::run::{MeasurementStatus, RunEnvironment, RunStatus};
+use protobench_model::testing;
 use protobench_results::store::{NewRun, Store};
-use protobench_results::testing;
 use protobench_runner::engine::{Engine, EngineEvent};
 use protobench_runner::manifest::{Catalog, Manifest};
 use protobench_runner::orchestrate::{self, Outcome, RunOptions};

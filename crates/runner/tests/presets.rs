@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use protobench_results::run::PointKind;
+use protobench_model::run::PointKind;
 use protobench_runner::manifest::Catalog;
 use protobench_runner::preset::{self, Context};
 use protobench_runner::units::CpuSet;

@@ -16,6 +16,7 @@ use clap::ValueEnum;
 use protobench_load::{
     Arrival, CustomCall, Event, Header, LoadError, LoadPlan, LoadResult, TlsPlan, Validation, plan_defaults,
 };
+use protobench_model::format::{error_chain, fmt_bytes, fmt_ns};
 use tokio_util::sync::CancellationToken;
 
 /// Output forms.
@@ -283,7 +284,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                         "\r\x1b[2K{:>6.1}s  {:>10.1} calls/s  p99 {:>9}  calls {calls}  errors {errors}",
                         elapsed_ns as f64 / 1e9,
                         rate,
-                        fmt_ns(p99_ns)
+                        fmt_ns(p99_ns as f64)
                     );
                     let _ = std::io::stderr().flush();
                     shown = true;
@@ -306,10 +307,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             | LoadError::Tls(_)
             | LoadError::Request(_)),
         ) => {
-            return Ok(usage(chain(&e)));
+            return Ok(usage(error_chain(&e)));
         }
         Err(e) => {
-            eprintln!("error: {}", chain(&e));
+            eprintln!("error: {}", error_chain(&e));
             return Ok(ExitCode::from(3));
         }
     };
@@ -334,53 +335,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The error and its causes, `: `-separated.
-pub(crate) fn chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        s.push_str(": ");
-        s.push_str(&c.to_string());
-        src = c.source();
-    }
-    s
-}
-
-/// A duration in ns as a short human form.
-pub(crate) fn fmt_ns(ns: u64) -> String {
-    if ns >= 1_000_000_000 {
-        format!("{:.2} s", ns as f64 / 1e9)
-    } else if ns >= 1_000_000 {
-        format!("{:.2} ms", ns as f64 / 1e6)
-    } else {
-        format!("{:.1} us", ns as f64 / 1e3)
-    }
-}
-
-fn fmt_bytes(b: f64) -> String {
-    if b >= 1e6 {
-        format!("{:.2} MB", b / 1e6)
-    } else if b >= 1e3 {
-        format!("{:.1} kB", b / 1e3)
-    } else {
-        format!("{b:.0} B")
-    }
-}
-
 fn latency_line(label: &str, l: &protobench_load::LatencySummary) -> String {
     if l.count == 0 {
         return format!("{label:<10} -\n");
     }
     format!(
         "{label:<10} min {}  mean {}  p50 {}  p90 {}  p95 {}  p99 {}  p99.9 {}  max {}\n",
-        fmt_ns(l.min_ns),
-        fmt_ns(l.mean_ns),
-        fmt_ns(l.p50_ns),
-        fmt_ns(l.p90_ns),
-        fmt_ns(l.p95_ns),
-        fmt_ns(l.p99_ns),
-        fmt_ns(l.p999_ns),
-        fmt_ns(l.max_ns)
+        fmt_ns(l.min_ns as f64),
+        fmt_ns(l.mean_ns as f64),
+        fmt_ns(l.p50_ns as f64),
+        fmt_ns(l.p90_ns as f64),
+        fmt_ns(l.p95_ns as f64),
+        fmt_ns(l.p99_ns as f64),
+        fmt_ns(l.p999_ns as f64),
+        fmt_ns(l.max_ns as f64)
     )
 }
 
@@ -441,15 +409,15 @@ fn summary(r: &LoadResult) -> String {
     s += &format!(
         "{:<10} cpu {} ({}/call, {:.0}% of {} thread{}), schedule lag p99 {}\n",
         "generator",
-        fmt_ns(g.cpu_ns),
-        fmt_ns(g.cpu_ns_per_call as u64),
+        fmt_ns(g.cpu_ns as f64),
+        fmt_ns(g.cpu_ns_per_call),
         g.cpu_utilization * 100.0,
         g.threads,
         if g.threads == 1 { "" } else { "s" },
         if g.schedule_lag.count == 0 {
             "-".into()
         } else {
-            fmt_ns(g.schedule_lag.p99_ns)
+            fmt_ns(g.schedule_lag.p99_ns as f64)
         }
     );
     if g.generator_bound {

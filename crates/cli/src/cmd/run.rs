@@ -13,10 +13,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use protobench_results::model::Environment;
-use protobench_results::run::{RunEnvironment, RunRecord, RunStatus};
+use protobench_model::load::Environment;
+use protobench_model::run::{RunEnvironment, RunRecord, RunStatus};
+use protobench_model::time::now_rfc3339;
 use protobench_results::store::{DEFAULT_DB, NewRun, Store, StoreError};
-use protobench_results::time::now_rfc3339;
 use protobench_runner::engine::LoadEngine;
 use protobench_runner::isolation::{self, CgroupSupport};
 use protobench_runner::manifest::Catalog;
@@ -417,7 +417,7 @@ mod live {
     use std::time::{Duration, Instant};
 
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-    use protobench_results::report::{fmt_ns, fmt_rate};
+    use protobench_model::format::{fmt_ns, fmt_rate};
     use protobench_runner::orchestrate::RunEvent;
     use tokio::sync::mpsc::UnboundedReceiver;
 

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use protobench_contract::workload;
 use protobench_load::LoadError;
 
-use super::load::{TlsArgs, chain, parse_duration};
+use super::load::{TlsArgs, parse_duration};
 
 /// Check every workload of a server against contract/vectors.
 #[derive(Debug, clap::Args)]
@@ -36,7 +36,7 @@ pub(crate) struct Args {
 
 /// Runs `protobench verify`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if !protobench_results::model::PROTOCOLS.contains(&args.protocol.as_str()) {
+    if !protobench_model::load::PROTOCOLS.contains(&args.protocol.as_str()) {
         eprintln!(
             "error: unknown protocol {:?}; valid protocols: rest, rest-h2, grpc, soap",
             args.protocol
@@ -77,11 +77,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = match report {
         Ok(r) => r,
         Err(e @ LoadError::Tls(_)) => {
-            eprintln!("error: {}", chain(&e));
+            eprintln!("error: {}", protobench_model::format::error_chain(&e));
             return Ok(ExitCode::from(2));
         }
         Err(e) => {
-            eprintln!("error: {}", chain(&e));
+            eprintln!("error: {}", protobench_model::format::error_chain(&e));
             return Ok(ExitCode::from(3));
         }
     };

@@ -9,7 +9,7 @@
 use std::rc::Rc;
 
 use bytes::{Buf, Bytes, BytesMut};
-use protobench_results::model::ErrorKind;
+use protobench_model::load::ErrorKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::net::{Counted, Endpoint, Stream};

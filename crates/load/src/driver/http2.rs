@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
-use protobench_results::model::ErrorKind;
+use protobench_model::load::ErrorKind;
 
 use super::net::Endpoint;
 use super::{ByteCounters, CallError, Driver, GrpcStatus, Response};

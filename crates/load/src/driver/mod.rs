@@ -18,7 +18,7 @@ use std::cell::Cell;
 use std::rc::Rc;
 
 use bytes::Bytes;
-use protobench_results::model::ErrorKind;
+use protobench_model::load::ErrorKind;
 
 /// Why a call (or a connection attempt) failed, by kind, with a message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,7 +7,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use protobench_results::model::{ErrorKind, TlsPlan};
+use protobench_model::load::{ErrorKind, TlsPlan};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;

@@ -1,11 +1,13 @@
 //! Builders of plausible results for tests of the store, the renderers and
 //! the runner (not for production use).
 
-use crate::model::{
+use crate::load::{
     EndReason, Environment, ErrorCount, ErrorKind, Generator, LatencySummary, LoadPlan, LoadResult, TimelinePoint,
     Validation,
 };
-use crate::run::{Measurement, MeasurementStatus, PointConfig, PointKind, ServerCost};
+use crate::run::{
+    Measurement, MeasurementStatus, PointConfig, PointKind, RunEnvironment, RunRecord, RunStatus, ServerCost,
+};
 
 /// A latency summary around `p50_ns`.
 pub fn latency(p50_ns: u64) -> LatencySummary {
@@ -27,7 +29,7 @@ pub fn result(protocol: &str, workload: &str, rate: f64, errors: u64, seconds: u
     let successes = (rate * seconds as f64) as u64;
     let calls = successes + errors;
     LoadResult {
-        schema_version: crate::model::SCHEMA_VERSION,
+        schema_version: crate::load::SCHEMA_VERSION,
         plan: LoadPlan {
             protocol: protocol.into(),
             target: "127.0.0.1:1".into(),
@@ -133,5 +135,24 @@ pub fn measurement(point: &PointConfig, repetition: u32, rate: f64) -> Measureme
         search: None,
         started_at: "2026-01-01T00:00:00Z".into(),
         finished_at: "2026-01-01T00:00:02Z".into(),
+    }
+}
+
+/// A complete run record of `points` and `measurements`.
+pub fn record(points: Vec<PointConfig>, measurements: Vec<Measurement>) -> RunRecord {
+    RunRecord {
+        id: 1,
+        preset: "test".into(),
+        preset_path: None,
+        status: RunStatus::Complete,
+        started_at: "2026-01-01T00:00:00Z".into(),
+        finished_at: Some("2026-01-01T00:01:00Z".into()),
+        plan: serde_json::json!({}),
+        repetitions: measurements.iter().map(|m| m.repetition).max().unwrap_or(1),
+        noise_threshold: crate::stats::DEFAULT_NOISE_THRESHOLD,
+        environment: RunEnvironment::default(),
+        warnings: vec![],
+        points,
+        measurements,
     }
 }

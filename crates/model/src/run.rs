@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Environment, LoadResult};
+use crate::format::plain_number;
+use crate::load::{Environment, LoadResult};
 use crate::stats::{DEFAULT_NOISE_THRESHOLD, Summary};
 
 /// Where a run stands.
@@ -143,7 +144,7 @@ impl PointConfig {
             PointKind::Discover => "discover".into(),
             PointKind::Ramp => "ramp".into(),
             PointKind::Fixed | PointKind::Rate => match self.rate {
-                Some(r) => format!("rate={}/s", fmt_rate(r)),
+                Some(r) => format!("rate={}/s", plain_number(r)),
                 None if self.connections != self.concurrency => {
                     format!("c={}/conn={}", self.concurrency, self.connections)
                 }
@@ -160,26 +161,18 @@ impl PointConfig {
             parts.push("tls".into());
         }
         if self.failure_rate > 0.0 {
-            parts.push(format!("fail={}%", fmt_rate(self.failure_rate * 100.0)));
+            parts.push(format!("fail={}%", plain_number(self.failure_rate * 100.0)));
         }
         if let Some(st) = &self.service_time {
             parts.push(format!("st={st}"));
         }
         if let Some(c) = self.cpu_limit {
-            parts.push(format!("cpu={}", fmt_rate(c)));
+            parts.push(format!("cpu={}", plain_number(c)));
         }
         if let Some(m) = self.memory_limit_bytes {
             parts.push(format!("mem={}MiB", m / (1024 * 1024)));
         }
         parts.join(" ")
-    }
-}
-
-fn fmt_rate(r: f64) -> String {
-    if r.fract() == 0.0 {
-        format!("{r:.0}")
-    } else {
-        format!("{r}")
     }
 }
 

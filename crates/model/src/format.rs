@@ -1,0 +1,162 @@
+//! Numbers, sizes, durations and error chains for people: one home for
+//! every renderer (terminal, CSV, Markdown, HTML, charts) and the CLI.
+
+use std::time::Duration;
+
+/// A duration in ns for people: `850ns`, `12.3µs`, `4.56ms`, `1.20s`.
+pub fn fmt_ns(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0}ns")
+    } else if ns < 1e6 {
+        format!("{:.1}µs", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2}ms", ns / 1e6)
+    } else {
+        format!("{:.2}s", ns / 1e9)
+    }
+}
+
+/// Bytes for people: `512B`, `12.0KiB`, `34.5MiB`.
+pub fn fmt_bytes(b: f64) -> String {
+    if b < 1024.0 {
+        format!("{b:.0}B")
+    } else if b < 1024.0 * 1024.0 {
+        format!("{:.1}KiB", b / 1024.0)
+    } else if b < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.1}MiB", b / (1024.0 * 1024.0))
+    } else {
+        format!("{:.2}GiB", b / (1024.0 * 1024.0 * 1024.0))
+    }
+}
+
+/// A rate for people: `12,345` or `3.5`.
+pub fn fmt_rate(r: f64) -> String {
+    if r >= 100.0 {
+        let s = format!("{r:.0}");
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+/// A tick label: compact for big numbers, trimmed for small ones.
+pub fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e9 {
+        format!("{:.3}G", v / 1e9)
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
+            .replace(".G", "G")
+    } else if a >= 1e6 {
+        trim(format!("{:.2}", v / 1e6)) + "M"
+    } else if a >= 1e4 {
+        trim(format!("{:.1}", v / 1e3)) + "k"
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 1.0 {
+        trim(format!("{v:.2}"))
+    } else {
+        trim(format!("{v:.4}"))
+    }
+}
+
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A number as given, without a needless fraction: `1000`, `2.5`
+/// (preset values such as a target rate in a point's label).
+pub fn plain_number(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A duration as a flag would give it: `10s` for whole seconds, else `250ms`.
+pub fn fmt_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms >= 1000 && ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+/// An error and its causes, `: `-separated (the form every message prints).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fmt_num_table() {
+        let cases = [
+            (0.0, "0"),
+            (0.5, "0.5"),
+            (12.5, "12.5"),
+            (950.0, "950"),
+            (15_000.0, "15k"),
+            (2_500_000.0, "2.5M"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(fmt_num(v), want);
+        }
+    }
+
+    #[test]
+    fn human_units_table() {
+        assert_eq!(fmt_ns(850.0), "850ns");
+        assert_eq!(fmt_ns(12_300.0), "12.3µs");
+        assert_eq!(fmt_ns(4_560_000.0), "4.56ms");
+        assert_eq!(fmt_bytes(512.0), "512B");
+        assert_eq!(fmt_bytes(12.0 * 1024.0), "12.0KiB");
+        assert_eq!(fmt_rate(12_345.4), "12,345");
+        assert_eq!(fmt_rate(3.46), "3.5");
+        assert_eq!(plain_number(1000.0), "1000");
+        assert_eq!(plain_number(2.5), "2.5");
+        assert_eq!(fmt_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1500ms");
+    }
+
+    #[test]
+    fn error_chain_joins_causes() {
+        let inner = std::io::Error::other("disk full");
+        #[derive(Debug)]
+        struct Outer(std::io::Error);
+        impl std::fmt::Display for Outer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("saving the run")
+            }
+        }
+        impl std::error::Error for Outer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                Some(&self.0)
+            }
+        }
+        assert_eq!(error_chain(&Outer(inner)), "saving the run: disk full");
+    }
+}
