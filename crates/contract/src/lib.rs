@@ -27,6 +27,11 @@ pub mod vectors;
 pub mod workload;
 pub mod xml;
 
+/// The message of an injected failure (`PROTOBENCH_FAILURE_RATE`) in every
+/// protocol: the JSON error's `message`, the gRPC status message, the SOAP
+/// faultstring. Servers send it; the verifier recognises it.
+pub const INJECTED_FAILURE: &str = "injected failure";
+
 pub use data::Dataset;
 pub use message::{DecodeError, Encoding, Message, MessageKind};
 pub use operation::{HttpMethod, Operation};

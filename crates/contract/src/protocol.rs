@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::Encoding;
+
 /// An API protocol of the contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Protocol {
@@ -50,10 +52,49 @@ impl Protocol {
         matches!(self, Protocol::RestH2 | Protocol::Grpc)
     }
 
+    /// Whether the protocol runs over HTTP/1.1, one call at a time per
+    /// connection (`rest`, `soap`).
+    pub fn is_http1(self) -> bool {
+        !self.is_http2()
+    }
+
     /// The ALPN protocol id offered with TLS: `h2` or `http/1.1`.
     pub fn alpn(self) -> &'static [u8] {
-        if self.is_http2() { b"h2" } else { b"http/1.1" }
+        self.alpn_ids()[0]
     }
+
+    /// The ALPN ids a client offers (rustls' form): `[h2]` or `[http/1.1]`.
+    pub fn alpn_ids(self) -> &'static [&'static [u8]] {
+        if self.is_http2() { &[b"h2"] } else { &[b"http/1.1"] }
+    }
+
+    /// The encoding of the messages it carries: JSON for `rest` and
+    /// `rest-h2`, protobuf for `grpc`, XML for `soap`.
+    pub fn encoding(self) -> Encoding {
+        match self {
+            Protocol::Rest | Protocol::RestH2 => Encoding::Json,
+            Protocol::Grpc => Encoding::Protobuf,
+            Protocol::Soap => Encoding::Xml,
+        }
+    }
+}
+
+impl serde::Serialize for Protocol {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Protocol {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Protocol names joined by `sep`, e.g. `rest, grpc` (for messages).
+pub fn names(protocols: &[Protocol], sep: &str) -> String {
+    protocols.iter().map(|p| p.name()).collect::<Vec<_>>().join(sep)
 }
 
 impl fmt::Display for Protocol {
@@ -80,6 +121,22 @@ impl FromStr for Protocol {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn each_fact_about_a_protocol_has_one_home() {
+        use crate::Encoding;
+        let rows = [
+            // protocol, HTTP/2, ALPN, encoding
+            (Protocol::Rest, false, &b"http/1.1"[..], Encoding::Json),
+            (Protocol::RestH2, true, b"h2", Encoding::Json),
+            (Protocol::Grpc, true, b"h2", Encoding::Protobuf),
+            (Protocol::Soap, false, b"http/1.1", Encoding::Xml),
+        ];
+        for (p, h2, alpn, encoding) in rows {
+            assert_eq!((p.is_http2(), p.is_http1()), (h2, !h2), "{p}");
+            assert_eq!((p.alpn(), p.encoding()), (alpn, encoding), "{p}");
+        }
+    }
+
     use super::*;
 
     #[test]
@@ -87,6 +144,11 @@ mod tests {
         for p in Protocol::ALL {
             assert_eq!(p.name().parse::<Protocol>(), Ok(p));
         }
+        let json: Protocol = serde_json::from_str("\"rest-h2\"").unwrap();
+        assert_eq!(json, Protocol::RestH2);
+        assert_eq!(serde_json::to_string(&Protocol::Grpc).unwrap(), "\"grpc\"");
+        let bad = serde_json::from_str::<Protocol>("\"http\"").unwrap_err().to_string();
+        assert!(bad.starts_with("unknown protocol \"http\"; valid protocols"), "{bad}");
         let err = "http".parse::<Protocol>().unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -4,7 +4,7 @@
 use std::cell::Cell;
 
 use prost_reflect::MessageDescriptor;
-use protobench_contract::{Encoding, Message, Operation, soap};
+use protobench_contract::{Encoding, Message, Operation, Protocol, soap};
 use protobench_model::load::ErrorKind;
 
 use crate::driver::{CallError, Response};
@@ -18,6 +18,17 @@ pub(crate) enum Family {
     Grpc,
     /// SOAP 1.1 over HTTP/1.1.
     Soap,
+}
+
+impl Family {
+    /// The family a protocol belongs to.
+    pub(crate) fn of(protocol: Protocol) -> Family {
+        match protocol {
+            Protocol::Rest | Protocol::RestH2 => Family::Rest,
+            Protocol::Grpc => Family::Grpc,
+            Protocol::Soap => Family::Soap,
+        }
+    }
 }
 
 /// What a contract workload's response must be.

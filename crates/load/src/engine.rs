@@ -526,7 +526,7 @@ pub(crate) fn thread_plans(plan: &LoadPlan, threads: usize) -> Vec<ThreadPlan> {
             let stop = match (plan.requests, plan.duration_ns) {
                 (Some(n), _) => Stop::Requests(share(n, t, i)),
                 (None, Some(d)) => Stop::Duration(d),
-                (None, None) => Stop::Duration(10_000_000_000),
+                (None, None) => Stop::Duration(protobench_model::load::DEFAULT_DURATION_NS),
             };
             ThreadPlan {
                 index: i as usize,

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use prost::Message as _;
-use protobench_contract::{Dataset, Encoding, HttpMethod, Operation, workload};
+use protobench_contract::{Dataset, HttpMethod, Operation, Protocol, workload};
 use protobench_model::load::{CustomCall, LoadPlan, TlsPlan, Validation};
 
 use crate::LoadError;
@@ -76,16 +76,6 @@ pub(crate) async fn resolve(authority: &str, limit: Duration) -> Result<SocketAd
     }
 }
 
-/// The family and default ALPN of a protocol name.
-pub(crate) fn family_of(protocol: &str) -> (Family, bool) {
-    match protocol {
-        "rest" => (Family::Rest, false),
-        "rest-h2" => (Family::Rest, true),
-        "grpc" => (Family::Grpc, true),
-        _ => (Family::Soap, false),
-    }
-}
-
 /// The TLS settings in force: the plan's, or defaults for an `https://` target.
 pub(crate) fn tls_of(plan: &LoadPlan, target: &Target) -> Option<TlsPlan> {
     plan.tls.clone().or_else(|| target.https.then(TlsPlan::default))
@@ -93,14 +83,14 @@ pub(crate) fn tls_of(plan: &LoadPlan, target: &Target) -> Option<TlsPlan> {
 
 /// Builds the driver for a contract workload's request in `encoding`-specific form.
 pub(crate) fn contract_driver(
-    protocol: &str,
+    protocol: Protocol,
     endpoint: Endpoint,
     operation: Operation,
     request_body: &[u8],
     request_path: &str,
     extra: &[(String, String)],
 ) -> Result<AnyDriver, LoadError> {
-    let (family, h2) = family_of(protocol);
+    let (family, h2) = (Family::of(protocol), protocol.is_http2());
     Ok(match family {
         Family::Rest => {
             let method = match operation.http_method() {
@@ -145,37 +135,19 @@ pub(crate) fn contract_driver(
     })
 }
 
-/// The encoding a protocol carries.
-pub(crate) fn encoding_of(protocol: &str) -> Encoding {
-    match family_of(protocol).0 {
-        Family::Rest => Encoding::Json,
-        Family::Grpc => Encoding::Protobuf,
-        Family::Soap => Encoding::Xml,
-    }
-}
-
-/// ALPN offered for a protocol.
-pub(crate) fn alpn_of(protocol: &str) -> &'static [&'static [u8]] {
-    if family_of(protocol).1 {
-        &[b"h2"]
-    } else {
-        &[b"http/1.1"]
-    }
-}
-
 /// Prepares a run: resolves, builds the request and the checks.
 pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
     let target = parse_target(&plan.target);
     let addr = resolve(&target.authority, Duration::from_nanos(plan.connect_timeout_ns)).await?;
     let tls = tls_of(plan, &target);
-    let endpoint = Endpoint::new(addr, target.authority.clone(), tls.as_ref(), alpn_of(&plan.protocol))?;
-    let (family, h2) = family_of(&plan.protocol);
+    let endpoint = Endpoint::new(addr, target.authority.clone(), tls.as_ref(), plan.protocol.alpn_ids())?;
+    let (family, h2) = (Family::of(plan.protocol), plan.protocol.is_http2());
     let full = plan.validate == Validation::Full;
     if let Some(name) = &plan.workload {
         let w = workload::find(name)
             .ok_or_else(|| LoadError::Plan(crate::PlanError::UnknownWorkload(workload::unknown(name))))?;
         let request = w.request();
-        let encoding = encoding_of(&plan.protocol);
+        let encoding = plan.protocol.encoding();
         let body = request.encode_request(w.operation, encoding);
         let path = w.operation.rest_path(&request);
         let extra: Vec<(String, String)> = plan
@@ -183,7 +155,7 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
             .iter()
             .flat_map(|c| c.headers.iter().map(|h| (h.name.clone(), h.value.clone())))
             .collect();
-        let driver = contract_driver(&plan.protocol, endpoint, w.operation, &body, &path, &extra)?;
+        let driver = contract_driver(plan.protocol, endpoint, w.operation, &body, &path, &extra)?;
         let message = w
             .operation
             .respond(&request, &Dataset::generate())

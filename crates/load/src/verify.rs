@@ -7,7 +7,7 @@ use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 
-use protobench_contract::{Encoding, Message, Workload, vectors};
+use protobench_contract::{Encoding, Message, Protocol, Workload, vectors};
 use protobench_model::load::TlsPlan;
 use serde_json::Value;
 
@@ -28,6 +28,15 @@ pub enum Outcome {
         /// What the vector says.
         expected: String,
     },
+    /// The server answered with the contract's injected failure
+    /// ([`protobench_contract::INJECTED_FAILURE`]): correct when failures
+    /// are injected, a difference otherwise.
+    Injected {
+        /// What the server sent.
+        found: String,
+        /// What the vector says.
+        expected: String,
+    },
     /// The call could not be made (connection, timeout, missing vector).
     Error(String),
 }
@@ -36,7 +45,7 @@ impl std::fmt::Display for Outcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Outcome::Ok => f.write_str("ok"),
-            Outcome::Fail { found, expected } => {
+            Outcome::Fail { found, expected } | Outcome::Injected { found, expected } => {
                 write!(f, "FAIL: found {found}, expected {expected}")
             }
             Outcome::Error(e) => write!(f, "FAIL: {e}"),
@@ -72,7 +81,7 @@ impl VerifyReport {
 /// resolved or the TLS settings are unusable; a server that cannot be reached
 /// gets an error verdict per workload.
 pub async fn verify(
-    protocol: &str,
+    protocol: Protocol,
     target: &str,
     tls: Option<&TlsPlan>,
     workloads: &[&'static Workload],
@@ -83,8 +92,7 @@ pub async fn verify(
     let addr = prepare::resolve(&parsed.authority, timeout).await?;
     let tls = tls.cloned().or_else(|| parsed.https.then(TlsPlan::default));
     let endpoint =
-        crate::driver::net::Endpoint::new(addr, parsed.authority.clone(), tls.as_ref(), prepare::alpn_of(protocol))?;
-    let protocol = protocol.to_owned();
+        crate::driver::net::Endpoint::new(addr, parsed.authority.clone(), tls.as_ref(), protocol.alpn_ids())?;
     let workloads: Vec<&'static Workload> = workloads.to_vec();
     let dir = contract_dir.to_owned();
     let (tx, rx) = tokio::sync::oneshot::channel();
@@ -97,7 +105,7 @@ pub async fn verify(
                 Err(e) => Err(LoadError::Thread(e)),
                 Ok(rt) => {
                     let local = tokio::task::LocalSet::new();
-                    local.block_on(&rt, verify_all(&protocol, endpoint, &workloads, &dir, timeout))
+                    local.block_on(&rt, verify_all(protocol, endpoint, &workloads, &dir, timeout))
                 }
             };
             let _ = tx.send(report);
@@ -108,14 +116,14 @@ pub async fn verify(
 }
 
 async fn verify_all(
-    protocol: &str,
+    protocol: Protocol,
     endpoint: crate::driver::net::Endpoint,
     workloads: &[&'static Workload],
     dir: &Path,
     timeout: Duration,
 ) -> Result<VerifyReport, LoadError> {
-    let encoding = prepare::encoding_of(protocol);
-    let family = prepare::family_of(protocol).0;
+    let encoding = protocol.encoding();
+    let family = crate::check::Family::of(protocol);
     let mut report = VerifyReport::default();
     for w in workloads {
         let outcome = match vectors::load(dir, w.name, encoding) {
@@ -135,7 +143,12 @@ async fn verify_all(
                 };
                 match response {
                     Err(e) => Outcome::Error(e),
-                    Ok(resp) => judge(family, encoding, w, &vector.response, &resp),
+                    Ok(resp) => match judge(family, encoding, w, &vector.response, &resp) {
+                        Outcome::Fail { found, expected } if is_injected(family, &resp) => {
+                            Outcome::Injected { found, expected }
+                        }
+                        other => other,
+                    },
                 }
             }
         };
@@ -166,6 +179,33 @@ fn fail(found: impl Into<String>, expected: impl Into<String>) -> Outcome {
     Outcome::Fail {
         found: found.into(),
         expected: expected.into(),
+    }
+}
+
+/// Whether a response is the contract's injected failure: HTTP 500 with the
+/// JSON error message, gRPC UNAVAILABLE, or a SOAP fault, each carrying
+/// [`protobench_contract::INJECTED_FAILURE`].
+fn is_injected(family: Family, resp: &Response) -> bool {
+    let message = protobench_contract::INJECTED_FAILURE;
+    match family {
+        Family::Grpc => resp.grpc.as_ref().is_some_and(|g| g.code == 14 && g.message == message),
+        Family::Soap => {
+            resp.status == 500
+                && resp
+                    .body
+                    .as_ref()
+                    .and_then(|b| protobench_contract::soap::parse_envelope(b).ok())
+                    .and_then(|p| protobench_contract::soap::as_fault(&p))
+                    .is_some_and(|f| f.message == message)
+        }
+        Family::Rest => {
+            resp.status == 500
+                && resp
+                    .body
+                    .as_ref()
+                    .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+                    .is_some_and(|v| v.get("message").and_then(Value::as_str) == Some(message))
+        }
     }
 }
 

@@ -74,7 +74,7 @@ where
 }
 
 fn plan(protocol: &str, addr: SocketAddr, workload: &str) -> LoadPlan {
-    let mut p = plan_defaults(protocol, &addr.to_string());
+    let mut p = plan_defaults(protocol.parse().expect("a protocol"), &addr.to_string());
     p.workload = Some(workload.into());
     p.timeout_ns = 5_000_000_000;
     p.connect_timeout_ns = 1_000_000_000;
@@ -377,7 +377,7 @@ async fn json_result_validates_against_the_published_schema() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_grpc_method_lists_the_methods_the_proto_defines() {
-    let mut p = plan_defaults("grpc", "127.0.0.1:9");
+    let mut p = plan_defaults(protobench_load::Protocol::Grpc, "127.0.0.1:9");
     let proto = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../contract/proto/helloworld/helloworld.proto"
@@ -420,7 +420,7 @@ async fn custom_grpc_call_from_proto_and_json_reaches_the_method() {
         }
     })
     .await;
-    let mut p = plan_defaults("grpc", &addr.to_string());
+    let mut p = plan_defaults(protobench_load::Protocol::Grpc, &addr.to_string());
     let proto = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../contract/proto/helloworld/helloworld.proto"

@@ -12,19 +12,24 @@
 
 use std::path::PathBuf;
 
+pub use protobench_contract::Protocol;
 use serde::{Deserialize, Serialize};
 
 /// The version of the [`LoadResult`] JSON form. Bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// The protocols the engine drives, by their one name.
-pub const PROTOCOLS: [&str; 4] = ["rest", "rest-h2", "grpc", "soap"];
+/// Measured window of a run when none is given: 10 s.
+pub const DEFAULT_DURATION_NS: u64 = 10_000_000_000;
+/// Time limit of one call when none is given: 10 s.
+pub const DEFAULT_TIMEOUT_NS: u64 = 10_000_000_000;
+/// Time limit of one connection attempt when none is given: 5 s.
+pub const DEFAULT_CONNECT_TIMEOUT_NS: u64 = 5_000_000_000;
 
 /// The validated plan of one load run, echoed into its result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadPlan {
     /// `rest`, `rest-h2`, `grpc` or `soap`.
-    pub protocol: String,
+    pub protocol: Protocol,
     /// `host:port`, or for custom HTTP calls a URL (`http://host:port/path`).
     pub target: String,
     /// The contract workload called; `None` for a custom call.

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::format::plain_number;
-use crate::load::{Environment, LoadResult};
+use crate::load::{Environment, LoadResult, Protocol};
 use crate::stats::{DEFAULT_NOISE_THRESHOLD, Summary};
 
 /// Where a run stands.
@@ -110,7 +110,7 @@ pub struct PointConfig {
     /// Server name (`rust`, `go`, ...).
     pub server: String,
     /// `rest`, `rest-h2`, `grpc` or `soap`.
-    pub protocol: String,
+    pub protocol: Protocol,
     /// Contract workload.
     pub workload: String,
     /// TLS on the wire.
@@ -151,6 +151,18 @@ impl PointConfig {
                 None => format!("c={}", self.concurrency),
             },
         }
+    }
+
+    /// `server protocol workload variant`: the point's name in progress lines
+    /// and reports.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {} {} {}",
+            self.server,
+            self.protocol,
+            self.workload,
+            self.variant_label()
+        )
     }
 
     /// Everything that tells this point apart from others with the same server,

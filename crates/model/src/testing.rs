@@ -31,7 +31,7 @@ pub fn result(protocol: &str, workload: &str, rate: f64, errors: u64, seconds: u
     LoadResult {
         schema_version: crate::load::SCHEMA_VERSION,
         plan: LoadPlan {
-            protocol: protocol.into(),
+            protocol: protocol.parse().expect("a protocol name"),
             target: "127.0.0.1:1".into(),
             workload: Some(workload.into()),
             custom: None,
@@ -100,7 +100,7 @@ pub fn point(index: u32, protocol: &str, workload: &str) -> PointConfig {
     PointConfig {
         index,
         server: "rust".into(),
-        protocol: protocol.into(),
+        protocol: protocol.parse().expect("a protocol name"),
         workload: workload.into(),
         tls: false,
         kind: PointKind::Fixed,
@@ -116,7 +116,7 @@ pub fn point(index: u32, protocol: &str, workload: &str) -> PointConfig {
 
 /// A successful measurement.
 pub fn measurement(point: &PointConfig, repetition: u32, rate: f64) -> Measurement {
-    let r = result(&point.protocol, &point.workload, rate, 0, 2);
+    let r = result(point.protocol.name(), &point.workload, rate, 0, 2);
     let cpu_ns = r.calls * 50_000;
     Measurement {
         point: point.index,

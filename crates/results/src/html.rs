@@ -32,7 +32,7 @@ fn series_name(c: &PointConfig, many_servers: bool) -> String {
     if many_servers {
         format!("{}/{}", c.server, c.protocol)
     } else {
-        c.protocol.clone()
+        c.protocol.to_string()
     }
 }
 
@@ -482,9 +482,7 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
         for m in failures {
             let f = m.failure.as_ref().expect("filtered");
             let p = run.points.iter().find(|p| p.index == m.point);
-            let name = p.map_or(String::new(), |p| {
-                format!("{} {} {} {}", p.server, p.protocol, p.workload, p.variant_label())
-            });
+            let name = p.map_or(String::new(), |p| p.label());
             let _ = write!(
                 h,
                 "<details><summary>{} (repetition {}): {}</summary>",
@@ -515,9 +513,7 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
     h.push_str("</section><section id=\"measurements\"><h2>Every measurement</h2><table><thead><tr><th>point</th><th>rep</th><th>status</th><th>rate/s</th><th>p50</th><th>p99</th><th>calls</th><th>errors</th><th>server CPU/call</th><th>generator CPU/call</th></tr></thead><tbody>");
     for m in &run.measurements {
         let p = run.points.iter().find(|p| p.index == m.point);
-        let name = p.map_or(String::new(), |p| {
-            format!("{} {} {} {}", p.server, p.protocol, p.workload, p.variant_label())
-        });
+        let name = p.map_or(String::new(), |p| p.label());
         let r = m.result.as_ref();
         let _ = write!(
             h,

@@ -99,7 +99,7 @@ pub fn table_rows(run: &RunRecord) -> Vec<[String; 12]> {
         .map(|a| {
             [
                 a.config.server.clone(),
-                a.config.protocol.clone(),
+                a.config.protocol.to_string(),
                 a.config.workload.clone(),
                 a.config.variant_label(),
                 rate_cell(&a.rate),
@@ -309,7 +309,7 @@ pub fn csv(run: &RunRecord) -> String {
             run.id.to_string(),
             c.index.to_string(),
             c.server.clone(),
-            c.protocol.clone(),
+            c.protocol.to_string(),
             c.workload.clone(),
             c.tls.to_string(),
             c.kind.name().into(),

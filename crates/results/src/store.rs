@@ -370,7 +370,7 @@ impl Store {
                     id,
                     p.index,
                     p.server,
-                    p.protocol,
+                    p.protocol.name(),
                     p.workload,
                     p.tls,
                     p.variant_label(),

@@ -3,40 +3,21 @@
 //! The runner drives measurements through the small [`Engine`] trait so its
 //! orchestration (interleaving, failures, interruption, storage) is tested
 //! with a scripted engine, while [`LoadEngine`] calls the real one
-//! (`protobench_load::run` and `verify`).
+//! (`protobench_load::run` and `verify`). The engine's own [`Event`]s pass
+//! through unchanged to whoever renders progress.
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+pub use protobench_load::Event;
 use protobench_model::format::error_chain;
-use protobench_model::load::{LoadPlan, LoadResult, TlsPlan};
+use protobench_model::load::{LoadPlan, LoadResult, Protocol, TlsPlan};
 
-/// What the engine reports while a measurement runs.
-#[derive(Debug, Clone, PartialEq)]
-pub enum EngineEvent {
-    /// Connections are open; the warm-up (then the measured window) starts now.
-    Started {
-        /// When.
-        at: Instant,
-    },
-    /// One second of the measured window closed.
-    Progress {
-        /// Time since the measured window started.
-        elapsed_ns: u64,
-        /// Calls completed so far.
-        calls: u64,
-        /// Failed calls so far.
-        errors: u64,
-        /// Successful calls in the last second.
-        rate: f64,
-        /// p99 latency in the last second.
-        p99_ns: u64,
-    },
-}
+use crate::error::{MeasureError, VerifyError, WorkloadFailure};
 
 /// Measures and verifies servers.
 pub trait Engine: Sync {
@@ -45,19 +26,18 @@ pub trait Engine: Sync {
     fn measure(
         &self,
         plan: LoadPlan,
-        events: Option<UnboundedSender<EngineEvent>>,
+        events: Option<UnboundedSender<Event>>,
         cancel: CancellationToken,
-    ) -> impl Future<Output = Result<LoadResult, String>> + Send;
+    ) -> impl Future<Output = Result<LoadResult, MeasureError>> + Send;
 
-    /// Checks `workloads` of a server against the contract's vectors;
-    /// `Err` says which workload failed and how.
+    /// Checks `workloads` of a server against the contract's vectors.
     fn verify(
         &self,
-        protocol: &str,
+        protocol: Protocol,
         target: &str,
         tls: bool,
         workloads: &[String],
-    ) -> impl Future<Output = Result<(), String>> + Send;
+    ) -> impl Future<Output = Result<(), VerifyError>> + Send;
 }
 
 /// The real engine.
@@ -71,44 +51,27 @@ impl Engine for LoadEngine {
     async fn measure(
         &self,
         plan: LoadPlan,
-        events: Option<UnboundedSender<EngineEvent>>,
+        events: Option<UnboundedSender<Event>>,
         cancel: CancellationToken,
-    ) -> Result<LoadResult, String> {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let forward = tokio::spawn(async move {
-            while let Some(e) = rx.recv().await {
-                let mapped = match e {
-                    protobench_load::Event::Started { .. } => EngineEvent::Started { at: Instant::now() },
-                    protobench_load::Event::Progress {
-                        elapsed_ns,
-                        calls,
-                        errors,
-                        rate,
-                        p99_ns,
-                    } => EngineEvent::Progress {
-                        elapsed_ns,
-                        calls,
-                        errors,
-                        rate,
-                        p99_ns,
-                    },
-                };
-                if let Some(events) = &events {
-                    let _ = events.send(mapped);
-                }
-            }
-        });
-        let result = protobench_load::run(plan, Some(tx), cancel)
+    ) -> Result<LoadResult, MeasureError> {
+        protobench_load::run(plan, events, cancel)
             .await
-            .map_err(|e| error_chain(&e));
-        let _ = forward.await;
-        result
+            .map_err(|e| MeasureError(error_chain(&e)))
     }
 
-    async fn verify(&self, protocol: &str, target: &str, tls: bool, workloads: &[String]) -> Result<(), String> {
+    async fn verify(
+        &self,
+        protocol: Protocol,
+        target: &str,
+        tls: bool,
+        workloads: &[String],
+    ) -> Result<(), VerifyError> {
         let ws: Vec<&'static protobench_contract::Workload> = workloads
             .iter()
-            .map(|w| protobench_contract::workload::find(w).ok_or_else(|| format!("unknown workload {w}")))
+            .map(|w| {
+                protobench_contract::workload::find(w)
+                    .ok_or_else(|| VerifyError::Unreachable(format!("unknown workload {w}")))
+            })
             .collect::<Result<_, _>>()?;
         let tls_plan = tls.then(|| TlsPlan {
             insecure: true,
@@ -123,16 +86,21 @@ impl Engine for LoadEngine {
             Duration::from_secs(10),
         )
         .await
-        .map_err(|e| error_chain(&e))?;
-        if report.passed() {
-            return Ok(());
-        }
-        let failed: Vec<String> = report
+        .map_err(|e| VerifyError::Unreachable(error_chain(&e)))?;
+        let failed: Vec<WorkloadFailure> = report
             .verdicts
             .iter()
             .filter(|v| v.outcome != protobench_load::Outcome::Ok)
-            .map(|v| format!("{}: {}", v.workload, v.outcome))
+            .map(|v| WorkloadFailure {
+                workload: v.workload.clone(),
+                finding: v.outcome.to_string(),
+                injected: matches!(v.outcome, protobench_load::Outcome::Injected { .. }),
+            })
             .collect();
-        Err(failed.join("; "))
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(VerifyError::Mismatch(failed))
+        }
     }
 }

@@ -18,11 +18,13 @@
 //! ```
 
 pub mod engine;
+pub mod error;
 pub mod isolation;
 pub mod manifest;
 pub mod orchestrate;
 pub mod plan;
 pub mod preset;
 pub mod procfs;
+pub mod search;
 pub mod server;
 pub mod units;

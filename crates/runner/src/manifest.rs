@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use protobench_model::load::Protocol;
 use protobench_model::run::ServerInfo;
 
 /// The placeholder for this executable in a manifest's `start`.
@@ -30,7 +31,8 @@ pub struct Manifest {
     /// The stack, one line.
     pub stack: String,
     /// Protocols served.
-    pub protocols: Vec<String>,
+    #[serde(deserialize_with = "protocol_list")]
+    pub protocols: Vec<Protocol>,
     /// Executables that must be on PATH to build.
     #[serde(default)]
     pub toolchain: Vec<String>,
@@ -48,6 +50,23 @@ pub struct Manifest {
     /// The directory holding the manifest (not in the file).
     #[serde(skip)]
     pub dir: PathBuf,
+}
+
+/// The `protocols` list; an unknown name lists the accepted ones.
+fn protocol_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Protocol>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    names
+        .iter()
+        .map(|p| {
+            p.parse().map_err(|_| {
+                let accepted: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
+                serde::de::Error::custom(format!(
+                    "protocols: unknown protocol `{p}` (accepted: {})",
+                    accepted.join(", ")
+                ))
+            })
+        })
+        .collect()
 }
 
 fn default_start_timeout() -> u64 {
@@ -105,14 +124,6 @@ impl Manifest {
                 .position(|l| l.trim_start().starts_with(key))
                 .map_or(1, |i| i + 1)
         };
-        for p in &m.protocols {
-            if !protobench_model::load::PROTOCOLS.contains(&p.as_str()) {
-                return Err(invalid(
-                    line_of("protocols"),
-                    format!("protocols: unknown protocol `{p}` (accepted: rest, rest-h2, grpc, soap)"),
-                ));
-            }
-        }
         if m.start.is_empty() {
             return Err(invalid(line_of("start"), "start: the start command is empty".into()));
         }
@@ -135,10 +146,7 @@ impl Manifest {
             name: BUILTIN.into(),
             language: "Rust".into(),
             stack: "axum/hyper (REST, HTTP/2), tonic (gRPC), quick-xml (SOAP); embedded in protobench".into(),
-            protocols: protobench_model::load::PROTOCOLS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            protocols: Protocol::ALL.to_vec(),
             toolchain: vec![],
             build: vec![],
             start: vec![PROTOBENCH_PLACEHOLDER.into(), "serve".into()],
@@ -264,7 +272,7 @@ go = "1.22"
     fn parses_the_briefs_shape() {
         let m = Manifest::parse(GO, Path::new("/x/servers/go/manifest.toml")).unwrap();
         assert_eq!(m.name, "go");
-        assert_eq!(m.protocols, ["rest", "grpc"]);
+        assert_eq!(m.protocols, [Protocol::Rest, Protocol::Grpc]);
         assert_eq!(m.build[0][0], "go");
         assert_eq!(m.start_timeout_s, 20);
         assert_eq!(m.dir, Path::new("/x/servers/go"));

@@ -21,18 +21,21 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tokio_util::sync::CancellationToken;
 
-use protobench_model::load::{EndReason, LoadResult};
+use protobench_model::format::error_chain;
+use protobench_model::load::{EndReason, LoadResult, Protocol};
 use protobench_model::run::{
-    Failure, Measurement, MeasurementStatus, PointConfig, PointKind, RunStatus, Search, SearchStep, ServerCost,
+    Failure, Measurement, MeasurementStatus, PointConfig, PointKind, RunStatus, Search, ServerCost,
 };
 use protobench_model::time::now_rfc3339;
 use protobench_results::store::Store;
 
-use crate::engine::{Engine, EngineEvent};
+use crate::engine::{Engine, Event};
+use crate::error::{ExitContext, MeasureError, RunnerError};
 use crate::isolation::{Cgroup, CgroupSupport, Limits};
 use crate::manifest::Catalog;
 use crate::plan::{Plan, ServerGroup};
 use crate::procfs::{self, Sampler};
+use crate::search::{Discover, Next, Observation, Ramp, Stepper};
 use crate::server::{RunningServer, STOP_GRACE, StartSpec, TlsFiles};
 
 /// What the runner reports while it runs (the CLI renders these).
@@ -74,17 +77,8 @@ pub enum RunEvent {
         /// Measurements to take.
         todo: u32,
     },
-    /// One second of a measurement.
-    Live {
-        /// Successful calls in the last second.
-        rate: f64,
-        /// p99 latency in the last second.
-        p99_ns: u64,
-        /// Calls so far.
-        calls: u64,
-        /// Errors so far.
-        errors: u64,
-    },
+    /// What the engine reports during a measurement (its own events, as sent).
+    Engine(Event),
     /// A measurement ended (successfully or not).
     PointFinished {
         /// Point index.
@@ -207,9 +201,11 @@ impl<E: Engine> Ctx<'_, E> {
         if m.status == MeasurementStatus::Failed {
             self.outcome.failed += 1;
         }
-        let label = self.plan.points.get(m.point as usize).map_or_else(String::new, |p| {
-            format!("{} {} {} {}", p.server, p.protocol, p.workload, p.variant_label())
-        });
+        let label = self
+            .plan
+            .points
+            .get(m.point as usize)
+            .map_or_else(String::new, PointConfig::label);
         self.emit(RunEvent::PointFinished {
             point: m.point,
             label,
@@ -220,15 +216,15 @@ impl<E: Engine> Ctx<'_, E> {
         self.save(m);
     }
 
-    fn fail(&mut self, point: u32, repetition: u32, reason: &str, log_tail: Option<String>) {
+    fn fail(&mut self, point: u32, repetition: u32, error: &RunnerError) {
         let now = now_rfc3339();
         self.record(Measurement {
             point,
             repetition,
             status: MeasurementStatus::Failed,
             failure: Some(Failure {
-                reason: reason.to_string(),
-                log_tail,
+                reason: error.to_string(),
+                log_tail: error.log_tail(),
             }),
             result: None,
             server_cost: None,
@@ -239,67 +235,40 @@ impl<E: Engine> Ctx<'_, E> {
         });
     }
 
-    fn start_server(
-        &mut self,
-        group: &ServerGroup,
-        repetition: u32,
-    ) -> Result<RunningServer, (String, Option<String>)> {
+    fn start_server(&mut self, group: &ServerGroup, repetition: u32) -> Result<RunningServer, RunnerError> {
         self.emit(RunEvent::ServerStarting {
             server: group.server.clone(),
             repetition,
         });
+        let refuse = |reason: String| RunnerError::ServerStart {
+            server: group.server.clone(),
+            reason,
+            log_tail: None,
+        };
         let manifest = self
             .catalog
             .servers
             .get(&group.server)
             .cloned()
-            .ok_or_else(|| (format!("server `{}` has no manifest", group.server), None))?;
+            .ok_or_else(|| refuse(format!("server `{}` has no manifest", group.server)))?;
         let missing = manifest.missing_toolchain();
         if !missing.is_empty() {
-            return Err((
-                format!(
-                    "server `{}` needs {} on PATH (toolchain in {}/manifest.toml)",
-                    group.server,
-                    missing.join(", "),
-                    manifest.dir.display()
-                ),
-                None,
-            ));
+            return Err(refuse(format!(
+                "server `{}` needs {} on PATH (toolchain in {}/manifest.toml)",
+                group.server,
+                missing.join(", "),
+                manifest.dir.display()
+            )));
         }
         if let Some(bin) = manifest.missing_start_binary() {
-            return Err((
-                format!(
-                    "server `{}` is not built: {} is missing (run `protobench build {}`)",
-                    group.server,
-                    bin.display(),
-                    group.server
-                ),
-                None,
-            ));
+            return Err(refuse(format!(
+                "server `{}` is not built: {} is missing (run `protobench build {}`)",
+                group.server,
+                bin.display(),
+                group.server
+            )));
         }
-        let limits = Limits {
-            cpu_limit: group.cpu_limit,
-            memory_limit_bytes: group.memory_limit_bytes,
-        };
-        let cgroup = if limits != Limits::default() {
-            let name = format!("protobench-{}-g{}-r{}", std::process::id(), group.index, repetition);
-            match Cgroup::create(&self.cgroups, &name, &limits) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    let mut msg = e.to_string();
-                    if let Some(src) = std::error::Error::source(&e) {
-                        msg = format!("{msg}: {src}");
-                    }
-                    self.warn(format!(
-                        "limits of server `{}` not applied ({msg}); measured without them",
-                        group.server
-                    ));
-                    None
-                }
-            }
-        } else {
-            None
-        };
+        let cgroup = self.cgroup_for(group, repetition);
         let spec = StartSpec {
             manifest,
             group: group.clone(),
@@ -309,13 +278,35 @@ impl<E: Engine> Ctx<'_, E> {
             cpus: self.plan.server_cpus.clone(),
             extra_env: self.opts.extra_env.clone(),
         };
-        RunningServer::start(&spec, cgroup).map_err(|e| {
-            let mut msg = e.to_string();
-            if let Some(src) = std::error::Error::source(&e) {
-                msg = format!("{msg}: {src}");
-            }
-            (msg, e.log_tail())
+        RunningServer::start(&spec, cgroup).map_err(|e| RunnerError::ServerStart {
+            server: group.server.clone(),
+            reason: error_chain(&e),
+            log_tail: e.log_tail(),
         })
+    }
+
+    /// The cgroup applying the group's limits, if it has any and they can
+    /// be applied (a warning says so when they cannot).
+    fn cgroup_for(&mut self, group: &ServerGroup, repetition: u32) -> Option<Cgroup> {
+        let limits = Limits {
+            cpu_limit: group.cpu_limit,
+            memory_limit_bytes: group.memory_limit_bytes,
+        };
+        if limits == Limits::default() {
+            return None;
+        }
+        let name = format!("protobench-{}-g{}-r{}", std::process::id(), group.index, repetition);
+        match Cgroup::create(&self.cgroups, &name, &limits) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                self.warn(format!(
+                    "limits of server `{}` not applied ({}); measured without them",
+                    group.server,
+                    error_chain(&e)
+                ));
+                None
+            }
+        }
     }
 }
 
@@ -391,143 +382,109 @@ async fn start_blocking<E: Engine>(
     ctx: &mut Ctx<'_, E>,
     group: &ServerGroup,
     repetition: u32,
-) -> Result<RunningServer, (String, Option<String>)> {
+) -> Result<RunningServer, RunnerError> {
     // Starting waits for a child's output; keep it off the async workers'
     // hot path by doing it in place (the engine is idle meanwhile).
     tokio::task::block_in_place(|| ctx.start_server(group, repetition))
 }
 
+/// A started and verified server with its sampler, restarted at most once
+/// per group when it dies between points.
+struct Serving {
+    server: RunningServer,
+    sampler: Sampler,
+    /// Protocols that failed verification.
+    failed: BTreeMap<Protocol, RunnerError>,
+    restarted: bool,
+}
+
+impl Serving {
+    async fn start<E: Engine>(
+        ctx: &mut Ctx<'_, E>,
+        group: &ServerGroup,
+        repetition: u32,
+        points: &[u32],
+    ) -> Result<Serving, RunnerError> {
+        let server = start_blocking(ctx, group, repetition).await?;
+        let failed = verify(ctx, &server, group, points).await;
+        let sampler = Sampler::start(server.pid());
+        Ok(Serving {
+            server,
+            sampler,
+            failed,
+            restarted: false,
+        })
+    }
+
+    /// Makes sure the server is alive before point `p`: restarts it once if
+    /// it died, and says why `p` cannot be measured otherwise.
+    async fn ready_for<E: Engine>(
+        &mut self,
+        ctx: &mut Ctx<'_, E>,
+        group: &ServerGroup,
+        repetition: u32,
+        points: &[u32],
+    ) -> Result<(), RunnerError> {
+        let Some(status) = self.server.exited() else {
+            return Ok(());
+        };
+        if self.restarted {
+            return Err(RunnerError::ServerExited {
+                server: group.server.clone(),
+                status,
+                context: ExitContext::AlreadyRestarted,
+                log_tail: self.server.log_tail(),
+            });
+        }
+        ctx.warn(format!("server `{}` exited ({status}); restarted", group.server));
+        let mut fresh = Serving::start(ctx, group, repetition, points).await?;
+        fresh.restarted = true;
+        *self = fresh;
+        Ok(())
+    }
+}
+
 async fn run_group<E: Engine>(ctx: &mut Ctx<'_, E>, group: &ServerGroup, repetition: u32, points: &[u32]) {
-    let mut server = match start_blocking(ctx, group, repetition).await {
+    let mut serving = match Serving::start(ctx, group, repetition, points).await {
         Ok(s) => s,
-        Err((reason, tail)) => {
+        Err(e) => {
             ctx.emit(RunEvent::ServerFailed {
                 server: group.server.clone(),
-                reason: reason.clone(),
+                reason: e.to_string(),
             });
             for &p in points {
-                ctx.fail(p, repetition, &reason, tail.clone());
+                ctx.fail(p, repetition, &e);
             }
             return;
         }
     };
-    let mut failed_protocols = verify(ctx, &server, group, points).await;
-    let mut sampler = Sampler::start(server.pid());
-    let mut restarted = false;
-    for &p in points {
+    for (i, &p) in points.iter().enumerate() {
         if ctx.cancel.is_cancelled() {
             break;
         }
         let point = ctx.plan.points[p as usize].clone();
-        if let Some(reason) = failed_protocols.get(&point.protocol) {
-            let (reason, tail) = reason.clone();
-            ctx.fail(p, repetition, &reason, Some(tail));
+        if let Err(e) = serving.ready_for(ctx, group, repetition, points).await {
+            let restart_failed = matches!(e, RunnerError::ServerStart { .. });
+            ctx.fail(p, repetition, &e);
+            if restart_failed {
+                // No server for the rest of the group either.
+                for &q in &points[i + 1..] {
+                    ctx.fail(q, repetition, &e);
+                }
+                return;
+            }
             continue;
         }
-        // A server that died between points is restarted once per group.
-        if let Some(status) = server.exited() {
-            let tail = server.log_tail();
-            if restarted {
-                ctx.fail(
-                    p,
-                    repetition,
-                    &format!(
-                        "server `{}` exited ({status}) and was already restarted once",
-                        group.server
-                    ),
-                    Some(tail),
-                );
-                continue;
-            }
-            restarted = true;
-            ctx.warn(format!("server `{}` exited ({status}); restarted", group.server));
-            drop(sampler);
-            server = match start_blocking(ctx, group, repetition).await {
-                Ok(s) => s,
-                Err((reason, tail)) => {
-                    for &q in points.iter().skip_while(|q| **q != p) {
-                        ctx.fail(q, repetition, &reason, tail.clone());
-                    }
-                    return;
-                }
-            };
-            failed_protocols = verify(ctx, &server, group, points).await;
-            sampler = Sampler::start(server.pid());
-            if let Some((reason, tail)) = failed_protocols.get(&point.protocol).cloned() {
-                ctx.fail(p, repetition, &reason, Some(tail));
-                continue;
-            }
+        if let Some(e) = serving.failed.get(&point.protocol) {
+            let e = clone_failure(e);
+            ctx.fail(p, repetition, &e);
+            continue;
         }
-        let label = format!(
-            "{} {} {} {}",
-            point.server,
-            point.protocol,
-            point.workload,
-            point.variant_label()
-        );
-        ctx.emit(RunEvent::PointStarted {
-            point: p,
-            repetition,
-            label,
-            done: ctx.done,
-            todo: ctx.todo,
-        });
-        let started_at = now_rfc3339();
-        let target = server.listeners.get(&point.protocol).cloned().unwrap_or_default();
-        let measured = measure_point(ctx, &point, &target, &server, &sampler).await;
-        let interrupted = ctx.cancel.is_cancelled();
-        match measured {
-            Ok(_) if interrupted => break, // a cut-short measurement is not kept
-            Ok((result, cost, rss, search)) => {
-                if let Some(status) = server.exited() {
-                    ctx.fail(
-                        p,
-                        repetition,
-                        &format!("server `{}` exited ({status}) during the measurement", group.server),
-                        Some(server.log_tail()),
-                    );
-                    continue;
-                }
-                if result.generator.generator_bound {
-                    let why = result.generator.reason.clone().unwrap_or_default();
-                    ctx.warn(format!(
-                        "generator-bound: {} {} {} ({why}); the rate measures the load generator, not the server",
-                        point.protocol,
-                        point.workload,
-                        point.variant_label()
-                    ));
-                }
-                if let Some(hits) = server.cgroup_memory_limit_hits()
-                    && hits > 0
-                {
-                    ctx.warn(format!("server `{}` hit its memory limit {hits} times", group.server));
-                }
-                ctx.record(Measurement {
-                    point: p,
-                    repetition,
-                    status: MeasurementStatus::Ok,
-                    failure: None,
-                    result: Some(result),
-                    server_cost: Some(cost),
-                    server_rss_timeline: rss,
-                    search,
-                    started_at,
-                    finished_at: now_rfc3339(),
-                });
-            }
-            Err(_) if interrupted => break,
-            Err(reason) => {
-                let reason = match server.exited() {
-                    Some(status) => format!(
-                        "server `{}` exited ({status}) during the measurement: {reason}",
-                        group.server
-                    ),
-                    None => format!("measurement failed: {reason}"),
-                };
-                ctx.fail(p, repetition, &reason, Some(server.log_tail()));
-            }
-        }
+        measure_and_record(ctx, group, &point, repetition, &mut serving).await;
     }
+    let Serving {
+        mut server, sampler, ..
+    } = serving;
     drop(sampler);
     let grace = ctx.opts.stop_grace;
     let stopped = tokio::task::block_in_place(|| server.stop(grace));
@@ -540,34 +497,144 @@ async fn run_group<E: Engine>(ctx: &mut Ctx<'_, E>, group: &ServerGroup, repetit
     }
 }
 
+/// A verification failure, once per point it fails.
+fn clone_failure(e: &RunnerError) -> RunnerError {
+    match e {
+        RunnerError::Verification {
+            server,
+            protocol,
+            difference,
+            log_tail,
+        } => RunnerError::Verification {
+            server: server.clone(),
+            protocol: *protocol,
+            difference: difference.clone(),
+            log_tail: log_tail.clone(),
+        },
+        other => RunnerError::ServerStart {
+            server: String::new(),
+            reason: other.to_string(),
+            log_tail: other.log_tail(),
+        },
+    }
+}
+
+/// Measures one point on a running server and records the measurement (or
+/// its failure). A measurement cut short by Ctrl-C is not kept.
+async fn measure_and_record<E: Engine>(
+    ctx: &mut Ctx<'_, E>,
+    group: &ServerGroup,
+    point: &PointConfig,
+    repetition: u32,
+    serving: &mut Serving,
+) {
+    let p = point.index;
+    ctx.emit(RunEvent::PointStarted {
+        point: p,
+        repetition,
+        label: point.label(),
+        done: ctx.done,
+        todo: ctx.todo,
+    });
+    let started_at = now_rfc3339();
+    let target = serving
+        .server
+        .listeners
+        .get(&point.protocol)
+        .cloned()
+        .unwrap_or_default();
+    let site = Site {
+        point,
+        target: &target,
+        server: &serving.server,
+        sampler: &serving.sampler,
+    };
+    let measured = measure_point(ctx, &site).await;
+    if ctx.cancel.is_cancelled() {
+        return;
+    }
+    let server = &mut serving.server;
+    let mut exited = |context| {
+        server.exited().map(|status| RunnerError::ServerExited {
+            server: group.server.clone(),
+            status,
+            context,
+            log_tail: server.log_tail(),
+        })
+    };
+    let m = match measured {
+        Err(e) => {
+            let e = exited(ExitContext::DuringFailedMeasurement(e.clone())).unwrap_or(RunnerError::Measurement(e));
+            ctx.fail(p, repetition, &e);
+            return;
+        }
+        Ok(m) => m,
+    };
+    if let Some(e) = exited(ExitContext::DuringMeasurement) {
+        ctx.fail(p, repetition, &e);
+        return;
+    }
+    if m.result.generator.generator_bound {
+        let why = m.result.generator.reason.clone().unwrap_or_default();
+        ctx.warn(format!(
+            "generator-bound: {} {} {} ({why}); the rate measures the load generator, not the server",
+            point.protocol,
+            point.workload,
+            point.variant_label()
+        ));
+    }
+    if let Some(hits) = server.cgroup_memory_limit_hits()
+        && hits > 0
+    {
+        ctx.warn(format!("server `{}` hit its memory limit {hits} times", group.server));
+    }
+    ctx.record(Measurement {
+        point: p,
+        repetition,
+        status: MeasurementStatus::Ok,
+        failure: None,
+        result: Some(m.result),
+        server_cost: Some(m.cost),
+        server_rss_timeline: m.rss,
+        search: m.search,
+        started_at,
+        finished_at: now_rfc3339(),
+    });
+}
+
 /// Verifies each protocol of the group on the workloads its points use.
-/// Returns the protocols that failed, with the reason and log tail.
+/// Returns the protocols that failed, with why.
 async fn verify<E: Engine>(
     ctx: &mut Ctx<'_, E>,
     server: &RunningServer,
     group: &ServerGroup,
     points: &[u32],
-) -> BTreeMap<String, (String, String)> {
+) -> BTreeMap<Protocol, RunnerError> {
     let mut failed = BTreeMap::new();
-    for protocol in &group.protocols {
+    for &protocol in &group.protocols {
         let mut workloads: Vec<String> = points
             .iter()
             .map(|p| &ctx.plan.points[*p as usize])
-            .filter(|p| &p.protocol == protocol)
+            .filter(|p| p.protocol == protocol)
             .map(|p| p.workload.clone())
             .collect();
         workloads.dedup();
         if workloads.is_empty() {
             continue;
         }
-        let target = server.listeners.get(protocol).cloned().unwrap_or_default();
-        if let Err(e) = verify_protocol(ctx.engine, group, protocol, &target, &workloads).await {
-            let reason = format!("verification of `{}` {protocol} failed: {e}", group.server);
+        let target = server.listeners.get(&protocol).cloned().unwrap_or_default();
+        if let Err(difference) = verify_protocol(ctx.engine, group, protocol, &target, &workloads).await {
+            let e = RunnerError::Verification {
+                server: group.server.clone(),
+                protocol,
+                difference,
+                log_tail: server.log_tail(),
+            };
             ctx.emit(RunEvent::ServerFailed {
                 server: group.server.clone(),
-                reason: reason.clone(),
+                reason: e.to_string(),
             });
-            failed.insert(protocol.clone(), (reason, server.log_tail()));
+            failed.insert(protocol, e);
         }
     }
     failed
@@ -580,10 +647,10 @@ async fn verify<E: Engine>(
 async fn verify_protocol<E: Engine>(
     engine: &E,
     group: &ServerGroup,
-    protocol: &str,
+    protocol: Protocol,
     target: &str,
     workloads: &[String],
-) -> Result<(), String> {
+) -> Result<(), crate::error::VerifyError> {
     let first = engine.verify(protocol, target, group.tls, workloads).await;
     if first.is_ok() || group.failure_rate == 0.0 {
         return first;
@@ -598,7 +665,7 @@ async fn verify_protocol<E: Engine>(
             }
         }
         if let Err(e) = last
-            && !e.contains("injected failure")
+            && !e.only_injected()
         {
             return Err(e);
         }
@@ -609,7 +676,14 @@ async fn verify_protocol<E: Engine>(
 /// Verification attempts per workload when failures are injected.
 pub const VERIFY_ATTEMPTS: usize = 10;
 
-type Measured = (LoadResult, ServerCost, Vec<u64>, Option<Search>);
+/// One point's measurement: the engine's result, the server's cost over the
+/// measured window, its RSS per second, and the search trace.
+struct Measured {
+    result: LoadResult,
+    cost: ServerCost,
+    rss: Vec<u64>,
+    search: Option<Search>,
+}
 
 /// Where a point is measured: the point, its server's address, the server
 /// process and its sampler.
@@ -627,14 +701,10 @@ async fn run_once<E: Engine>(
     concurrency: u32,
     duration_ns: u64,
     warmup_ns: u64,
-) -> Result<(LoadResult, ServerCost, Vec<u64>), String> {
-    let Site {
-        point,
-        target,
-        server,
-        sampler,
-    } = *site;
-    let plan = ctx.plan.load_plan(point, target, concurrency, duration_ns, warmup_ns);
+) -> Result<Measured, MeasureError> {
+    let plan = ctx
+        .plan
+        .load_plan(site.point, site.target, concurrency, duration_ns, warmup_ns);
     let (tx, mut rx) = unbounded_channel();
     let started: Arc<Mutex<Option<Instant>>> = Arc::default();
     let forward = {
@@ -642,24 +712,11 @@ async fn run_once<E: Engine>(
         let events = ctx.events.clone();
         tokio::spawn(async move {
             while let Some(e) = rx.recv().await {
-                match e {
-                    EngineEvent::Started { at } => *started.lock().unwrap_or_else(|e| e.into_inner()) = Some(at),
-                    EngineEvent::Progress {
-                        calls,
-                        errors,
-                        rate,
-                        p99_ns,
-                        ..
-                    } => {
-                        if let Some(ev) = &events {
-                            let _ = ev.send(RunEvent::Live {
-                                rate,
-                                p99_ns,
-                                calls,
-                                errors,
-                            });
-                        }
-                    }
+                if let Event::Started { at, .. } = e {
+                    *started.lock().unwrap_or_else(|e| e.into_inner()) = Some(at);
+                }
+                if let Some(ev) = &events {
+                    let _ = ev.send(RunEvent::Engine(e));
                 }
             }
         })
@@ -669,7 +726,12 @@ async fn run_once<E: Engine>(
     let _ = forward.await;
     let result = result?;
     if result.end_reason == EndReason::Interrupted {
-        return Ok((result, ServerCost::default(), vec![]));
+        return Ok(Measured {
+            result,
+            cost: ServerCost::default(),
+            rss: vec![],
+            search: None,
+        });
     }
     let window = Duration::from_nanos(result.duration_ns);
     let start = started
@@ -678,149 +740,103 @@ async fn run_once<E: Engine>(
         .map(|at| at + Duration::from_nanos(warmup_ns))
         .filter(|s| *s + window <= returned + Duration::from_millis(50))
         .unwrap_or_else(|| returned.checked_sub(window).unwrap_or(returned));
-    let samples = sampler.snapshot(server.pid());
+    let samples = site.sampler.snapshot(site.server.pid());
     let (mut cost, rss) = procfs::cost(&samples, start, start + window, result.calls);
-    if let Some(peak) = server.cgroup_memory_peak() {
+    if let Some(peak) = site.server.cgroup_memory_peak() {
         cost.rss_peak_bytes = cost.rss_peak_bytes.max(peak);
     }
-    Ok((result, cost, rss))
+    Ok(Measured {
+        result,
+        cost,
+        rss,
+        search: None,
+    })
 }
 
-async fn measure_point<E: Engine>(
-    ctx: &mut Ctx<'_, E>,
-    point: &PointConfig,
-    target: &str,
-    server: &RunningServer,
-    sampler: &Sampler,
-) -> Result<Measured, String> {
+/// Measures a point by its kind: one run for `fixed` and `rate`; a search
+/// for `discover` (then the best concurrency measured for the full
+/// duration) and `ramp` (the knee step is the measurement).
+async fn measure_point<E: Engine>(ctx: &mut Ctx<'_, E>, site: &Site<'_>) -> Result<Measured, MeasureError> {
     let plan = ctx.plan;
-    let site = Site {
-        point,
-        target,
-        server,
-        sampler,
-    };
-    match point.kind {
+    match site.point.kind {
         PointKind::Fixed | PointKind::Rate => {
-            let (r, c, rss) = run_once(ctx, &site, point.concurrency, plan.duration_ns, plan.warmup_ns).await?;
-            Ok((r, c, rss, None))
+            run_once(ctx, site, site.point.concurrency, plan.duration_ns, plan.warmup_ns).await
         }
         PointKind::Discover => {
-            let spec = plan.discover.clone().ok_or("discover settings missing from the plan")?;
-            let mut steps = Vec::new();
-            let mut best: Option<(u32, f64)> = None;
-            let mut c = spec.start;
-            let mut warmup = plan.warmup_ns;
-            let stop_reason;
-            loop {
-                let (r, _, _) = run_once(ctx, &site, c, spec.step_ns, warmup).await?;
-                warmup = 0;
-                if ctx.cancel.is_cancelled() {
-                    return Ok((r, ServerCost::default(), vec![], None));
-                }
-                steps.push(SearchStep {
-                    concurrency: c,
-                    rate: r.rate,
-                    errors: r.error_count(),
-                    p99_ns: r.latency.p99_ns,
-                });
-                match best {
-                    Some((_, b)) if r.rate <= b * (1.0 + spec.min_gain) => {
-                        stop_reason = format!(
-                            "rate at concurrency {c} ({:.0}/s) improved by {:.1}% or less over the best ({b:.0}/s): stopped",
-                            r.rate,
-                            spec.min_gain * 100.0
-                        );
-                        if r.rate > b {
-                            best = Some((c, r.rate));
-                        }
-                        break;
-                    }
-                    _ => best = Some((c, r.rate)),
-                }
-                let next = c.saturating_mul(spec.factor);
-                if next > spec.max {
-                    stop_reason = format!("reached discover.max ({})", spec.max);
-                    break;
-                }
-                c = next;
-            }
-            let (chosen, _) = best.unwrap_or((spec.start, 0.0));
-            let (r, cost, rss) = run_once(ctx, &site, chosen, plan.duration_ns, plan.warmup_ns).await?;
-            let search = Search {
-                steps,
-                chosen_concurrency: chosen,
-                knee_rate: None,
-                stop_reason,
+            let spec = plan
+                .discover
+                .clone()
+                .ok_or_else(|| MeasureError("discover settings missing from the plan".into()))?;
+            let step_ns = spec.step_ns;
+            let Some((stepper, stop, _)) = search(ctx, site, Discover::new(spec), step_ns).await? else {
+                return Err(interrupted(site));
             };
-            Ok((r, cost, rss, Some(search)))
+            let mut m = run_once(ctx, site, stop.concurrency, plan.duration_ns, plan.warmup_ns).await?;
+            m.search = Some(Search {
+                steps: stepper.steps().to_vec(),
+                chosen_concurrency: stop.concurrency,
+                knee_rate: None,
+                stop_reason: stop.reason,
+            });
+            Ok(m)
         }
         PointKind::Ramp => {
-            let spec = plan.ramp.clone().ok_or("ramp settings missing from the plan")?;
-            let mut steps = Vec::new();
-            let mut best: Option<Measured> = None;
-            let mut best_rate = 0.0;
-            let mut flat = 0;
-            let mut c = spec.start;
-            let mut warmup = plan.warmup_ns;
-            let stop_reason;
-            loop {
-                let (r, cost, rss) = run_once(ctx, &site, c, spec.step_ns, warmup).await?;
-                warmup = 0;
-                if ctx.cancel.is_cancelled() {
-                    return Ok((r, cost, rss, None));
-                }
-                let errors = r.error_count();
-                let error_rate = if r.calls == 0 {
-                    0.0
-                } else {
-                    errors as f64 / r.calls as f64
-                };
-                steps.push(SearchStep {
-                    concurrency: c,
-                    rate: r.rate,
-                    errors,
-                    p99_ns: r.latency.p99_ns,
-                });
-                if error_rate > spec.max_error_rate {
-                    stop_reason = format!(
-                        "errors began at concurrency {c} ({:.1}% of calls failed, above ramp.max_error_rate)",
-                        error_rate * 100.0
-                    );
-                    if best.is_none() {
-                        best = Some((r, cost, rss, None));
-                    }
-                    break;
-                }
-                if r.rate > best_rate * (1.0 + spec.min_gain) || best.is_none() {
-                    best_rate = r.rate;
-                    best = Some((r, cost, rss, None));
-                    flat = 0;
-                } else {
-                    flat += 1;
-                    if flat >= spec.patience {
-                        stop_reason = format!(
-                            "rate stopped rising for {flat} steps after concurrency {}",
-                            c - spec.step * flat
-                        );
-                        break;
-                    }
-                }
-                if c + spec.step > spec.max {
-                    stop_reason = format!("reached ramp.max ({})", spec.max);
-                    break;
-                }
-                c += spec.step;
-            }
-            let (r, cost, rss, _) = best.expect("at least one step ran");
-            let knee = r.plan.concurrency;
-            let search = Search {
-                steps,
-                chosen_concurrency: knee,
-                knee_rate: Some(r.rate),
-                stop_reason,
+            let spec = plan
+                .ramp
+                .clone()
+                .ok_or_else(|| MeasureError("ramp settings missing from the plan".into()))?;
+            let step_ns = spec.step_ns;
+            let Some((stepper, stop, mut measured)) = search(ctx, site, Ramp::new(spec), step_ns).await? else {
+                return Err(interrupted(site));
             };
-            Ok((r, cost, rss, Some(search)))
+            let mut m = measured.swap_remove(stop.best);
+            m.search = Some(Search {
+                steps: stepper.steps().to_vec(),
+                chosen_concurrency: stop.concurrency,
+                knee_rate: Some(m.result.rate),
+                stop_reason: stop.reason,
+            });
+            Ok(m)
         }
     }
+}
+
+/// Runs a search: "ask the stepper, measure once" until it stops. Returns
+/// the stepper, its stop and every step's measurement, or `None` when
+/// interrupted.
+async fn search<E: Engine, S: Stepper>(
+    ctx: &mut Ctx<'_, E>,
+    site: &Site<'_>,
+    mut stepper: S,
+    step_ns: u64,
+) -> Result<Option<(S, crate::search::Stop, Vec<Measured>)>, MeasureError> {
+    let mut concurrency = stepper.first();
+    let mut warmup = ctx.plan.warmup_ns;
+    let mut measured = Vec::new();
+    loop {
+        let m = run_once(ctx, site, concurrency, step_ns, warmup).await?;
+        warmup = 0;
+        if ctx.cancel.is_cancelled() {
+            return Ok(None);
+        }
+        let r = &m.result;
+        let next = stepper.observe(Observation {
+            concurrency,
+            rate: r.rate,
+            calls: r.calls,
+            errors: r.error_count(),
+            p99_ns: r.latency.p99_ns,
+        });
+        measured.push(m);
+        match next {
+            Next::Measure(c) => concurrency = c,
+            Next::Stop(stop) => return Ok(Some((stepper, stop, measured))),
+        }
+    }
+}
+
+/// A search cut short by Ctrl-C: nothing is kept (the caller sees the
+/// cancellation and records nothing).
+fn interrupted(site: &Site<'_>) -> MeasureError {
+    MeasureError(format!("interrupted during the search of {}", site.point.label()))
 }

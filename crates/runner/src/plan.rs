@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use protobench_model::load::{Arrival, LoadPlan, TlsPlan, Validation};
+use protobench_model::load::{Arrival, LoadPlan, Protocol, TlsPlan, Validation};
 use protobench_model::run::{PointConfig, PointKind};
 
 use crate::units::CpuSet;
@@ -67,7 +67,7 @@ pub struct ServerGroup {
     /// `PROTOBENCH_WORKERS`; `None` = the server CPU set's size.
     pub workers: Option<u32>,
     /// Protocols its points use (only these listeners are started).
-    pub protocols: Vec<String>,
+    pub protocols: Vec<Protocol>,
     /// The points it serves, in plan order.
     pub points: Vec<u32>,
 }
@@ -179,7 +179,7 @@ impl Plan {
             self.generator_cpus.as_ref().map_or(0, |c| c.len() as u32)
         };
         LoadPlan {
-            protocol: point.protocol.clone(),
+            protocol: point.protocol,
             target: target.to_string(),
             workload: Some(point.workload.clone()),
             custom: None,

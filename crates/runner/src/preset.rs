@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use protobench_model::load::{Arrival, PROTOCOLS, Validation};
+use protobench_model::load::{Arrival, Protocol, Validation};
 use protobench_model::run::{PointConfig, PointKind};
 use protobench_model::stats::DEFAULT_NOISE_THRESHOLD;
 
@@ -381,7 +381,12 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
     };
     let server_names: Vec<&str> = ctx.catalog.names();
     let servers = c.names(&raw.servers, "servers", &server_names);
-    let protocols = c.names(&raw.protocols, "protocols", &PROTOCOLS);
+    let protocol_names: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
+    let protocols: Vec<Protocol> = c
+        .names(&raw.protocols, "protocols", &protocol_names)
+        .iter()
+        .filter_map(|p| p.parse().ok())
+        .collect();
     let workload_names: Vec<&str> = protobench_contract::workload::ALL.iter().map(|w| w.name).collect();
     let workloads = c.names(&raw.workloads, "workloads", &workload_names);
 
@@ -816,12 +821,14 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         let Some(manifest) = ctx.catalog.servers.get(s) else {
             continue;
         };
-        let served: Vec<&String> = protocols.iter().filter(|p| manifest.protocols.contains(p)).collect();
+        let served: Vec<Protocol> = protocols
+            .iter()
+            .copied()
+            .filter(|p| manifest.protocols.contains(p))
+            .collect();
+        let serves = protobench_contract::protocol::names(&manifest.protocols, ", ");
         for p in protocols.iter().filter(|p| !manifest.protocols.contains(p)) {
-            notes.push(format!(
-                "server `{s}` does not serve `{p}` (serves: {}): skipped",
-                manifest.protocols.join(", ")
-            ));
+            notes.push(format!("server `{s}` does not serve `{p}` (serves: {serves}): skipped"));
         }
         if served.is_empty() {
             if let Some(list) = &raw.protocols
@@ -830,10 +837,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
                 c.issue(
                     list.span(),
                     "protocols",
-                    format!(
-                        "server `{s}` serves none of these (serves: {})",
-                        manifest.protocols.join(", ")
-                    ),
+                    format!("server `{s}` serves none of these (serves: {serves})"),
                 );
             }
             continue;
@@ -853,7 +857,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
                                 cpu_limit,
                                 memory_limit_bytes: memory_limit,
                                 workers,
-                                protocols: served.iter().map(|p| p.to_string()).collect(),
+                                protocols: served.clone(),
                                 points: vec![],
                             };
                             for p in &served {
@@ -861,7 +865,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
                                     for &conc in &concurrency {
                                         // HTTP/1.1 carries one call per connection at a
                                         // time: its connections always equal concurrency.
-                                        let http1 = p.as_str() == "rest" || p.as_str() == "soap";
+                                        let http1 = p.is_http1();
                                         let conns: Vec<u32> = if http1 || connections_list.is_empty() {
                                             vec![conc]
                                         } else {
@@ -873,7 +877,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
                                                 points.push(PointConfig {
                                                     index,
                                                     server: s.clone(),
-                                                    protocol: p.to_string(),
+                                                    protocol: *p,
                                                     workload: w.clone(),
                                                     tls,
                                                     kind,
@@ -1005,7 +1009,7 @@ concurrency = [1, 8]
         assert_eq!(plan.preset, "x");
         assert_eq!(plan.points.len(), 4);
         assert_eq!(plan.groups.len(), 1);
-        assert_eq!(plan.groups[0].protocols, ["rest", "grpc"]);
+        assert_eq!(plan.groups[0].protocols, [Protocol::Rest, Protocol::Grpc]);
         assert_eq!(plan.points[1].concurrency, 8);
         assert_eq!(plan.points[1].connections, 8);
     }

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+use protobench_model::load::Protocol;
+
 use crate::isolation::{self, Cgroup};
 use crate::manifest::Manifest;
 use crate::plan::ServerGroup;
@@ -61,8 +63,8 @@ impl LogTail {
 /// One `listening` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listening {
-    /// Protocol name.
-    pub protocol: String,
+    /// The protocol.
+    pub protocol: Protocol,
     /// `ip:port`.
     pub addr: String,
     /// TLS on.
@@ -77,7 +79,7 @@ pub fn parse_listening(line: &str) -> Option<Listening> {
     let mut tls = None;
     for kv in rest.split_whitespace() {
         match kv.split_once('=')? {
-            ("protocol", v) => protocol = Some(v.to_string()),
+            ("protocol", v) => protocol = v.parse().ok(),
             ("addr", v) => addr = Some(v.to_string()),
             ("tls", v) => tls = Some(v == "true"),
             _ => {}
@@ -181,7 +183,7 @@ pub struct RunningServer {
     name: String,
     child: Child,
     /// Listen address by protocol.
-    pub listeners: BTreeMap<String, String>,
+    pub listeners: BTreeMap<Protocol, String>,
     log: LogTail,
     cgroup: Option<Cgroup>,
     started: Instant,
@@ -261,8 +263,7 @@ impl RunningServer {
         }
         let g = &spec.group;
         for p in &g.protocols {
-            let var = format!("PROTOBENCH_{}_ADDR", p.to_uppercase().replace('-', "_"));
-            cmd.env(var, "127.0.0.1:0");
+            cmd.env(p.addr_env(), "127.0.0.1:0");
         }
         let workers = g
             .workers
@@ -352,7 +353,7 @@ impl RunningServer {
                     .protocols
                     .iter()
                     .filter(|p| !running.listeners.contains_key(*p))
-                    .map(String::as_str)
+                    .map(|p| p.name())
                     .collect();
                 let missing = missing.join(", ");
                 let log_tail = running.log.text();
@@ -495,7 +496,7 @@ mod tests {
         for (line, want) in cases {
             let got = parse_listening(line);
             let want = want.map(|(p, a, t)| Listening {
-                protocol: p.into(),
+                protocol: p.parse().unwrap(),
                 addr: a.into(),
                 tls: t,
             });

@@ -13,11 +13,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use protobench_model::load::{EndReason, LoadPlan, LoadResult};
+use protobench_model::load::{EndReason, LoadPlan, LoadResult, Protocol};
 use protobench_model::run::{MeasurementStatus, RunEnvironment, RunStatus};
 use protobench_model::testing;
 use protobench_results::store::{NewRun, Store};
-use protobench_runner::engine::{Engine, EngineEvent};
+use protobench_runner::engine::{Engine, Event};
+use protobench_runner::error::{MeasureError, VerifyError, WorkloadFailure};
 use protobench_runner::manifest::{Catalog, Manifest};
 use protobench_runner::orchestrate::{self, Outcome, RunOptions};
 use protobench_runner::plan::Plan;
@@ -100,12 +101,14 @@ impl Engine for Scripted {
     async fn measure(
         &self,
         plan: LoadPlan,
-        events: Option<UnboundedSender<EngineEvent>>,
+        events: Option<UnboundedSender<Event>>,
         cancel: CancellationToken,
-    ) -> Result<LoadResult, String> {
+    ) -> Result<LoadResult, MeasureError> {
         if let Some(e) = &events {
-            let _ = e.send(EngineEvent::Started {
+            let _ = e.send(Event::Started {
                 at: std::time::Instant::now(),
+                connections: 1,
+                threads: 1,
             });
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -132,7 +135,13 @@ impl Engine for Scripted {
             Some(c) if plan.concurrency >= c => 50,
             _ => 0,
         };
-        let mut r = testing::result(&plan.protocol, plan.workload.as_deref().unwrap_or(""), rate, errors, 1);
+        let mut r = testing::result(
+            plan.protocol.name(),
+            plan.workload.as_deref().unwrap_or(""),
+            rate,
+            errors,
+            1,
+        );
         r.duration_ns = 20_000_000;
         if cancel.is_cancelled() {
             r.end_reason = EndReason::Interrupted;
@@ -141,19 +150,30 @@ impl Engine for Scripted {
         Ok(r)
     }
 
-    async fn verify(&self, protocol: &str, _target: &str, _tls: bool, workloads: &[String]) -> Result<(), String> {
+    async fn verify(
+        &self,
+        protocol: Protocol,
+        _target: &str,
+        _tls: bool,
+        workloads: &[String],
+    ) -> Result<(), VerifyError> {
         {
             let mut v = self.verifies.lock().unwrap();
             *v += 1;
             if *v <= self.injected_verify_failures {
-                return Err(format!(
-                    "{}: FAIL: found HTTP 500 injected failure, expected HTTP 200",
-                    workloads[0]
-                ));
+                return Err(VerifyError::Mismatch(vec![WorkloadFailure {
+                    workload: workloads[0].clone(),
+                    finding: "FAIL: found HTTP 500 injected failure, expected HTTP 200".into(),
+                    injected: true,
+                }]));
             }
         }
-        if self.fail_verify.iter().any(|p| p == protocol) {
-            return Err(format!("{}: found <Fault>, expected <EchoResponse>", workloads[0]));
+        if self.fail_verify.iter().any(|p| p == protocol.name()) {
+            return Err(VerifyError::Mismatch(vec![WorkloadFailure {
+                workload: workloads[0].clone(),
+                finding: "found <Fault>, expected <EchoResponse>".into(),
+                injected: false,
+            }]));
         }
         Ok(())
     }
@@ -259,7 +279,7 @@ async fn failed_verification_fails_that_protocol_only() {
     let soap = rec
         .measurements
         .iter()
-        .find(|m| rec.points[m.point as usize].protocol == "soap")
+        .find(|m| rec.points[m.point as usize].protocol == Protocol::Soap)
         .unwrap();
     let f = soap.failure.as_ref().unwrap();
     assert_eq!(

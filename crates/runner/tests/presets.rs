@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use protobench_model::load::Protocol;
 use protobench_model::run::PointKind;
 use protobench_runner::manifest::Catalog;
 use protobench_runner::preset::{self, Context};
@@ -51,7 +52,7 @@ fn quick_preset_is_four_protocols_four_workloads_three_repetitions() {
     assert_eq!(plan.repetitions, 3);
     assert_eq!(plan.points.len(), 16);
     assert_eq!(plan.groups.len(), 1, "one server process per repetition");
-    assert_eq!(plan.groups[0].protocols, ["rest", "rest-h2", "grpc", "soap"]);
+    assert_eq!(plan.groups[0].protocols, Protocol::ALL);
     assert!(plan.points.iter().all(|p| p.rate.is_none() && p.server == "rust"));
     assert_eq!(plan.server_cpus.as_ref().unwrap().to_string(), "0");
     assert_eq!(plan.generator_cpus.as_ref().unwrap().to_string(), "1");
@@ -200,8 +201,8 @@ fn matrix_expands_knobs_into_server_groups() {
 fn http1_connections_always_equal_concurrency() {
     let text = "servers = [\"rust\"]\nprotocols = [\"rest\", \"grpc\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 100\nconnections = 4\n";
     let plan = preset::resolve(text, "t.toml", &ctx()).unwrap();
-    let rest = plan.points.iter().find(|p| p.protocol == "rest").unwrap();
-    let grpc = plan.points.iter().find(|p| p.protocol == "grpc").unwrap();
+    let rest = plan.points.iter().find(|p| p.protocol == Protocol::Rest).unwrap();
+    let grpc = plan.points.iter().find(|p| p.protocol == Protocol::Grpc).unwrap();
     assert_eq!((rest.concurrency, rest.connections), (100, 100));
     assert_eq!((grpc.concurrency, grpc.connections), (100, 4));
 }

@@ -29,7 +29,7 @@ pub(crate) enum CallError {
 }
 
 /// The message of an injected failure in every protocol.
-pub(crate) const INJECTED_FAILURE: &str = "injected failure";
+pub(crate) use protobench_contract::INJECTED_FAILURE;
 
 impl From<ContractError> for CallError {
     fn from(err: ContractError) -> Self {

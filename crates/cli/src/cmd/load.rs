@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::ValueEnum;
 use protobench_load::{
-    Arrival, CustomCall, Event, Header, LoadError, LoadPlan, LoadResult, TlsPlan, Validation, plan_defaults,
+    Arrival, CustomCall, Event, Header, LoadError, LoadPlan, LoadResult, Protocol, TlsPlan, Validation, plan_defaults,
 };
 use protobench_model::format::{error_chain, fmt_bytes, fmt_ns};
 use tokio_util::sync::CancellationToken;
@@ -175,10 +175,14 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
 
 impl Args {
     fn plan(&self) -> Result<LoadPlan, String> {
-        let mut plan = plan_defaults(&self.protocol, &self.target);
+        let protocol: Protocol = self
+            .protocol
+            .parse()
+            .map_err(|e: protobench_contract::protocol::UnknownProtocol| e.to_string())?;
+        let mut plan = plan_defaults(protocol, &self.target);
         plan.workload = self.workload.clone();
         plan.concurrency = self.concurrency;
-        let http1 = matches!(self.protocol.as_str(), "rest" | "soap");
+        let http1 = protocol.is_http1();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         plan.connections = self.connections.unwrap_or(if http1 {
             self.concurrency
@@ -194,7 +198,7 @@ impl Args {
         plan.duration_ns = match (self.duration, self.requests) {
             (Some(d), _) => Some(d.as_nanos() as u64),
             (None, Some(_)) => None,
-            (None, None) => Some(10_000_000_000),
+            (None, None) => Some(protobench_model::load::DEFAULT_DURATION_NS),
         };
         plan.warmup_ns = self.warmup.as_nanos() as u64;
         plan.timeout_ns = self.timeout.as_nanos() as u64;
@@ -442,7 +446,7 @@ service_p50_ns,service_p99_ns,bytes_sent_per_call,bytes_received_per_call,genera
         }
     };
     let row = [
-        quote(&p.protocol),
+        quote(p.protocol.name()),
         quote(&p.target),
         quote(p.workload.as_deref().unwrap_or("")),
         p.concurrency.to_string(),

@@ -418,6 +418,7 @@ mod live {
 
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
     use protobench_model::format::{fmt_ns, fmt_rate};
+    use protobench_runner::engine::Event;
     use protobench_runner::orchestrate::RunEvent;
     use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -477,9 +478,9 @@ mod live {
                     label = format!("{l} #{repetition}");
                     bar.set_message(label.clone());
                 }
-                RunEvent::Live {
+                RunEvent::Engine(Event::Progress {
                     rate, p99_ns, errors, ..
-                } => {
+                }) => {
                     let err = if errors > 0 {
                         format!(" errors {errors}")
                     } else {
@@ -514,6 +515,7 @@ mod live {
                     }
                 }
                 RunEvent::Warning(w) => bar.suspend(|| eprintln!("warning: {w}")),
+                RunEvent::Engine(Event::Started { .. }) => {}
             }
         }
         bar.finish_and_clear();

@@ -163,11 +163,11 @@ fn serve_other(name: &str, config: &ServerConfig) -> anyhow::Result<ExitCode> {
     };
     for protocol in Protocol::ALL {
         let explicit = std::env::var_os(protocol.addr_env()).is_some();
-        if explicit && config.addr(protocol).is_some() && !manifest.protocols.iter().any(|p| p == protocol.name()) {
+        if explicit && config.addr(protocol).is_some() && !manifest.protocols.contains(&protocol) {
             eprintln!(
                 "error: server `{name}` does not serve {} (it serves {})",
                 protocol.name(),
-                manifest.protocols.join(", ")
+                protobench_contract::protocol::names(&manifest.protocols, ", ")
             );
             return Ok(ExitCode::from(2));
         }
@@ -183,7 +183,7 @@ fn serve_other(name: &str, config: &ServerConfig) -> anyhow::Result<ExitCode> {
     for protocol in Protocol::ALL {
         cmd.env_remove(protocol.addr_env());
         if let Some(addr) = config.addr(protocol)
-            && manifest.protocols.iter().any(|p| p == protocol.name())
+            && manifest.protocols.contains(&protocol)
         {
             cmd.env(protocol.addr_env(), addr.to_string());
         }

@@ -27,7 +27,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             "ready".to_string()
         };
-        println!("{name:<12} {:<22} {:<28} {status}", m.language, m.protocols.join(","));
+        println!(
+            "{name:<12} {:<22} {:<28} {status}",
+            m.language,
+            protobench_contract::protocol::names(&m.protocols, ",")
+        );
     }
     for b in &catalog.broken {
         println!("invalid manifest: {b}");

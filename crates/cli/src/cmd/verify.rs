@@ -36,13 +36,13 @@ pub(crate) struct Args {
 
 /// Runs `protobench verify`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if !protobench_model::load::PROTOCOLS.contains(&args.protocol.as_str()) {
-        eprintln!(
-            "error: unknown protocol {:?}; valid protocols: rest, rest-h2, grpc, soap",
-            args.protocol
-        );
-        return Ok(ExitCode::from(2));
-    }
+    let protocol: protobench_model::load::Protocol = match args.protocol.parse() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     if args.tls.insecure && args.tls.cacert.is_some() {
         eprintln!("error: --insecure and --cacert cannot be used together");
         return Ok(ExitCode::from(2));
@@ -67,7 +67,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("starting the runtime")?;
     let tls = args.tls.plan();
     let report = rt.block_on(protobench_load::verify(
-        &args.protocol,
+        protocol,
         &args.target,
         tls.as_ref(),
         &workloads,

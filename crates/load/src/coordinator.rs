@@ -1,0 +1,406 @@
+//! The coordinator of one run: starts the engine threads, waits until their
+//! connections are open, gives them one common start instant, forwards their
+//! per-second reports as [`Event`]s and assembles the [`LoadResult`] from
+//! their histograms and counters when they finish.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use base64::Engine as _;
+use hdrhistogram::serialization::Serializer as _;
+use protobench_model::load::{EndReason, Environment, Generator, LoadPlan, LoadResult, SCHEMA_VERSION};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::LoadError;
+use crate::validate::validate;
+use crate::{Event, driver, engine, prepare, record};
+
+/// Runs a plan to its end (or until `cancel`) and returns the result.
+///
+/// A cancelled run returns the partial result with `end_reason = interrupted`.
+/// The run fails only when it cannot start: an invalid plan, an unusable
+/// input, or no connection at all to the target.
+pub async fn run(
+    plan: LoadPlan,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: CancellationToken,
+) -> Result<LoadResult, LoadError> {
+    validate(&plan)?;
+    let prepared = prepare::prepare(&plan).await?;
+    let addr = prepared.addr;
+    match prepared.driver {
+        prepare::AnyDriver::Http1(d) => run_with(Arc::new(d), prepared.check, plan, addr, events, cancel).await,
+        prepare::AnyDriver::Http2(d) => run_with(Arc::new(*d), prepared.check, plan, addr, events, cancel).await,
+    }
+}
+
+async fn run_with<D: driver::Driver + Send + Sync>(
+    driver: Arc<D>,
+    check: crate::check::Check,
+    plan: LoadPlan,
+    addr: std::net::SocketAddr,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: CancellationToken,
+) -> Result<LoadResult, LoadError> {
+    let threads = if plan.threads > 0 {
+        plan.threads as usize
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(plan.connections as usize)
+            .max(1)
+    };
+    let plans = engine::thread_plans(&plan, threads);
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (start_tx, start_rx) = watch::channel(None);
+    let mut handles = Vec::with_capacity(threads);
+    for tp in plans {
+        let (driver, check, tx, start_rx, cancel) = (
+            driver.clone(),
+            check.clone(),
+            tx.clone(),
+            start_rx.clone(),
+            cancel.clone(),
+        );
+        let h = std::thread::Builder::new()
+            .name(format!("protobench-load-{}", tp.index))
+            .spawn(move || engine::thread_main(driver, check, tp, tx, start_rx, cancel))
+            .map_err(LoadError::Thread)?;
+        handles.push(h);
+    }
+    drop(tx);
+    let mut ready = 0;
+    let mut connected = 0u64;
+    let mut first_error = None;
+    while ready < threads {
+        match rx.recv().await {
+            Some(engine::Msg::Ready {
+                connected: c,
+                first_error: e,
+            }) => {
+                ready += 1;
+                connected += c as u64;
+                if first_error.is_none() {
+                    first_error = e;
+                }
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    if connected == 0 {
+        let _ = start_tx.send(Some(None));
+        for h in handles {
+            let _ = h.join();
+        }
+        return Err(LoadError::Connect {
+            target: addr.to_string(),
+            message: first_error.map_or_else(|| "no connection opened".into(), |e| e.message),
+        });
+    }
+    let t0 = Instant::now() + Duration::from_millis(1);
+    let wall0 = SystemTime::now() + Duration::from_millis(1) + Duration::from_nanos(plan.warmup_ns);
+    let _ = start_tx.send(Some(Some(t0)));
+    if let Some(ev) = &events {
+        let _ = ev.send(Event::Started {
+            at: t0,
+            connections: connected,
+            threads: threads as u32,
+        });
+    }
+    let mut timeline = engine::Timeline::default();
+    let mut reports = Vec::with_capacity(threads);
+    let (mut calls, mut errors) = (0u64, 0u64);
+    while let Some(msg) = rx.recv().await {
+        match msg {
+            engine::Msg::Second(r) => {
+                if let Some(p) = timeline.add(r, threads) {
+                    calls += p.successes + p.errors;
+                    errors += p.errors;
+                    if let Some(ev) = &events {
+                        let _ = ev.send(Event::Progress {
+                            elapsed_ns: (u64::from(p.second) + 1) * 1_000_000_000,
+                            calls,
+                            errors,
+                            rate: p.successes as f64,
+                            p99_ns: p.p99_ns,
+                        });
+                    }
+                }
+            }
+            engine::Msg::Done(r) => reports.push(*r),
+            engine::Msg::Ready { .. } => {}
+        }
+    }
+    let ended = Instant::now();
+    let interrupted = cancel.is_cancelled();
+    for h in handles {
+        let _ = h.join();
+    }
+    Ok(assemble(
+        &plan,
+        reports,
+        timeline,
+        threads,
+        t0,
+        ended,
+        interrupted,
+        wall0,
+    ))
+}
+
+#[allow(clippy::too_many_arguments, reason = "one call site; the parts of a finished run")]
+fn assemble(
+    plan: &LoadPlan,
+    reports: Vec<engine::ThreadReport>,
+    timeline: engine::Timeline,
+    threads: usize,
+    t0: Instant,
+    ended: Instant,
+    interrupted: bool,
+    wall0: SystemTime,
+) -> LoadResult {
+    let mut latency = record::histogram();
+    let mut service = record::histogram();
+    let mut lag = record::histogram();
+    let mut connect = record::histogram();
+    let mut errors = record::Errors::default();
+    let (mut successes, mut failures, mut started, mut all_calls, mut starved) = (0, 0, 0, 0, 0);
+    let (mut sent, mut received, mut cpu_ns, mut opened, mut last) = (0, 0, 0, 0, 0);
+    for r in reports {
+        let rec = r.recorder;
+        let _ = latency.add(&rec.latency);
+        let _ = service.add(&rec.service);
+        let _ = lag.add(&rec.lag);
+        let _ = connect.add(&rec.connect);
+        errors.merge(rec.errors);
+        successes += rec.successes;
+        failures += rec.failures;
+        started += rec.started;
+        all_calls += rec.all_calls;
+        starved += rec.starved;
+        opened += rec.connections_opened;
+        last = last.max(rec.last_completion_ns);
+        sent += r.bytes_sent;
+        received += r.bytes_received;
+        cpu_ns += r.cpu_ns;
+    }
+    let run_ns = ended.saturating_duration_since(t0).as_nanos() as u64;
+    let end_reason = if interrupted {
+        EndReason::Interrupted
+    } else if plan.requests.is_some() {
+        EndReason::Requests
+    } else {
+        EndReason::Duration
+    };
+    let duration_ns = match end_reason {
+        EndReason::Interrupted => run_ns.saturating_sub(plan.warmup_ns),
+        EndReason::Requests => last.saturating_sub(plan.warmup_ns),
+        EndReason::Duration => plan.duration_ns.unwrap_or(protobench_model::load::DEFAULT_DURATION_NS),
+    }
+    .max(1);
+    let secs = duration_ns as f64 / 1e9;
+    let calls = successes + failures;
+    let per_call = |b: u64| {
+        if calls == 0 { 0.0 } else { b as f64 / calls as f64 }
+    };
+    let cpu_utilization = cpu_ns as f64 / (run_ns.max(1) as f64 * threads as f64);
+    let started_rate = started as f64 / secs;
+    let (generator_bound, reason) = generator_verdict(&Verdict {
+        target_rate: plan.rate,
+        started_rate,
+        cpu_utilization,
+        threads: threads as u32,
+        lag_p99_ns: if lag.is_empty() { 0 } else { lag.value_at_quantile(0.99) },
+        calls,
+        errors: errors.total(),
+        starved,
+    });
+    let mut encoded = Vec::new();
+    let _ = hdrhistogram::serialization::V2DeflateSerializer::new().serialize(&latency, &mut encoded);
+    LoadResult {
+        schema_version: SCHEMA_VERSION,
+        plan: plan.clone(),
+        environment: Environment::detect(env!("CARGO_PKG_VERSION"), std::env::var("PROTOBENCH_COMMIT").ok()),
+        started_at: protobench_model::time::rfc3339_millis(wall0),
+        duration_ns,
+        end_reason,
+        calls,
+        successes,
+        rate: successes as f64 / secs,
+        started_rate,
+        latency: record::summary(&latency),
+        service_time: record::summary(&service),
+        connect: record::summary(&connect),
+        connections_opened: opened,
+        errors: errors.into_counts(),
+        bytes_sent: sent,
+        bytes_received: received,
+        bytes_sent_per_call: per_call(sent),
+        bytes_received_per_call: per_call(received),
+        generator: Generator {
+            threads: threads as u32,
+            cpu_ns,
+            cpu_ns_per_call: if all_calls == 0 {
+                0.0
+            } else {
+                cpu_ns as f64 / all_calls as f64
+            },
+            cpu_utilization,
+            schedule_lag: record::summary(&lag),
+            generator_bound,
+            reason,
+        },
+        timeline: timeline.finish(),
+        histogram: base64::engine::general_purpose::STANDARD.encode(encoded),
+    }
+}
+
+/// Inputs of the generator-bound rule.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Verdict {
+    pub(crate) target_rate: Option<f64>,
+    pub(crate) started_rate: f64,
+    pub(crate) cpu_utilization: f64,
+    pub(crate) threads: u32,
+    pub(crate) lag_p99_ns: u64,
+    pub(crate) calls: u64,
+    pub(crate) errors: u64,
+    pub(crate) starved: u64,
+}
+
+/// CPU share of its threads above which the engine counts as saturated.
+pub const CPU_BOUND_UTILIZATION: f64 = 0.9;
+/// Open loop: schedule lag p99 above which the engine counts as late.
+pub const LAG_BOUND_NS: u64 = 10_000_000;
+
+/// The generator-bound rule (docs/engine.md):
+/// 1. the engine threads were busy ≥ 90% of the run (either loop), or
+/// 2. open loop, the server kept up (errors < 1% of calls) and calls were not
+///    held back by the concurrency limit (< 1% found every caller busy), yet
+///    calls started below 95% of the target rate or the schedule lag p99
+///    exceeded 10 ms.
+pub(crate) fn generator_verdict(v: &Verdict) -> (bool, Option<String>) {
+    if v.cpu_utilization >= CPU_BOUND_UTILIZATION {
+        return (
+            true,
+            Some(format!(
+                "engine threads were {:.0}% busy ({} thread{})",
+                v.cpu_utilization * 100.0,
+                v.threads,
+                if v.threads == 1 { "" } else { "s" }
+            )),
+        );
+    }
+    if let Some(target) = v.target_rate {
+        let server_ok = v.calls == 0 || (v.errors as f64) < 0.01 * v.calls as f64;
+        let not_starved = (v.starved as f64) < 0.01 * v.calls.max(1) as f64;
+        if server_ok && not_starved {
+            if v.started_rate < 0.95 * target {
+                return (
+                    true,
+                    Some(format!(
+                        "started {:.1} calls/s, below 95% of the target rate {target}",
+                        v.started_rate
+                    )),
+                );
+            }
+            if v.lag_p99_ns > LAG_BOUND_NS {
+                return (
+                    true,
+                    Some(format!(
+                        "schedule lag p99 {:.1} ms exceeds 10 ms",
+                        v.lag_p99_ns as f64 / 1e6
+                    )),
+                );
+            }
+        }
+    }
+    (false, None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_bound_rule() {
+        let base = Verdict {
+            target_rate: Some(1000.0),
+            started_rate: 1000.0,
+            cpu_utilization: 0.2,
+            threads: 1,
+            lag_p99_ns: 100_000,
+            calls: 10_000,
+            errors: 0,
+            starved: 0,
+        };
+        let rows: Vec<(Verdict, bool, &str)> = vec![
+            (base, false, "on schedule, idle CPU: the server set the pace"),
+            (
+                Verdict {
+                    cpu_utilization: 0.95,
+                    ..base
+                },
+                true,
+                "busy engine threads, any loop",
+            ),
+            (
+                Verdict {
+                    target_rate: None,
+                    cpu_utilization: 0.95,
+                    ..base
+                },
+                true,
+                "closed loop, busy threads",
+            ),
+            (
+                Verdict {
+                    started_rate: 900.0,
+                    ..base
+                },
+                true,
+                "open loop fell behind its rate with a healthy server",
+            ),
+            (
+                Verdict {
+                    lag_p99_ns: 20_000_000,
+                    ..base
+                },
+                true,
+                "open loop started calls late",
+            ),
+            (
+                Verdict {
+                    started_rate: 900.0,
+                    errors: 500,
+                    ..base
+                },
+                false,
+                "server erroring: not the generator's fault",
+            ),
+            (
+                Verdict {
+                    lag_p99_ns: 20_000_000,
+                    starved: 5_000,
+                    ..base
+                },
+                false,
+                "every caller was busy: the concurrency limit",
+            ),
+            (
+                Verdict {
+                    target_rate: None,
+                    started_rate: 1.0,
+                    ..base
+                },
+                false,
+                "closed loop has no target rate",
+            ),
+        ];
+        for (v, want, why) in rows {
+            assert_eq!(generator_verdict(&v).0, want, "{why}");
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! Every input of a [`LoadPlan`] checked together before anything opens a
+//! socket; each error names the flags involved.
+
+use protobench_model::load::{CustomCall, LoadPlan, Protocol};
+
+use crate::error::PlanError;
+
+/// Checks every input together; errors name the flags involved.
+pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
+    let p = plan.protocol;
+    if let Some(w) = &plan.workload
+        && protobench_contract::workload::find(w).is_none()
+    {
+        return Err(PlanError::UnknownWorkload(protobench_contract::workload::unknown(w)));
+    }
+    let custom = plan.custom.as_ref();
+    if plan.workload.is_some() {
+        if let Some(c) = custom {
+            let flag = if c.body_file.is_some() {
+                "--body"
+            } else if !c.proto_files.is_empty() {
+                "--proto"
+            } else if c.call.is_some() {
+                "--call"
+            } else if c.method.is_some() {
+                "--method"
+            } else if c.soap_action.is_some() {
+                "--soap-action"
+            } else if c.data.is_some() {
+                "--data"
+            } else {
+                "a custom call"
+            };
+            if !only_headers(c) {
+                return Err(PlanError::WorkloadAndCustom(flag));
+            }
+        }
+    } else {
+        match custom {
+            None => return Err(PlanError::NothingToCall),
+            Some(c) => validate_custom(p, c)?,
+        }
+    }
+    if plan.concurrency == 0 {
+        return Err(PlanError::OutOfRange {
+            flag: "--concurrency",
+            rule: "at least 1",
+            value: "0".into(),
+        });
+    }
+    if plan.connections == 0 {
+        return Err(PlanError::OutOfRange {
+            flag: "--connections",
+            rule: "at least 1",
+            value: "0".into(),
+        });
+    }
+    if plan.connections > plan.concurrency {
+        return Err(PlanError::MoreConnectionsThanConcurrency {
+            connections: plan.connections,
+            concurrency: plan.concurrency,
+        });
+    }
+    if p.is_http1() && plan.connections != plan.concurrency {
+        return Err(PlanError::Http1Connections {
+            connections: plan.connections,
+            concurrency: plan.concurrency,
+            protocol: p,
+        });
+    }
+    if plan.threads > plan.connections {
+        return Err(PlanError::MoreThreadsThanConnections {
+            threads: plan.threads,
+            connections: plan.connections,
+        });
+    }
+    if let Some(rate) = plan.rate
+        && !(rate.is_finite() && rate > 0.0)
+    {
+        return Err(PlanError::OutOfRange {
+            flag: "--rate",
+            rule: "a positive number",
+            value: rate.to_string(),
+        });
+    }
+    if plan.duration_ns.is_some() && plan.requests.is_some() {
+        return Err(PlanError::Conflict("--duration", "--requests"));
+    }
+    if plan.duration_ns == Some(0) {
+        return Err(PlanError::OutOfRange {
+            flag: "--duration",
+            rule: "positive",
+            value: "0s".into(),
+        });
+    }
+    if plan.requests == Some(0) {
+        return Err(PlanError::OutOfRange {
+            flag: "--requests",
+            rule: "at least 1",
+            value: "0".into(),
+        });
+    }
+    if plan.timeout_ns == 0 {
+        return Err(PlanError::OutOfRange {
+            flag: "--timeout",
+            rule: "positive",
+            value: "0s".into(),
+        });
+    }
+    if plan.connect_timeout_ns == 0 {
+        return Err(PlanError::OutOfRange {
+            flag: "--connect-timeout",
+            rule: "positive",
+            value: "0s".into(),
+        });
+    }
+    if let Some(tls) = &plan.tls {
+        if tls.insecure && tls.cacert.is_some() {
+            return Err(PlanError::Conflict("--insecure", "--cacert"));
+        }
+        match (&tls.client_cert, &tls.client_key) {
+            (Some(_), None) => return Err(PlanError::Requires("--cert", "--key")),
+            (None, Some(_)) => return Err(PlanError::Requires("--key", "--cert")),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn only_headers(c: &CustomCall) -> bool {
+    CustomCall {
+        headers: Vec::new(),
+        ..c.clone()
+    } == CustomCall::default()
+}
+
+fn validate_custom(protocol: Protocol, c: &CustomCall) -> Result<(), PlanError> {
+    let not_for = |flag, applies| PlanError::NotForProtocol {
+        flag,
+        applies,
+        protocol,
+    };
+    if protocol == Protocol::Grpc {
+        if c.method.is_some() {
+            return Err(not_for("--method", "rest, rest-h2 or soap"));
+        }
+        if c.body_file.is_some() {
+            return Err(not_for("--body", "rest, rest-h2 or soap"));
+        }
+        if c.soap_action.is_some() {
+            return Err(not_for("--soap-action", "soap"));
+        }
+        if c.proto_files.is_empty() {
+            return Err(PlanError::Requires("--call", "--proto"));
+        }
+        if c.call.is_none() {
+            return Err(PlanError::Requires("--proto", "--call"));
+        }
+        return Ok(());
+    }
+    if !c.proto_files.is_empty() {
+        return Err(not_for("--proto", "grpc"));
+    }
+    if c.call.is_some() {
+        return Err(not_for("--call", "grpc"));
+    }
+    if c.data.is_some() {
+        return Err(not_for("--data", "grpc"));
+    }
+    if !c.import_paths.is_empty() {
+        return Err(not_for("--import-path", "grpc"));
+    }
+    if c.soap_action.is_some() && protocol != Protocol::Soap {
+        return Err(not_for("--soap-action", "soap"));
+    }
+    if protocol == Protocol::Soap && c.body_file.is_none() {
+        return Err(PlanError::Requires("--protocol soap with a custom call", "--body"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan_defaults;
+    use protobench_model::load::TlsPlan;
+
+    fn plan() -> LoadPlan {
+        let mut p = plan_defaults(Protocol::Rest, "127.0.0.1:1");
+        p.workload = Some("tasks.int".into());
+        p
+    }
+
+    #[test]
+    fn validation_names_both_conflicting_flags() {
+        type Change = Box<dyn Fn(&mut LoadPlan)>;
+        let cases: Vec<(Change, &str)> = vec![
+            (
+                Box::new(|p| {
+                    p.concurrency = 10;
+                    p.connections = 2;
+                }),
+                "--connections (2) must equal --concurrency (10) for --protocol rest: HTTP/1.1 carries one call at a time per connection",
+            ),
+            (
+                Box::new(|p| {
+                    p.protocol = Protocol::Grpc;
+                    p.concurrency = 2;
+                    p.connections = 4;
+                }),
+                "--connections (4) cannot be greater than --concurrency (2)",
+            ),
+            (
+                Box::new(|p| p.requests = Some(5)),
+                "--duration and --requests cannot be used together",
+            ),
+            (
+                Box::new(|p| {
+                    p.tls = Some(TlsPlan {
+                        insecure: true,
+                        cacert: Some("a.pem".into()),
+                        ..TlsPlan::default()
+                    })
+                }),
+                "--insecure and --cacert cannot be used together",
+            ),
+            (
+                Box::new(|p| p.workload = Some("nope".into())),
+                "unknown workload \"nope\"; valid workloads: ",
+            ),
+            (
+                Box::new(|p| p.rate = Some(0.0)),
+                "--rate must be a positive number, got 0",
+            ),
+        ];
+        for (change, want) in cases {
+            let mut p = plan();
+            change(&mut p);
+            let msg = validate(&p).unwrap_err().to_string();
+            assert!(msg.starts_with(want), "{msg}");
+        }
+        validate(&plan()).unwrap();
+    }
+}
