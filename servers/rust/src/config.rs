@@ -399,7 +399,10 @@ mod tests {
             let err = config(&[("PROTOBENCH_MAX_STREAMS", value)]).unwrap_err();
             assert_eq!(err.var, "PROTOBENCH_MAX_STREAMS", "{value}");
         }
-        assert_eq!(config(&[("PROTOBENCH_MAX_STREAMS", "4294967295")]).unwrap().max_streams, u32::MAX);
+        assert_eq!(
+            config(&[("PROTOBENCH_MAX_STREAMS", "4294967295")]).unwrap().max_streams,
+            u32::MAX
+        );
     }
 
     #[test]

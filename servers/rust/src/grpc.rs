@@ -188,9 +188,8 @@ pub(crate) fn router(core: Arc<Core>) -> Result<Router, ServerError> {
     let greeter = GreeterServer::new(GreeterService(core))
         .max_decoding_message_size(max)
         .max_encoding_message_size(usize::MAX);
-    let reflection = || {
-        tonic_reflection::server::Builder::configure().register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-    };
+    let reflection =
+        || tonic_reflection::server::Builder::configure().register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET);
     let routes = Routes::new(bench)
         .add_service(greeter)
         .add_service(reflection().build_v1().map_err(ServerError::Reflection)?)

@@ -129,7 +129,10 @@ pub(crate) async fn serve(
 /// next `accept` may succeed at once.
 fn is_connection_error(err: &std::io::Error) -> bool {
     use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset, Interrupted};
-    matches!(err.kind(), ConnectionAborted | ConnectionRefused | ConnectionReset | Interrupted)
+    matches!(
+        err.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset | Interrupted
+    )
 }
 
 async fn serve_connection<IO>(
@@ -198,9 +201,14 @@ async fn drive<C, T, E>(
             () = idle_expired => {
                 graceful(conn.as_mut());
                 if let Some((activity, _)) = idle {
+                    // Let the GOAWAY go out and streams that crossed it finish.
+                    let grace = async {
+                        tokio::time::sleep(GOAWAY_GRACE).await;
+                        activity.idle_for(GOAWAY_GRACE).await;
+                    };
                     tokio::select! {
                         _ = conn.as_mut() => {}
-                        () = activity.idle_for(GOAWAY_GRACE) => {}
+                        () = grace => {}
                     }
                 }
                 return;
@@ -286,7 +294,12 @@ struct Tracked<S> {
 
 impl<S, F> hyper::service::Service<http::Request<Incoming>> for Tracked<S>
 where
-    S: hyper::service::Service<http::Request<Incoming>, Response = http::Response<Body>, Error = Infallible, Future = F>,
+    S: hyper::service::Service<
+            http::Request<Incoming>,
+            Response = http::Response<Body>,
+            Error = Infallible,
+            Future = F,
+        >,
     F: Future<Output = Result<http::Response<Body>, Infallible>> + Send + 'static,
 {
     type Response = http::Response<Body>;

@@ -247,23 +247,30 @@ mod tests {
             (b"<a/>", 1),
             (b"<a></a>", 1),
             (b"<?xml version='1.0'?><a><b/><c x='1'>t</c></a>", 3),
-            (b"<a><!-- <b/><c/> --></a>", 1),            // tags in a comment
-            (b"<a><![CDATA[<b/><c>]]></a>", 1),           // tags in CDATA
-            (b"<a><!-- unterminated <b/>", 1),            // the rest is the comment
-            (b"<!DOCTYPE a><a/>", 1),                     // declarations are not elements
-            (b"<a>&lt;b/&gt;</a>", 1),                    // escaped text
+            (b"<a><!-- <b/><c/> --></a>", 1),   // tags in a comment
+            (b"<a><![CDATA[<b/><c>]]></a>", 1), // tags in CDATA
+            (b"<a><!-- unterminated <b/>", 1),  // the rest is the comment
+            (b"<!DOCTYPE a><a/>", 1),           // declarations are not elements
+            (b"<a>&lt;b/&gt;</a>", 1),          // escaped text
         ];
         for (xml, elements) in cases {
             let text = String::from_utf8_lossy(xml);
             assert!(!more_elements_than(xml, elements), "{text}");
-            assert_eq!(more_elements_than(xml, elements.saturating_sub(1)), elements > 0, "{text}");
+            assert_eq!(
+                more_elements_than(xml, elements.saturating_sub(1)),
+                elements > 0,
+                "{text}"
+            );
         }
         let every_vector = workload::ALL.iter().map(|w| {
             let xml = contract_soap::envelope(w.operation.soap_request_element(), &w.request());
             (w.name, xml)
         });
         for (name, xml) in every_vector {
-            assert!(!more_elements_than(xml.as_bytes(), 40), "{name} has fewer than 40 elements");
+            assert!(
+                !more_elements_than(xml.as_bytes(), 40),
+                "{name} has fewer than 40 elements"
+            );
         }
     }
 

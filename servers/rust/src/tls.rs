@@ -75,10 +75,7 @@ impl Identity {
                 source,
             })?
             .ok_or_else(|| TlsError::NoKey(files.key.clone()))?;
-        Ok(Identity {
-            certs,
-            key,
-        })
+        Ok(Identity { certs, key })
     }
 
     /// A rustls server configuration offering exactly `alpn`.

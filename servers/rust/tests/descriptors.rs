@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use common::HttpConn;
 use protobench_contract::Protocol;
-use rustix::process::{Pid, Resource, Rlimit, prlimit};
+use rustix::process::{Pid, Resource, Rlimit, getrlimit, prlimit};
 use tokio::net::TcpStream;
 
 const IDLE: Duration = Duration::from_secs(1);
@@ -65,20 +65,33 @@ async fn answered(conn: &mut HttpConn, protocol: Protocol) -> bool {
             Protocol::Grpc => {
                 let headers = [("content-type", "application/grpc"), ("te", "trailers")];
                 let r = conn
-                    .send(http::Method::POST, "/protobench.v1.Bench/GetInventoryXs", &headers, vec![0; 5])
+                    .send(
+                        http::Method::POST,
+                        "/protobench.v1.Bench/GetInventoryXs",
+                        &headers,
+                        vec![0; 5],
+                    )
                     .await;
                 r.status == 200
             }
             _ => conn.get("/v1/inventory/xs").await.status == 200,
         }
     };
-    tokio::time::timeout(Duration::from_secs(2), call).await.unwrap_or(false)
+    tokio::time::timeout(Duration::from_secs(2), call)
+        .await
+        .unwrap_or(false)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_keeps_serving_when_out_of_descriptors() {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "server_for_the_descriptor_test", "--nocapture", "--quiet"])
+        .args([
+            "--ignored",
+            "--exact",
+            "server_for_the_descriptor_test",
+            "--nocapture",
+            "--quiet",
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -100,18 +113,19 @@ async fn server_keeps_serving_when_out_of_descriptors() {
     let mut before = Vec::new();
     for &(protocol, addr) in &addrs {
         let mut conn = HttpConn::open_addr(addr, protocol.is_http2(), false).await.unwrap();
-        assert!(answered(&mut conn, protocol).await, "{protocol} answers before the flood");
+        assert!(
+            answered(&mut conn, protocol).await,
+            "{protocol} answers before the flood"
+        );
         before.push((protocol, conn));
     }
     let open = std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().count() as u64;
+    // The child inherited this process's hard limit; only the soft one drops.
     let limit = Rlimit {
         current: Some(open + SPARE_DESCRIPTORS),
-        maximum: None,
+        maximum: getrlimit(Resource::Nofile).maximum,
     };
-    let hard = prlimit(Pid::from_raw(pid as i32), Resource::Nofile, Rlimit { current: None, maximum: None })
-        .unwrap()
-        .maximum;
-    prlimit(Pid::from_raw(pid as i32), Resource::Nofile, Rlimit { maximum: hard, ..limit }).unwrap();
+    prlimit(Pid::from_raw(pid as i32), Resource::Nofile, limit).unwrap();
 
     // The flood: silent connections, more than the server has descriptors for.
     let mut flood = Vec::new();
@@ -123,23 +137,31 @@ async fn server_keeps_serving_when_out_of_descriptors() {
     let cpu_before = cpu_time(pid);
     tokio::time::sleep(Duration::from_millis(100)).await;
     for (protocol, conn) in &mut before {
-        assert!(answered(conn, *protocol).await, "{protocol}: a connection from before the flood is answered");
+        assert!(
+            answered(conn, *protocol).await,
+            "{protocol}: a connection from before the flood is answered"
+        );
     }
     tokio::time::sleep(Duration::from_millis(400)).await;
     let cpu = cpu_time(pid) - cpu_before;
-    assert!(cpu < Duration::from_millis(250), "the server spent {cpu:?} of CPU in 0.5 s of flood");
+    assert!(
+        cpu < Duration::from_millis(250),
+        "the server spent {cpu:?} of CPU in 0.5 s of flood"
+    );
 
     // The idle timeout closes the flood (in turns of SPARE_DESCRIPTORS), then
     // a new connection to every listener is served again.
     for &(protocol, addr) in &addrs {
         let served = async {
             loop {
-                if let Ok(Ok(mut conn)) =
-                    tokio::time::timeout(Duration::from_secs(3), HttpConn::open_addr(addr, protocol.is_http2(), false)).await
+                if let Ok(Ok(mut conn)) = tokio::time::timeout(
+                    Duration::from_secs(3),
+                    HttpConn::open_addr(addr, protocol.is_http2(), false),
+                )
+                .await
+                    && answered(&mut conn, protocol).await
                 {
-                    if answered(&mut conn, protocol).await {
-                        return;
-                    }
+                    return;
                 }
             }
         };
