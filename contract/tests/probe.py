@@ -40,7 +40,7 @@ ENVELOPE = ('<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="' 
 # source files, function names, library packages.
 INTERNALS = re.compile(
     r"Traceback|\bat [\w$.<>]+\(|\b[A-Z]\w*(?:Error|Exception)\b|\.(?:py|go|rs|java|js|ts|kt)\b"
-    r"|\w::\w|\w\(\)|\b(?:org|java|javax|com|io)\.[a-z]+\.|node_modules|goroutine|panicked|lxml|spyne"
+    r"|\w::\w|\w\(\)|\b(?:org|java|javax|com|io)\.[a-z]+\.|node_modules|goroutine|panicked|lxml|spyne|\bGo struct\b|\bstruct field\b"
     r"|\bsaxparse|\bexpat\b",
 )
 REPORT = []
