@@ -120,6 +120,12 @@ for s in "${servers[@]}"; do
     fi
     kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null
   done
+  # The hardening probe (issue 14): limits, timeouts and hostile input, its own server start.
+  if out=$(PROTOBENCH="$pb" bash "$root/contract/tests/probe.sh" --root "$root" "$s" 2>&1); then
+    echo "ok   $s probe ($(echo "$out" | tail -1 | sed 's/^probe: //'))"; passed=$((passed+1))
+  else
+    echo "FAIL $s probe"; echo "$out" | grep -v '^ok' | head -30; failed=$((failed+1))
+  fi
 done
 echo "verify-servers: $passed passed, $failed failed"
 [ $failed -eq 0 ]

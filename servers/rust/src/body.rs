@@ -3,6 +3,8 @@
 
 use axum::extract::Request;
 use axum::http::{HeaderMap, header};
+use std::time::Duration;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt as _, LengthLimitError, Limited};
 
@@ -15,6 +17,20 @@ pub(crate) enum BodyError {
     /// The client stopped sending or the stream broke.
     #[error("cannot read the request body")]
     Read,
+    /// The body did not arrive within the read timeout (408).
+    #[error("the request body did not arrive within {}", humantime(*.timeout))]
+    Timeout { timeout: Duration },
+}
+
+/// `30s`, `500ms`: the timeout as the env contract writes it.
+fn humantime(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.as_nanos().is_multiple_of(1_000_000) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}us", d.as_micros())
+    }
 }
 
 /// Whether the `Content-Type` is `media_type` (any parameters, any case).
@@ -35,8 +51,9 @@ pub(crate) fn content_type(headers: &HeaderMap) -> String {
 }
 
 /// Reads the whole body, refusing it as soon as it is known to be over
-/// `limit` bytes (a `Content-Length` over the limit is refused unread).
-pub(crate) async fn read(request: Request, limit: usize) -> Result<Bytes, BodyError> {
+/// `limit` bytes (a `Content-Length` over the limit is refused unread), and
+/// giving up when it has not all arrived within `timeout`.
+pub(crate) async fn read(request: Request, limit: usize, timeout: Duration) -> Result<Bytes, BodyError> {
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -45,9 +62,22 @@ pub(crate) async fn read(request: Request, limit: usize) -> Result<Bytes, BodyEr
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(BodyError::TooLarge { limit });
     }
-    match Limited::new(request.into_body(), limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(err) if err.is::<LengthLimitError>() => Err(BodyError::TooLarge { limit }),
-        Err(_) => Err(BodyError::Read),
+    match tokio::time::timeout(timeout, Limited::new(request.into_body(), limit).collect()).await {
+        Err(_elapsed) => Err(BodyError::Timeout { timeout }),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(err)) if err.is::<LengthLimitError>() => Err(BodyError::TooLarge { limit }),
+        Ok(Err(_)) => Err(BodyError::Read),
+    }
+}
+
+/// Marks an HTTP/1.1 response as the connection's last (`Connection:
+/// close`): after a body timeout the rest of the body may still be on its
+/// way, so the connection cannot carry another request. HTTP/2 has no such
+/// header (the stream alone ends).
+pub(crate) fn close_connection(version: http::Version, response: &mut axum::response::Response) {
+    if version < http::Version::HTTP_2 {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, http::HeaderValue::from_static("close"));
     }
 }

@@ -36,7 +36,26 @@ pub struct ServerConfig {
     /// `PROTOBENCH_MAX_REQUEST_BYTES`: largest accepted request body
     /// (protobuf message for gRPC).
     pub max_request_bytes: usize,
+    /// `PROTOBENCH_IDLE_TIMEOUT`: a connection with no request in progress
+    /// (HTTP/1.1 before its first request and between requests; HTTP/2 with
+    /// no open stream, also one that never sent the preface or never
+    /// finished its TLS handshake) is closed after this long.
+    pub idle_timeout: Duration,
+    /// `PROTOBENCH_READ_TIMEOUT`: an HTTP/1.1 request body that has not all
+    /// arrived this long after its headers is answered 408 and its
+    /// connection closed.
+    pub read_timeout: Duration,
+    /// `PROTOBENCH_MAX_STREAMS`: SETTINGS_MAX_CONCURRENT_STREAMS of every
+    /// HTTP/2 listener (rest-h2 and grpc).
+    pub max_streams: u32,
 }
+
+/// `PROTOBENCH_IDLE_TIMEOUT`'s default.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// `PROTOBENCH_READ_TIMEOUT`'s default.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// `PROTOBENCH_MAX_STREAMS`'s default.
+pub const DEFAULT_MAX_STREAMS: u32 = 1000;
 
 /// PEM files of the certificate chain and its private key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +111,9 @@ impl Default for ServerConfig {
             failure_seed: 1,
             service_time: None,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            read_timeout: DEFAULT_READ_TIMEOUT,
+            max_streams: DEFAULT_MAX_STREAMS,
         }
     }
 }
@@ -181,6 +203,35 @@ impl ServerConfig {
                         "PROTOBENCH_MAX_REQUEST_BYTES",
                         &value,
                         "expected a whole number of bytes above 0",
+                    ));
+                }
+            };
+        }
+        for (var, slot) in [
+            ("PROTOBENCH_IDLE_TIMEOUT", &mut config.idle_timeout),
+            ("PROTOBENCH_READ_TIMEOUT", &mut config.read_timeout),
+        ] {
+            if let Some(value) = get(var) {
+                *slot = match parse_duration(value.trim()) {
+                    Some(d) if !d.is_zero() => d,
+                    _ => {
+                        return Err(ConfigError::new(
+                            var,
+                            &value,
+                            "expected a duration above 0 with a unit ns, us, ms or s, e.g. 60s or 500ms",
+                        ));
+                    }
+                };
+            }
+        }
+        if let Some(value) = get("PROTOBENCH_MAX_STREAMS") {
+            config.max_streams = match value.trim().parse::<u32>() {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    return Err(ConfigError::new(
+                        "PROTOBENCH_MAX_STREAMS",
+                        &value,
+                        "expected a whole number of streams from 1 to 4294967295",
                     ));
                 }
             };
@@ -288,6 +339,10 @@ mod tests {
             (c.failure_rate, c.failure_seed, c.max_request_bytes),
             (0.0, 1, 8_388_608)
         );
+        assert_eq!(
+            (c.idle_timeout, c.read_timeout, c.max_streams),
+            (Duration::from_secs(60), Duration::from_secs(30), 1000)
+        );
     }
 
     #[test]
@@ -304,6 +359,9 @@ mod tests {
             ("PROTOBENCH_FAILURE_SEED", "18446744073709551615"),
             ("PROTOBENCH_SERVICE_TIME", "spin:250us"),
             ("PROTOBENCH_MAX_REQUEST_BYTES", "1024"),
+            ("PROTOBENCH_IDLE_TIMEOUT", "2s"),
+            ("PROTOBENCH_READ_TIMEOUT", "500ms"),
+            ("PROTOBENCH_MAX_STREAMS", "100"),
         ])
         .unwrap();
         assert_eq!(c.rest, Some("127.0.0.1:0".parse().unwrap()));
@@ -320,6 +378,31 @@ mod tests {
         assert_eq!(c.failure_seed, u64::MAX);
         assert_eq!(c.service_time, Some(ServiceTime::Spin(Duration::from_micros(250))));
         assert_eq!(c.max_request_bytes, 1024);
+        assert_eq!(c.idle_timeout, Duration::from_secs(2));
+        assert_eq!(c.read_timeout, Duration::from_millis(500));
+        assert_eq!(c.max_streams, 100);
+    }
+
+    #[test]
+    fn bad_timeouts_and_stream_limits_are_refused_by_name() {
+        for var in ["PROTOBENCH_IDLE_TIMEOUT", "PROTOBENCH_READ_TIMEOUT"] {
+            for value in ["60", "0s", "-1s", "1m", "s", "sleep:1s", "ten seconds"] {
+                let err = config(&[(var, value)]).unwrap_err();
+                assert_eq!(err.var, var, "{value}");
+                assert_eq!(
+                    err.reason, "expected a duration above 0 with a unit ns, us, ms or s, e.g. 60s or 500ms",
+                    "{var}={value}"
+                );
+            }
+        }
+        for value in ["0", "-1", "1.5", "4294967296", "many"] {
+            let err = config(&[("PROTOBENCH_MAX_STREAMS", value)]).unwrap_err();
+            assert_eq!(err.var, "PROTOBENCH_MAX_STREAMS", "{value}");
+        }
+        assert_eq!(
+            config(&[("PROTOBENCH_MAX_STREAMS", "4294967295")]).unwrap().max_streams,
+            u32::MAX
+        );
     }
 
     #[test]

@@ -78,6 +78,8 @@ impl FailureDraw {
 pub(crate) struct Core {
     pub(crate) dataset: Arc<Dataset>,
     pub(crate) max_request_bytes: usize,
+    /// How long an HTTP/1.1 request body may take to arrive.
+    pub(crate) read_timeout: std::time::Duration,
     service_time: Option<ServiceTime>,
     failures: FailureDraw,
     in_flight: AtomicU64,
@@ -135,6 +137,7 @@ impl Core {
         Core {
             dataset,
             max_request_bytes: config.max_request_bytes,
+            read_timeout: config.read_timeout,
             service_time: config.service_time,
             failures: FailureDraw::new(config.failure_rate, config.failure_seed),
             in_flight: AtomicU64::new(0),

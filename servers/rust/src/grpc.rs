@@ -7,23 +7,30 @@
 //! with the contract (and with grpc-go and grpc-java): an undecodable message
 //! is `INVALID_ARGUMENT` (tonic's prost codec says `INTERNAL`), see
 //! [`codec`]; a message over the size limit is `RESOURCE_EXHAUSTED` (tonic
-//! says `OUT_OF_RANGE`), see [`resource_exhausted`].
+//! says `OUT_OF_RANGE`), see [`resource_exhausted`]. Two checks tonic lacks
+//! come from the gRPC HTTP/2 spec: a non-gRPC `content-type` is HTTP 415, a
+//! second message on a unary call `INTERNAL`.
+//!
+//! The services are served by the same hyper HTTP/2 accept loop as
+//! `rest-h2` ([`crate::http`]), not by `tonic::transport::Server`, so that
+//! both HTTP/2 listeners share one implementation of the idle timeout, the
+//! stream limit and the accept back-off.
 
 use std::sync::Arc;
 
-use http::{HeaderName, HeaderValue};
+use axum::Router;
+use axum::middleware::Next;
+use axum::response::IntoResponse as _;
+use http::{HeaderName, HeaderValue, StatusCode, header};
 use protobench_contract::pb::{self, bench, helloworld};
-use tokio::net::TcpListener;
-use tokio::sync::watch;
 use tonic::service::Routes;
-use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Server, ServerTlsConfig};
 use tonic::{Request, Response, Status};
+use tower::util::MapResponseLayer;
 
+use crate::ServerError;
+use crate::body;
 use crate::core::{CallError, Core, INJECTED_FAILURE};
-use crate::tls::Identity;
 use crate::views::{DeviceListView, FileContentView, InventoryStatusView, ItemListView, ObjectListView};
-use crate::{DRAIN_TIMEOUT, ServerError};
 
 #[allow(missing_docs, unreachable_pub, clippy::all, reason = "generated code")]
 mod generated {
@@ -72,19 +79,33 @@ pub(crate) mod codec {
         }
 
         fn decoder(&mut self) -> Self::Decoder {
-            BenchDecoder(PhantomData)
+            BenchDecoder {
+                decoded: false,
+                message: PhantomData,
+            }
         }
     }
 
     /// Decodes `U`; a decode error is the client's (`INVALID_ARGUMENT`).
+    ///
+    /// One decoder serves one call, and every method of the contract is
+    /// unary, so a second message is a protocol violation: `INTERNAL`, as
+    /// grpc-go and grpc-java answer it. tonic reads the request stream to its
+    /// end (for trailers) through this decoder but does not check it.
     #[derive(Debug, Clone, Copy)]
-    pub(crate) struct BenchDecoder<U>(PhantomData<U>);
+    pub(crate) struct BenchDecoder<U> {
+        decoded: bool,
+        message: PhantomData<U>,
+    }
 
     impl<U: prost::Message + Default> Decoder for BenchDecoder<U> {
         type Item = U;
         type Error = Status;
 
         fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
+            if std::mem::replace(&mut self.decoded, true) {
+                return Err(Status::internal("a unary call carries more than one request message"));
+            }
             U::decode(buf)
                 .map(Some)
                 .map_err(|e| Status::invalid_argument(format!("invalid protobuf: {e}")))
@@ -154,56 +175,48 @@ service!(GreeterService: Greeter {
     say_hello(helloworld::HelloRequest) -> helloworld::HelloReply;
 });
 
-/// A gRPC server ready to run: TLS set up and services built, so every
-/// configuration error shows before any listener serves.
-pub(crate) struct GrpcServer {
-    server: Server,
-    routes: Routes,
+/// The gRPC services (Bench, Greeter, reflection v1 and v1alpha) as one
+/// router for the shared HTTP/2 accept loop ([`crate::http::serve`]), with
+/// the contract's framing rules: a `content-type` that is not
+/// `application/grpc...` gets HTTP 415 ([`require_grpc_content_type`]) and an
+/// over-limit message RESOURCE_EXHAUSTED ([`resource_exhausted`]).
+pub(crate) fn router(core: Arc<Core>) -> Result<Router, ServerError> {
+    let max = core.max_request_bytes;
+    let bench = BenchServer::new(BenchService(core.clone()))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(usize::MAX);
+    let greeter = GreeterServer::new(GreeterService(core))
+        .max_decoding_message_size(max)
+        .max_encoding_message_size(usize::MAX);
+    let reflection =
+        || tonic_reflection::server::Builder::configure().register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET);
+    let routes = Routes::new(bench)
+        .add_service(greeter)
+        .add_service(reflection().build_v1().map_err(ServerError::Reflection)?)
+        .add_service(reflection().build_v1alpha().map_err(ServerError::Reflection)?)
+        .prepare();
+    Ok(routes
+        .into_axum_router()
+        .layer(MapResponseLayer::new(resource_exhausted))
+        .layer(axum::middleware::from_fn(require_grpc_content_type)))
 }
 
-impl GrpcServer {
-    pub(crate) fn new(core: Arc<Core>, identity: Option<&Identity>) -> Result<Self, ServerError> {
-        let max = core.max_request_bytes;
-        let bench = BenchServer::new(BenchService(core.clone()))
-            .max_decoding_message_size(max)
-            .max_encoding_message_size(usize::MAX);
-        let greeter = GreeterServer::new(GreeterService(core))
-            .max_decoding_message_size(max)
-            .max_encoding_message_size(usize::MAX);
-        let reflection = || {
-            tonic_reflection::server::Builder::configure().register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
-        };
-        let routes = Routes::new(bench)
-            .add_service(greeter)
-            .add_service(reflection().build_v1().map_err(ServerError::Reflection)?)
-            .add_service(reflection().build_v1alpha().map_err(ServerError::Reflection)?);
-        let mut server = Server::builder();
-        if let Some(identity) = identity {
-            let tls = ServerTlsConfig::new().identity(tonic::transport::Identity::from_pem(
-                &identity.cert_pem,
-                &identity.key_pem,
-            ));
-            server = server.tls_config(tls).map_err(ServerError::GrpcTls)?;
-        }
-        Ok(GrpcServer { server, routes })
+/// The gRPC over HTTP/2 spec: a request whose `content-type` does not start
+/// with `application/grpc` is answered HTTP 415, so that no HTTP/2 client
+/// takes a gRPC error (HTTP 200) for success. tonic does not check it.
+async fn require_grpc_content_type(request: axum::extract::Request, next: Next) -> axum::response::Response {
+    let grpc = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/grpc"));
+    if grpc {
+        return next.run(request).await;
     }
-
-    /// Serves until `shutdown` changes (or its sender is dropped), then
-    /// drains for up to [`DRAIN_TIMEOUT`].
-    pub(crate) async fn run(self, listener: TcpListener, mut shutdown: watch::Receiver<()>) {
-        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-        let service = tower::ServiceBuilder::new()
-            .map_response(resource_exhausted)
-            .service(self.routes);
-        let mut signal = shutdown.clone();
-        let serve = self.server.serve_with_incoming_shutdown(service, incoming, async move {
-            let _ = signal.changed().await;
-        });
-        let mut serve = std::pin::pin!(serve);
-        tokio::select! {
-            _ = serve.as_mut() => return,
-            _ = shutdown.changed() => {}
-        }
-        let _ = tokio::time::timeout(DRAIN_TIMEOUT, serve).await;
-    }
+    let found = body::content_type(request.headers());
+    (
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        format!("content type {found} is not gRPC; expected application/grpc"),
+    )
+        .into_response()
 }

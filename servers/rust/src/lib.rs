@@ -67,9 +67,6 @@ pub enum ServerError {
     /// The certificate or key could not be used.
     #[error("cannot set up TLS")]
     Tls(#[from] TlsError),
-    /// tonic refused the certificate or key.
-    #[error("cannot set up TLS for grpc")]
-    GrpcTls(#[source] tonic::transport::Error),
     /// The reflection service could not read the contract's descriptors.
     #[error("cannot build the grpc reflection service")]
     Reflection(#[source] tonic_reflection::server::Error),
@@ -163,9 +160,9 @@ pub async fn start(config: ServerConfig, dataset: Arc<Dataset>) -> Result<Runnin
         let bind_error = |source| ServerError::Bind { protocol, addr, source };
         let socket = TcpListener::bind(addr).await.map_err(bind_error)?;
         let local = socket.local_addr().map_err(bind_error)?;
-        let tls = match (&identity, protocol) {
-            (_, Protocol::Grpc) | (None, _) => None, // tonic sets up its own TLS
-            (Some(identity), _) => Some(http::acceptor(identity.server_config(protocol.alpn())?)),
+        let tls = match &identity {
+            None => None,
+            Some(identity) => Some(http::acceptor(identity.server_config(protocol.alpn())?)),
         };
         bound.push((
             Listener {
@@ -178,8 +175,12 @@ pub async fn start(config: ServerConfig, dataset: Arc<Dataset>) -> Result<Runnin
         ));
     }
     let mut grpc = match config.grpc {
-        Some(_) => Some(grpc::GrpcServer::new(core.clone(), identity.as_ref())?),
+        Some(_) => Some(grpc::router(core.clone())?),
         None => None,
+    };
+    let limits = http::Limits {
+        idle: config.idle_timeout,
+        max_streams: config.max_streams,
     };
 
     let (shutdown, signal) = watch::channel(());
@@ -187,30 +188,16 @@ pub async fn start(config: ServerConfig, dataset: Arc<Dataset>) -> Result<Runnin
     let mut tasks = Vec::new();
     for (listener, socket, tls) in bound {
         let signal = signal.clone();
-        let task = match listener.protocol {
-            Protocol::Rest => tokio::spawn(http::serve(
-                socket,
-                http::Version::Http1,
-                tls,
-                rest::router(core.clone()),
-                signal,
-            )),
-            Protocol::RestH2 => tokio::spawn(http::serve(
-                socket,
+        let (version, router) = match listener.protocol {
+            Protocol::Rest => (http::Version::Http1, rest::router(core.clone())),
+            Protocol::RestH2 => (http::Version::Http2, rest::router(core.clone())),
+            Protocol::Soap => (http::Version::Http1, soap::router(core.clone(), listener.tls)),
+            Protocol::Grpc => (
                 http::Version::Http2,
-                tls,
-                rest::router(core.clone()),
-                signal,
-            )),
-            Protocol::Soap => {
-                let router = soap::router(core.clone(), listener.tls);
-                tokio::spawn(http::serve(socket, http::Version::Http1, tls, router, signal))
-            }
-            Protocol::Grpc => {
-                let server = grpc.take().expect("a grpc server is built when grpc has an address");
-                tokio::spawn(server.run(socket, signal))
-            }
+                grpc.take().expect("the grpc router is built when grpc has an address"),
+            ),
         };
+        let task = tokio::spawn(http::serve(socket, version, tls, router, limits, signal));
         listeners.push(listener);
         tasks.push(task);
     }

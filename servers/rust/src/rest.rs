@@ -5,7 +5,8 @@
 //! does not decode or a value the operation refuses, 404 for unknown paths and
 //! files, 405 (with `Allow`) for a known path with another method, 413 for a
 //! body over the size limit, 415 for a body that is not JSON, 500 for an
-//! injected failure.
+//! injected failure; 408 (and, on HTTP/1.1, the connection closed) for a body
+//! that has not all arrived within `PROTOBENCH_READ_TIMEOUT`.
 
 use std::sync::Arc;
 
@@ -75,10 +76,16 @@ async fn post_call(core: Arc<Core>, op: Operation, request: Request) -> Response
             &format!("content type {found} is not supported; expected application/json"),
         );
     }
-    let bytes = match body::read(request, core.max_request_bytes).await {
+    let version = request.version();
+    let bytes = match body::read(request, core.max_request_bytes, core.read_timeout).await {
         Ok(bytes) => bytes,
         Err(err @ BodyError::TooLarge { .. }) => {
             return error(StatusCode::PAYLOAD_TOO_LARGE, &err.to_string());
+        }
+        Err(err @ BodyError::Timeout { .. }) => {
+            let mut response = error(StatusCode::REQUEST_TIMEOUT, &err.to_string());
+            body::close_connection(version, &mut response);
+            return response;
         }
         Err(err) => return error(StatusCode::BAD_REQUEST, &err.to_string()),
     };

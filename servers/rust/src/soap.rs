@@ -28,6 +28,12 @@ const LOCATION: &str = "<soap:address location=\"";
 
 use protobench_contract::soap::{ENVELOPE_HEAD as HEAD, ENVELOPE_TAIL as TAIL};
 
+/// The most XML elements a request envelope may hold (the contract's largest
+/// legitimate request has fewer than 40). The element tree the codec builds
+/// costs far more than the bytes (about 60 bytes per `<a/>`), so a request
+/// over this is refused before it is parsed.
+pub(crate) const MAX_ELEMENTS: usize = 10_000;
+
 #[derive(Clone)]
 struct Soap {
     core: Arc<Core>,
@@ -74,13 +80,22 @@ async fn call(core: &Core, request: Request) -> Response {
         let message = format!("content type {found} is not supported; expected text/xml; charset=utf-8");
         return fault(StatusCode::UNSUPPORTED_MEDIA_TYPE, FaultCode::Client, &message);
     }
-    let bytes = match body::read(request, core.max_request_bytes).await {
+    let version = request.version();
+    let bytes = match body::read(request, core.max_request_bytes, core.read_timeout).await {
         Ok(bytes) => bytes,
         Err(err @ BodyError::TooLarge { .. }) => {
             return fault(StatusCode::PAYLOAD_TOO_LARGE, FaultCode::Client, &err.to_string());
         }
+        Err(err @ BodyError::Timeout { .. }) => {
+            let mut response = fault(StatusCode::REQUEST_TIMEOUT, FaultCode::Client, &err.to_string());
+            body::close_connection(version, &mut response);
+            return response;
+        }
         Err(err) => return client_fault(&err.to_string()),
     };
+    if more_elements_than(&bytes, MAX_ELEMENTS) {
+        return client_fault(&format!("too many XML elements: more than {MAX_ELEMENTS}"));
+    }
     let payload = match contract_soap::parse_envelope(&bytes) {
         Ok(payload) => payload,
         Err(err) => return client_fault(&format!("invalid SOAP envelope: {err}")),
@@ -104,6 +119,35 @@ async fn call(core: &Core, request: Request) -> Response {
         Err(CallError::Invalid(m) | CallError::NotFound(m)) => client_fault(&m),
         Err(CallError::Injected) => fault(StatusCode::INTERNAL_SERVER_ERROR, FaultCode::Server, INJECTED_FAILURE),
     }
+}
+
+/// Whether `xml` holds more than `max` elements: a byte scan counting start
+/// and empty-element tags (`<` followed by anything but `/`, `!` or `?`),
+/// skipping comments and CDATA sections, where `<` may appear unescaped. In
+/// well-formed XML `<` appears nowhere else, so the count is exact; for
+/// anything else the parser that runs next says what is wrong.
+fn more_elements_than(xml: &[u8], max: usize) -> bool {
+    let mut count = 0usize;
+    let mut rest = xml;
+    while let Some(at) = rest.iter().position(|&b| b == b'<') {
+        rest = &rest[at + 1..];
+        let skip_past = |rest: &[u8], end: &[u8]| -> usize {
+            rest.windows(end.len())
+                .position(|w| w == end)
+                .map_or(rest.len(), |i| i + end.len())
+        };
+        if rest.starts_with(b"!--") {
+            rest = &rest[skip_past(rest, b"-->")..];
+        } else if rest.starts_with(b"![CDATA[") {
+            rest = &rest[skip_past(rest, b"]]>")..];
+        } else if !matches!(rest.first(), None | Some(b'/' | b'!' | b'?')) {
+            count += 1;
+            if count > max {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 fn envelope(element: &str, reply: &Reply) -> String {
@@ -193,6 +237,40 @@ mod tests {
             let expected = contract_soap::envelope(w.operation.soap_response_element(), &response);
             let ours = envelope(w.operation.soap_response_element(), &Reply::Owned(response));
             assert_eq!(ours, expected, "{}", w.name);
+        }
+    }
+
+    #[test]
+    fn elements_are_counted_outside_comments_and_cdata() {
+        let cases: [(&[u8], usize); 9] = [
+            (b"", 0),
+            (b"<a/>", 1),
+            (b"<a></a>", 1),
+            (b"<?xml version='1.0'?><a><b/><c x='1'>t</c></a>", 3),
+            (b"<a><!-- <b/><c/> --></a>", 1),   // tags in a comment
+            (b"<a><![CDATA[<b/><c>]]></a>", 1), // tags in CDATA
+            (b"<a><!-- unterminated <b/>", 1),  // the rest is the comment
+            (b"<!DOCTYPE a><a/>", 1),           // declarations are not elements
+            (b"<a>&lt;b/&gt;</a>", 1),          // escaped text
+        ];
+        for (xml, elements) in cases {
+            let text = String::from_utf8_lossy(xml);
+            assert!(!more_elements_than(xml, elements), "{text}");
+            assert_eq!(
+                more_elements_than(xml, elements.saturating_sub(1)),
+                elements > 0,
+                "{text}"
+            );
+        }
+        let every_vector = workload::ALL.iter().map(|w| {
+            let xml = contract_soap::envelope(w.operation.soap_request_element(), &w.request());
+            (w.name, xml)
+        });
+        for (name, xml) in every_vector {
+            assert!(
+                !more_elements_than(xml.as_bytes(), 40),
+                "{name} has fewer than 40 elements"
+            );
         }
     }
 

@@ -46,8 +46,6 @@ pub enum TlsError {
 /// The certificate chain and key, read once.
 #[derive(Debug)]
 pub(crate) struct Identity {
-    pub(crate) cert_pem: Vec<u8>,
-    pub(crate) key_pem: Vec<u8>,
     certs: Vec<CertificateDer<'static>>,
     key: PrivateKeyDer<'static>,
 }
@@ -77,12 +75,7 @@ impl Identity {
                 source,
             })?
             .ok_or_else(|| TlsError::NoKey(files.key.clone()))?;
-        Ok(Identity {
-            cert_pem,
-            key_pem,
-            certs,
-            key,
-        })
+        Ok(Identity { certs, key })
     }
 
     /// A rustls server configuration offering exactly `alpn`.

@@ -1,0 +1,668 @@
+#!/usr/bin/env python3
+"""Cross-stack hardening probe (issue 14): bad input and hostile connections
+against a running server's listeners, checked against the server limits of
+contract/README.md (idle and read timeouts, HTTP/2 stream limit, descriptor
+exhaustion, SOAP element bound, gRPC framing, errors that name no internals).
+
+usage: probe.py --pid PID [--rest ADDR] [--rest-h2 ADDR] [--grpc ADDR]
+                [--soap ADDR] [--idle S] [--read S] [--spare-fds N]
+
+PID is the server's process (its children are measured too). Prints one line
+per check, `ok|FAIL|skip category check: expected X, observed Y`, and exits 1
+if any check failed. Clear text only. Normally run by probe.sh, which starts
+the server with PROTOBENCH_IDLE_TIMEOUT and PROTOBENCH_READ_TIMEOUT set.
+
+Python 3.11 with the `h2` package (HTTP/2 framing and HPACK); probe.sh
+installs it into a venv under ${XDG_CACHE_HOME:-~/.cache}/protobench/.
+"""
+
+import argparse
+import json
+import os
+import re
+import resource
+import socket
+import struct
+import sys
+import threading
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+SOAP_NS = "http://schemas.xmlsoap.org/soap/envelope/"
+ENVELOPE = ('<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="' + SOAP_NS + '"><soap:Body>'
+            '<EchoRequest xmlns="urn:protobench:v1">{}</EchoRequest></soap:Body></soap:Envelope>')
+# What an error text must not contain: stack traces, exception classes,
+# source files, function names, library packages.
+INTERNALS = re.compile(
+    r"Traceback|\bat [\w$.<>]+\(|\b[A-Z]\w*(?:Error|Exception)\b|\.(?:py|go|rs|java|js|ts|kt)\b"
+    r"|\w::\w|\w\(\)|\b(?:org|java|javax|com|io)\.[a-z]+\.|node_modules|goroutine|panicked|lxml|spyne|\bGo struct\b|\bstruct field\b"
+    r"|\bsaxparse|\bexpat\b",
+)
+REPORT = []
+
+
+def report(ok, category, check, expected, observed):
+    status = "ok  " if ok is True else ("skip" if ok is None else "FAIL")
+    line = f"{status} {category} {check}: expected {expected}, observed {observed}"
+    REPORT.append(ok)
+    print(line, flush=True)
+
+
+def skip(category, check, why):
+    report(None, category, check, "-", f"skipped: {why}")
+
+
+def addr(text):
+    host, port = text.rsplit(":", 1)
+    return host.strip("[]"), int(port)
+
+
+def connect(target, timeout=5.0):
+    s = socket.create_connection(target, timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def read_until_closed(sock, within):
+    """Reads until EOF or reset; returns (bytes, seconds, closed)."""
+    start = time.monotonic()
+    data = b""
+    while True:
+        left = within - (time.monotonic() - start)
+        if left <= 0:
+            return data, time.monotonic() - start, False
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            return data, time.monotonic() - start, False
+        except OSError:
+            return data, time.monotonic() - start, True
+        if not chunk:
+            return data, time.monotonic() - start, True
+        data += chunk
+
+
+def status_line(data):
+    line = data.split(b"\r\n", 1)[0].decode("latin-1")
+    m = re.match(r"HTTP/1\.[01] (\d{3})", line)
+    return int(m.group(1)) if m else None
+
+
+# ---------------------------------------------------------------- HTTP/1.1
+
+def h1_exchange(target, raw, within=10.0):
+    """Sends `raw`, returns (status, headers, body, seconds, closed)."""
+    s = connect(target)
+    start = time.monotonic()
+    try:
+        s.sendall(raw)
+    except OSError:
+        pass
+    data = b""
+    closed = False
+    while True:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if sep:
+            length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+            chunked = re.search(rb"(?im)^transfer-encoding:\s*chunked", head)
+            if length and len(rest) >= int(length.group(1)):
+                break
+            if chunked and rest.endswith(b"0\r\n\r\n"):
+                rest = dechunk(rest)
+                break
+        left = within - (time.monotonic() - start)
+        if left <= 0:
+            break
+        s.settimeout(left)
+        try:
+            chunk = s.recv(65536)
+        except socket.timeout:
+            break
+        except OSError:
+            closed = True
+            break
+        if not chunk:
+            closed = True
+            break
+        data += chunk
+    s.close()
+    head, _, rest = data.partition(b"\r\n\r\n")
+    if re.search(rb"(?im)^transfer-encoding:\s*chunked", head) and not rest.endswith(b"0\r\n\r\n"):
+        rest = dechunk(rest)
+    return status_line(data), head.decode("latin-1"), rest, time.monotonic() - start, closed
+
+
+def dechunk(body):
+    out = b""
+    while body:
+        size_line, _, body = body.partition(b"\r\n")
+        try:
+            size = int(size_line.split(b";")[0], 16)
+        except ValueError:
+            break
+        if size == 0:
+            break
+        out += body[:size]
+        body = body[size + 2:]
+    return out
+
+
+def h1_request(target, method, path, body=b"", content_type=None, within=10.0):
+    head = f"{method} {path} HTTP/1.1\r\nHost: {target[0]}:{target[1]}\r\nConnection: close\r\n"
+    if content_type:
+        head += f"Content-Type: {content_type}\r\n"
+    if body or method == "POST":
+        head += f"Content-Length: {len(body)}\r\n"
+    return h1_exchange(target, head.encode() + b"\r\n" + body, within)
+
+
+def health(target, protocol):
+    """Whether a new connection gets a normal answer (within 5 s)."""
+    try:
+        if protocol == "soap":
+            status = h1_request(target, "GET", "/soap?wsdl", within=5)[0]
+        elif protocol == "rest":
+            status = h1_request(target, "GET", "/v1/inventory/xs", within=5)[0]
+        elif protocol == "rest-h2":
+            status = H2(target).request("GET", "/v1/inventory/xs", within=5)["status"]
+        else:
+            r = H2(target).grpc("/protobench.v1.Bench/GetInventoryXs", grpc_frame(b""), within=5)
+            return r["grpc-status"] == "0"
+        return status == 200
+    except OSError:
+        return False
+
+
+def probe_http(t, protocol):
+    cat = "http"
+    cases = [
+        ("malformed request line", b"GARBAGE / NOT-HTTP\r\n\r\n"),
+        ("oversized headers", b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (1 << 20) + b"\r\n\r\n"),
+        ("header flood", b"GET / HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(10000)) + b"\r\n"),
+    ]
+    for name, raw in cases:
+        status, _, _, secs, closed = h1_exchange(t, raw, within=10)
+        ok = (status is not None and 400 <= status < 500) or (status is None and closed)
+        observed = f"status {status}" if status else ("closed" if closed else "no answer, still open")
+        report(ok, cat, f"{protocol} {name}", "4xx or close within 10 s", f"{observed} after {secs:.1f} s")
+    report(health(t, protocol), cat, f"{protocol} still answers", "a new connection answered", "answered" if health(t, protocol) else "not answered")
+
+
+def json_message(body):
+    try:
+        doc = json.loads(body)
+        return doc.get("message") if isinstance(doc, dict) else None
+    except ValueError:
+        return None
+
+
+def probe_json(t):
+    cat = "json"
+    cases = [
+        ("truncated", "/v1/echo", b'{"payload":"ab'),
+        ("wrong types", "/v1/echo", b'{"payload":5}'),
+        ("wrong nested types", "/v1/products/echo", b'{"id":"x","price":{"a":1}}'),
+        ("huge integer", "/v1/tasks/clone", b'{"text":"x","times":1' + b"0" * 400 + b"}"),
+        ("huge float", "/v1/greeter/hello", b'{"request":{"name":"a","d":1e999999}}'),
+        ("deep nesting", "/v1/echo", b'{"payload":' + b"[" * 100000 + b"]" * 100000 + b"}"),
+    ]
+    for name, path, body in cases:
+        status, _, resp, secs, _ = h1_request(t, "POST", path, body, "application/json")
+        message = json_message(resp)
+        leak = INTERNALS.search(message or "")
+        ok = status == 400 and bool(message) and not leak
+        observed = f"{status}, message {message!r}" if message is not None else f"{status}, body {resp[:120]!r}"
+        if leak:
+            observed += f" (names {leak.group(0)!r})"
+        report(ok, cat, name, "400 with a message naming no internals", observed[:300])
+
+
+def soap_fault(body):
+    text = body.decode("utf-8", "replace")
+    code = re.search(r"<(?:\w+:)?faultcode[^>]*>([^<]*)<", text)
+    string = re.search(r"<(?:\w+:)?faultstring[^>]*>([^<]*)<", text)
+    return (code.group(1).strip() if code else None), (string.group(1).strip() if string else None)
+
+
+def tree_pids(pid):
+    pids = [pid]
+    for p in pids:
+        try:
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                pids.extend(int(c) for c in f.read().split())
+        except OSError:
+            pass
+    return pids
+
+
+def tree_rss_kib(pid):
+    total = 0
+    for p in tree_pids(pid):
+        try:
+            with open(f"/proc/{p}/status") as f:
+                m = re.search(r"VmRSS:\s+(\d+)", f.read())
+            total += int(m.group(1)) if m else 0
+        except OSError:
+            pass
+    return total
+
+
+def tree_cpu_s(pid):
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in tree_pids(pid):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError):
+            pass
+    return total / ticks
+
+
+def probe_soap(t, pid):
+    cat = "xml"
+    client = re.compile(r"^(?:\w+:)?Client$")
+    cases = [
+        ("DOCTYPE/XXE", ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
+                         '<soap:Envelope xmlns:soap="' + SOAP_NS + '"><soap:Body><EchoRequest xmlns="urn:protobench:v1">'
+                         '<payload>&x;</payload></EchoRequest></soap:Body></soap:Envelope>').encode()),
+        ("billion laughs", ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa">'
+                            + "".join(f'<!ENTITY {chr(98 + i)} "{("&" + chr(97 + i) + ";") * 10}">' for i in range(9))
+                            + ']><soap:Envelope xmlns:soap="' + SOAP_NS + '"><soap:Body><EchoRequest xmlns="urn:protobench:v1">'
+                            '<payload>&j;</payload></EchoRequest></soap:Body></soap:Envelope>').encode()),
+        ("malformed XML", b'<soap:Envelope xmlns:soap="' + SOAP_NS.encode() + b'"><soap:Body><EchoRequest>'),
+        ("mismatched tags", ENVELOPE.format("<payload>x</payloa>").encode()),
+        ("bad value", ENVELOPE.replace("EchoRequest", "CloneTextRequest").format("<text>x</text><times>many</times>").encode()),
+        ("not UTF-8", ENVELOPE.format("<payload>\xff\xfe</payload>").encode("latin-1")),
+    ]
+    for name, body in cases:
+        status, _, resp, secs, _ = h1_request(t, "POST", "/soap", body, "text/xml; charset=utf-8")
+        code, string = soap_fault(resp)
+        leak = INTERNALS.search(string or "")
+        ok = status == 500 and bool(code and client.match(code)) and bool(string) and not leak and b"root:" not in resp
+        observed = f"{status} {code} {string!r} after {secs:.1f} s"
+        if leak:
+            observed += f" (names {leak.group(0)!r})"
+        report(ok, cat, name, "soap:Client fault naming no internals", observed[:300])
+
+    # 8 MB of empty sibling elements: refused, and the server's RSS stays small.
+    # Just under the default request limit of 8 MiB, so that it is parsed, not refused as too large.
+    siblings = (8 * 1024 * 1024 - len(ENVELOPE.format(""))) // 4
+    body = ENVELOPE.format("<a/>" * siblings).encode()
+    baseline = tree_rss_kib(pid)
+    peak = [baseline]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_rss_kib(pid))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        status, _, resp, secs, _ = h1_request(t, "POST", "/soap", body, "text/xml; charset=utf-8", within=30)
+    finally:
+        time.sleep(0.2)
+        done.set()
+        sampler.join()
+    code, string = soap_fault(resp)
+    ok = status == 500 and bool(code and client.match(code)) and "too many XML elements" in (string or "")
+    report(ok, cat, "8 MB of <a/> siblings", "soap:Client 'too many XML elements: more than 10000'",
+           f"{status} {code} {(string or '')[:120]!r} after {secs:.1f} s")
+    growth_mb = (peak[0] - baseline) / 1024
+    report(growth_mb < 48, cat, "8 MB of <a/> siblings memory", "server RSS growth < 48 MB", f"{growth_mb:.1f} MB")
+    report(health(t, "soap"), cat, "soap still answers", "a new connection answered", "answered" if health(t, "soap") else "not answered")
+
+
+# ---------------------------------------------------------------- HTTP/2
+
+def grpc_frame(message):
+    return b"\x00" + struct.pack(">I", len(message)) + message
+
+
+class H2:
+    """One HTTP/2 connection with prior knowledge (h2c), through the h2 package."""
+
+    def __init__(self, target, timeout=5.0):
+        self.target = target
+        self.sock = connect(target, timeout)
+        config = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+        self.conn = h2.connection.H2Connection(config=config)
+        self.conn.initiate_connection()
+        self.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 24})
+        self.conn.increment_flow_control_window(1 << 24)
+        self.flush()
+        self.remote_settings_seen = False
+        self.closed = False
+        self.streams = {}
+
+    def flush(self):
+        data = self.conn.data_to_send()
+        if data:
+            self.sock.sendall(data)
+
+    def pump(self, within):
+        """Reads and handles frames for up to `within` seconds or until closed."""
+        deadline = time.monotonic() + within
+        while not self.closed:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                return
+            except OSError:
+                self.closed = True
+                return
+            if not data:
+                self.closed = True
+                return
+            try:
+                events = self.conn.receive_data(data)
+            except Exception:  # a protocol error of the server's: treat as closed
+                self.closed = True
+                return
+            for e in events:
+                self.handle(e)
+            try:
+                self.flush()
+            except OSError:
+                self.closed = True
+            return
+
+    def handle(self, e):
+        s = self.streams.setdefault(getattr(e, "stream_id", 0), {"headers": {}, "data": b"", "done": False})
+        if isinstance(e, h2.events.RemoteSettingsChanged):
+            self.remote_settings_seen = True
+        elif isinstance(e, (h2.events.ResponseReceived, h2.events.TrailersReceived)):
+            for k, v in e.headers:
+                s["headers"][k] = v
+        elif isinstance(e, h2.events.DataReceived):
+            s["data"] += e.data
+            self.conn.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+        elif isinstance(e, h2.events.StreamEnded):
+            s["done"] = True
+        elif isinstance(e, h2.events.StreamReset):
+            s["done"] = True
+            s["reset"] = e.error_code
+        elif isinstance(e, h2.events.ConnectionTerminated):
+            self.closed = True
+
+    def settings(self, within=5.0):
+        deadline = time.monotonic() + within
+        while not self.remote_settings_seen and not self.closed and time.monotonic() < deadline:
+            self.pump(deadline - time.monotonic())
+        return self.conn.remote_settings
+
+    def request(self, method, path, headers=(), body=b"", within=10.0, end=True):
+        sid = self.conn.get_next_available_stream_id()
+        hdrs = [(":method", method), (":path", path), (":scheme", "http"),
+                (":authority", f"{self.target[0]}:{self.target[1]}")] + list(headers)
+        self.conn.send_headers(sid, hdrs, end_stream=not body and end)
+        self.streams[sid] = {"headers": {}, "data": b"", "done": False}
+        self.flush()
+        deadline = time.monotonic() + within
+        sent = 0
+        while sent < len(body) and not self.closed and not self.streams[sid]["done"]:
+            window = min(self.conn.local_flow_control_window(sid), self.conn.max_outbound_frame_size)
+            if window > 0:
+                chunk = body[sent:sent + window]
+                sent += len(chunk)
+                self.conn.send_data(sid, chunk, end_stream=sent == len(body) and end)
+                self.flush()
+            else:
+                self.pump(min(1.0, deadline - time.monotonic()))
+            if time.monotonic() > deadline:
+                break
+        while not self.streams[sid]["done"] and not self.closed and time.monotonic() < deadline:
+            self.pump(deadline - time.monotonic())
+        r = self.streams[sid]
+        return {"status": int(r["headers"].get(":status", 0)) or None, "headers": r["headers"],
+                "data": r["data"], "done": r["done"], "reset": r.get("reset")}
+
+    def grpc(self, path, body, content_type="application/grpc", within=10.0):
+        headers = [("te", "trailers")]
+        if content_type is not None:
+            headers.append(("content-type", content_type))
+        r = self.request("POST", path, headers, body, within)
+        r["grpc-status"] = r["headers"].get("grpc-status")
+        return r
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def probe_grpc(t, max_bytes):
+    cat = "grpc"
+    path = "/protobench.v1.Bench/EchoProduct"
+    for name, ctype in [("no content-type", None), ("wrong content-type", "application/json")]:
+        r = H2(t).grpc(path, grpc_frame(b""), content_type=ctype)
+        report(r["status"] == 415, cat, name, "HTTP 415", f"HTTP {r['status']}, grpc-status {r['grpc-status']}")
+    one = H2(t).grpc(path, grpc_frame(b""))
+    two = H2(t).grpc(path, grpc_frame(b"") * 2)
+    report(one["grpc-status"] == "0" and two["grpc-status"] not in (None, "0"), cat, "two messages on a unary call",
+           "non-OK grpc-status (one message: OK)",
+           f"grpc-status {two['grpc-status']} {two['headers'].get('grpc-message', '')!r} (one message: {one['grpc-status']})")
+    msg = two["headers"].get("grpc-message", "")
+    big = H2(t).grpc(path, grpc_frame(b"\x0a" + b"\x00" * (max_bytes + 1)), within=30)
+    report(big["grpc-status"] == "8", cat, "oversized message", "grpc-status 8 (RESOURCE_EXHAUSTED)",
+           f"grpc-status {big['grpc-status']} {big['headers'].get('grpc-message', '')!r}"
+           + (f", reset {big['reset']}" if big.get("reset") is not None else ""))
+    garbage = H2(t).grpc(path, grpc_frame(b"\xff\xff\xff\xff"))
+    texts = [msg, big["headers"].get("grpc-message", ""), garbage["headers"].get("grpc-message", "")]
+    leaks = [m.group(0) for m in (INTERNALS.search(x) for x in texts) if m]
+    report(garbage["grpc-status"] not in (None, "0") and not leaks, cat, "grpc-message names no internals",
+           "non-OK status for garbage, messages without internals",
+           f"grpc-status {garbage['grpc-status']}, messages {texts!r}"[:300])
+
+
+def probe_h2(t, protocol, idle):
+    cat = "h2flood"
+    for name, send in [("preface-only connection", H2_PREFACE + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"),
+                       ("silent connection", b"")]:
+        s = connect(t)
+        if send:
+            s.sendall(send)
+        _, secs, closed = read_until_closed(s, idle + 3)
+        s.close()
+        report(closed, cat, f"{protocol} {name}", f"closed within {idle + 3:.0f} s",
+               f"closed after {secs:.1f} s" if closed else f"still open after {secs:.1f} s")
+    c = H2(t)
+    value = c.settings().get(h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS)
+    c.close()
+    report(value == 1000, cat, f"{protocol} many streams", "SETTINGS_MAX_CONCURRENT_STREAMS 1000", f"{value}")
+    # Rapid reset: open and cancel streams as fast as the socket takes them.
+    c = H2(t)
+    c.settings()
+    path, headers = ("/v1/inventory/l", []) if protocol == "rest-h2" else (
+        "/protobench.v1.Bench/GetInventoryL", [("content-type", "application/grpc"), ("te", "trailers")])
+    start = time.monotonic()
+    sent = 0
+    try:
+        for _ in range(2000):
+            sid = c.conn.get_next_available_stream_id()
+            c.conn.send_headers(sid, [(":method", "GET" if protocol == "rest-h2" else "POST"), (":path", path),
+                                      (":scheme", "http"), (":authority", "x")] + headers,
+                                end_stream=protocol == "rest-h2")
+            c.conn.reset_stream(sid)
+            c.flush()
+            sent += 1
+            if sent % 100 == 0:
+                c.pump(0.001)
+    except Exception as e:  # the server may end the connection (GOAWAY): fine if it still serves others
+        stopped = f" (stopped: {type(e).__name__})"
+    else:
+        stopped = ""
+    c.close()
+    ok = health(t, protocol)
+    report(ok, cat, f"{protocol} rapid reset", "the server still answers",
+           f"{sent} HEADERS+RST_STREAM in {time.monotonic() - start:.1f} s{stopped}, then {'answered' if ok else 'not answered'}")
+
+
+def probe_idle(t, protocol, idle, read):
+    cat = "idle"
+    s = connect(t)
+    _, secs, closed = read_until_closed(s, idle + 3)
+    s.close()
+    report(closed, cat, f"{protocol} idle connection", f"closed within {idle + 3:.0f} s",
+           f"closed after {secs:.1f} s" if closed else f"still open after {secs:.1f} s")
+    path, ctype = ("/soap", "text/xml; charset=utf-8") if protocol == "soap" else ("/v1/echo", "application/json")
+    s = connect(t)
+    s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\nContent-Length: 1000\r\n\r\n".encode()
+              + b'{"payload":"abc')
+    data, secs, closed = read_until_closed(s, read + 3)
+    s.close()
+    status = status_line(data)
+    report(closed, cat, f"{protocol} slow body (1000 announced, 15 sent)", f"closed within {read + 3:.0f} s (408 if answered)",
+           (f"closed after {secs:.1f} s" if closed else f"still open after {secs:.1f} s") + (f", status {status}" if status else ""))
+
+
+def probe_fds(targets, pid, idle, spare):
+    cat = "fds"
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    limits = {}
+    for p in tree_pids(pid):
+        try:
+            opened = len(os.listdir(f"/proc/{p}/fd"))
+            resource.prlimit(p, resource.RLIMIT_NOFILE, (opened + spare, resource.prlimit(p, resource.RLIMIT_NOFILE)[1]))
+            limits[p] = opened + spare
+        except (OSError, ValueError) as e:
+            skip(cat, "descriptor limit", f"cannot set the limit of pid {p}: {e}")
+            return
+    # One connection per listener opened before the flood.
+    before = {}
+    for protocol, t in targets.items():
+        if protocol in ("rest-h2", "grpc"):
+            c = H2(t)
+            c.settings()
+            before[protocol] = c
+        else:
+            before[protocol] = connect(t)
+    flood = []
+    per_listener = spare + 32
+    for t in targets.values():
+        for _ in range(per_listener):
+            try:
+                flood.append(connect(t, timeout=2))
+            except OSError:
+                break
+    cpu0 = tree_cpu_s(pid)
+    t0 = time.monotonic()
+    for protocol, c in before.items():
+        start = time.monotonic()
+        try:
+            if protocol == "rest-h2":
+                ok = c.request("GET", "/v1/inventory/xs", within=2)["status"] == 200
+            elif protocol == "grpc":
+                ok = c.grpc("/protobench.v1.Bench/GetInventoryXs", grpc_frame(b""), within=2)["grpc-status"] == "0"
+            else:
+                path = "/soap?wsdl" if protocol == "soap" else "/v1/inventory/xs"
+                c.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                c.settimeout(2)
+                ok = status_line(c.recv(65536)) == 200
+        except OSError:
+            ok = False
+        report(ok, cat, f"{protocol} connection from before the flood", "answered within 2 s",
+               f"{'answered' if ok else 'not answered'} after {time.monotonic() - start:.1f} s")
+    time.sleep(max(0.0, 1.5 - (time.monotonic() - t0)))
+    cpu = (tree_cpu_s(pid) - cpu0) / (time.monotonic() - t0)
+    report(cpu < 0.5, cat, "CPU during the flood", "< 50% of a core",
+           f"{cpu * 100:.0f}% over {time.monotonic() - t0:.1f} s ({len(flood)} idle connections, limit {sorted(set(limits.values()))})")
+    # The idle timeout closes the flood connections the server accepted.
+    time.sleep(idle + 1)
+    closed = 0
+    for s in flood:
+        s.setblocking(False)
+        try:
+            closed += s.recv(1) == b""
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed += 1
+    report(closed > 0, cat, "idle flood connections closed", f"accepted ones closed after the idle timeout ({idle:.0f} s)",
+           f"{closed} of {len(flood)} closed after {idle + 1:.0f} s")
+    for s in flood:
+        s.close()
+    for c in before.values():
+        c.close()
+    for protocol, t in targets.items():
+        deadline = time.monotonic() + idle + 3
+        ok = False
+        while not ok and time.monotonic() < deadline:
+            ok = health(t, protocol)
+        report(ok, cat, f"{protocol} served again", f"a new connection answered within {idle + 3:.0f} s",
+               "answered" if ok else "not answered")
+    for p, _ in limits.items():
+        try:
+            resource.prlimit(p, resource.RLIMIT_NOFILE, (soft, resource.prlimit(p, resource.RLIMIT_NOFILE)[1]))
+        except OSError:
+            pass
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pid", type=int, required=True)
+    for p in ("rest", "rest-h2", "grpc", "soap"):
+        ap.add_argument(f"--{p}", type=addr)
+    ap.add_argument("--idle", type=float, default=2.0)
+    ap.add_argument("--read", type=float, default=2.0)
+    ap.add_argument("--spare-fds", type=int, default=64)
+    ap.add_argument("--max-request-bytes", type=int, default=8388608)
+    a = ap.parse_args()
+    targets = {p: getattr(a, p.replace("-", "_")) for p in ("rest", "rest-h2", "grpc", "soap")}
+    targets = {p: t for p, t in targets.items() if t}
+    for p in ("rest", "soap"):
+        if p in targets:
+            probe_http(targets[p], p)
+        else:
+            skip("http", p, f"the server does not serve {p}")
+    if "rest" in targets:
+        probe_json(targets["rest"])
+    else:
+        skip("json", "all", "the server does not serve rest")
+    if "soap" in targets:
+        probe_soap(targets["soap"], a.pid)
+    else:
+        skip("xml", "all", "the server does not serve soap")
+    if "grpc" in targets:
+        probe_grpc(targets["grpc"], a.max_request_bytes)
+    else:
+        skip("grpc", "all", "the server does not serve grpc")
+    for p in ("rest-h2", "grpc"):
+        if p in targets:
+            probe_h2(targets[p], p, a.idle)
+        else:
+            skip("h2flood", p, f"the server does not serve {p}")
+    for p in ("rest", "soap"):
+        if p in targets:
+            probe_idle(targets[p], p, a.idle, a.read)
+        else:
+            skip("idle", p, f"the server does not serve {p}")
+    probe_fds(targets, a.pid, a.idle, a.spare_fds)
+    try:
+        os.kill(a.pid, 0)
+        alive = True
+    except OSError:
+        alive = False
+    report(alive, "server", "still running", "the server process alive after the probe", "alive" if alive else "gone")
+    failed = sum(1 for r in REPORT if r is False)
+    print(f"probe: {sum(1 for r in REPORT if r is True)} ok, {failed} failed, {sum(1 for r in REPORT if r is None)} skipped")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
