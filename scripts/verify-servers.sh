@@ -28,18 +28,29 @@ if [ -n "${PROTOBENCH_REQUIRE_PEERS:-}" ] && ! "$zeep_py" -c 'import zeep' 2>/de
   echo "verify-servers: zeep is required (PROTOBENCH_REQUIRE_PEERS) but not installed" >&2; exit 2
 fi
 
+manifest() { python3 -c "import sys,tomllib;m=tomllib.load(open(sys.argv[1],'rb'));print($2)" "$1"; }
 servers=("$@")
 if [ ${#servers[@]} -eq 0 ]; then
-  for m in "$root"/servers/*/manifest.toml; do servers+=("$(basename "$(dirname "$m")")"); done
+  for m in "$root"/servers/*/manifest.toml; do
+    name="$(basename "$(dirname "$m")")"; servers+=("$name")
+    # Variants ([variants.X] in the manifest) are verified as NAME:X.
+    for v in $(manifest "$m" "' '.join(m.get('variants', {}))"); do servers+=("$name:$v"); done
+  done
 fi
-
-manifest() { python3 -c "import sys,tomllib;m=tomllib.load(open(sys.argv[1],'rb'));print($2)" "$1"; }
 # listener_addr PROTOCOL: the address the server announced for it in $log.
 listener_addr() { grep "^listening protocol=$1 " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/'; }
 passed=0; failed=0
 for s in "${servers[@]}"; do
-  dir="$root/servers/$s"
-  protos=$(manifest "$dir/manifest.toml" "' '.join(m['protocols'])")
+  base="${s%%:*}"; variant=""; [ "$base" != "$s" ] && variant="${s#*:}"
+  dir="$root/servers/$base"
+  variant_env=()
+  if [ -n "$variant" ]; then
+    protos=$(manifest "$dir/manifest.toml" "' '.join(m['variants']['$variant']['protocols'])")
+    while IFS= read -r kv; do [ -n "$kv" ] && variant_env+=("$kv"); done \
+      < <(manifest "$dir/manifest.toml" "'\n'.join(f'{k}={v}' for k,v in m['variants']['$variant'].get('env',{}).items())")
+  else
+    protos=$(manifest "$dir/manifest.toml" "' '.join(m['protocols'])")
+  fi
   timeout_s=$(manifest "$dir/manifest.toml" "m.get('start_timeout_s', 30)")
   # Build with the manifest's own steps (the built-in server has none).
   while IFS= read -r step; do
@@ -50,7 +61,7 @@ for s in "${servers[@]}"; do
   start=${start//\{protobench\}/$pb}
   for mode in clear tls; do
     log="$work/$s-$mode.log"
-    env_args=(PROTOBENCH_WORKERS=1)
+    env_args=(PROTOBENCH_WORKERS=1 "${variant_env[@]}")
     for p in $protos; do env_args+=("PROTOBENCH_$(echo "$p" | tr 'a-z-' 'A-Z_')_ADDR=127.0.0.1:0"); done
     tls_args=(); scheme=http; ca=()   # ca: the CA file for the stock clients
     if [ $mode = tls ]; then
@@ -121,6 +132,7 @@ for s in "${servers[@]}"; do
     kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null
   done
   # The hardening probe (issue 14): limits, timeouts and hostile input, its own server start.
+  [ -n "$variant" ] && continue   # the probe starts the stack's default implementation
   if out=$(PROTOBENCH="$pb" bash "$root/contract/tests/probe.sh" --root "$root" "$s" 2>&1); then
     echo "ok   $s probe ($(echo "$out" | tail -1 | sed 's/^probe: //'))"; passed=$((passed+1))
   else

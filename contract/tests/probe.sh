@@ -51,6 +51,12 @@ for _ in $(seq 1 "$timeout_s"); do
   sleep 1
 done
 args=(--pid "$pid" --idle 2 --read 2)
+# Known deviations of the stack's libraries, declared in its manifest:
+#   [probe]
+#   deviations = { "grpc no content-type" = "grpcio 1.85 has no hook below the handler" }
+while IFS= read -r d; do
+  [ -n "$d" ] && args+=(--deviation "$d")
+done < <(manifest "$dir/manifest.toml" "'\n'.join(f'{k}={v}' for k,v in m.get('probe',{}).get('deviations',{}).items())")
 for p in $protos; do
   addr=$(grep "^listening protocol=$p " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/')
   [ -n "$addr" ] || { echo "probe $s: no listening line for $p" >&2; tail -20 "$log" >&2; exit 2; }

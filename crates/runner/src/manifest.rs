@@ -47,9 +47,51 @@ pub struct Manifest {
     /// Library versions the server pins.
     #[serde(default)]
     pub versions: BTreeMap<String, String>,
+    /// Other implementations in the same stack, selectable as
+    /// `NAME:VARIANT` (e.g. `python:flask`): same build and start command,
+    /// their own protocols and environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variants: BTreeMap<String, Variant>,
+    /// Settings of the hardening probe (`contract/tests/probe.sh`).
+    #[serde(default, skip_serializing_if = "Probe::is_empty")]
+    pub probe: Probe,
+    /// Environment the start command needs beyond the contract's variables
+    /// (set for a variant; empty for a plain server).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
     /// The directory holding the manifest (not in the file).
     #[serde(skip)]
     pub dir: PathBuf,
+}
+
+/// A variant of a server: another implementation of some of its protocols.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    /// What differs, one line.
+    pub description: String,
+    /// The protocols the variant serves.
+    #[serde(deserialize_with = "protocol_list")]
+    pub protocols: Vec<Protocol>,
+    /// Environment that selects it.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// `[probe]`: what the hardening probe should know about a stack.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Probe {
+    /// Probe checks (`category check`) the stack's libraries are known to
+    /// fail, with why; documented in the server's README.
+    #[serde(default)]
+    pub deviations: BTreeMap<String, String>,
+}
+
+impl Probe {
+    fn is_empty(&self) -> bool {
+        self.deviations.is_empty()
+    }
 }
 
 /// The `protocols` list; an unknown name lists the accepted ones.
@@ -152,6 +194,9 @@ impl Manifest {
             start: vec![PROTOBENCH_PLACEHOLDER.into(), "serve".into()],
             start_timeout_s: 30,
             versions: BTreeMap::from([("protobench".to_string(), env!("CARGO_PKG_VERSION").to_string())]),
+            variants: BTreeMap::new(),
+            probe: Probe::default(),
+            env: BTreeMap::new(),
             dir: std::env::temp_dir(),
         }
     }
@@ -187,6 +232,22 @@ impl Manifest {
         }
         let p = self.dir.join(first);
         (!p.exists()).then_some(p)
+    }
+
+    /// The manifest of each variant, named `NAME:VARIANT`: this manifest with
+    /// the variant's protocols, environment and description.
+    pub fn variant_manifests(&self) -> Vec<Manifest> {
+        self.variants
+            .iter()
+            .map(|(v, variant)| Manifest {
+                name: format!("{}:{v}", self.name),
+                stack: format!("{} ({})", self.stack, variant.description),
+                protocols: variant.protocols.clone(),
+                env: variant.env.clone(),
+                variants: BTreeMap::new(),
+                ..self.clone()
+            })
+            .collect()
     }
 
     /// The server as recorded with a run.
@@ -234,6 +295,9 @@ impl Catalog {
                 }
                 match Manifest::load(&d) {
                     Ok(m) => {
+                        for v in m.variant_manifests() {
+                            catalog.servers.insert(v.name.clone(), v);
+                        }
                         catalog.servers.insert(m.name.clone(), m);
                     }
                     Err(e) => catalog.broken.push(e.to_string()),
@@ -253,6 +317,38 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn variants_are_servers_of_their_own_with_their_environment() {
+        let dir = std::env::temp_dir().join(format!("pb-manifest-variants-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("py")).unwrap();
+        let text = r#"
+name = "py"
+language = "Python"
+stack = "FastAPI"
+protocols = ["rest", "grpc"]
+start = ["python3", "-m", "srv"]
+
+[variants.flask]
+description = "Flask on gunicorn"
+protocols = ["rest"]
+env = { PROTOBENCH_PYTHON_REST = "flask" }
+
+[probe]
+deviations = { "grpc no content-type" = "library has no hook" }
+"#;
+        std::fs::write(dir.join("py/manifest.toml"), text).unwrap();
+        let catalog = Catalog::load(Some(&dir));
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(catalog.names(), ["py", "py:flask", "rust"]);
+        let flask = &catalog.servers["py:flask"];
+        assert_eq!(flask.protocols, [Protocol::Rest]);
+        assert_eq!(flask.env["PROTOBENCH_PYTHON_REST"], "flask");
+        assert_eq!(flask.start, catalog.servers["py"].start);
+        assert_eq!(flask.stack, "FastAPI (Flask on gunicorn)");
+        assert!(catalog.servers["py"].env.is_empty());
+        assert_eq!(catalog.servers["py"].probe.deviations.len(), 1);
+    }
 
     const GO: &str = r#"
 name = "go"

@@ -269,6 +269,8 @@ impl<E: Engine> Ctx<'_, E> {
             )));
         }
         let cgroup = self.cgroup_for(group, repetition);
+        let mut extra_env: Vec<(String, String)> = manifest.env.clone().into_iter().collect();
+        extra_env.extend(self.opts.extra_env.iter().cloned());
         let spec = StartSpec {
             manifest,
             group: group.clone(),
@@ -276,7 +278,7 @@ impl<E: Engine> Ctx<'_, E> {
             dataset: self.opts.dataset.clone(),
             tls: if group.tls { self.tls.clone() } else { None },
             cpus: self.plan.server_cpus.clone(),
-            extra_env: self.opts.extra_env.clone(),
+            extra_env,
         };
         RunningServer::start(&spec, cgroup).map_err(|e| RunnerError::ServerStart {
             server: group.server.clone(),

@@ -180,6 +180,7 @@ fn serve_other(name: &str, config: &ServerConfig) -> anyhow::Result<ExitCode> {
     let argv = manifest.start_command(&exe);
     let mut cmd = tokio::process::Command::new(&argv[0]);
     cmd.args(&argv[1..]).current_dir(&manifest.dir).kill_on_drop(true);
+    cmd.envs(&manifest.env);
     for protocol in Protocol::ALL {
         cmd.env_remove(protocol.addr_env());
         if let Some(addr) = config.addr(protocol)
