@@ -148,7 +148,9 @@ def decode(route: Route, body: bytes) -> BaseModel:
     except (ValueError, UnicodeDecodeError):
         raise ApiError(400, "malformed JSON") from None
     try:
-        return route.request.model_validate(data)
+        # from_attributes: the wording of FastAPI's errors for a non-object
+        # body (json.loads yields no object with attributes)
+        return route.request.model_validate(data, from_attributes=True)
     except ValidationError as e:
         raise ApiError(400, validation_message(e.errors(include_url=False))) from None
 

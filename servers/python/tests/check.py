@@ -686,7 +686,8 @@ def expected_failures(rate: float, seed: int, n: int) -> int:
     return sum(1 for k in range(n) if splitmix64((seed + k) & ((1 << 64) - 1)) / float(1 << 64) < rate)
 
 
-def check_failure_draw(server: Server, c: Clients, rate: float, seed: int, n: int, exact: bool, tag: str):
+def check_failure_draw(server: Server, c: Clients, rate: float, seed: int, n: int, exact: bool, tag: str,
+                       protocols=("rest", "grpc", "soap")):
     pb = protos.protobench_pb2
     want = expected_failures(rate, seed, n)
 
@@ -729,7 +730,7 @@ def check_failure_draw(server: Server, c: Clients, rate: float, seed: int, n: in
             conn.close()
         return fails, others
 
-    for proto in ("rest", "grpc", "soap"):
+    for proto in protocols:
         fails, others = count(proto)
         check(f"{tag} {proto} no other errors", others == 0, f"{others} unexpected errors")
         if exact:
@@ -1126,6 +1127,152 @@ def check_emfile(server: Server, c: Clients, tag: str, nofile: int):
         check(f"{tag} {proto} new connections served again after EMFILE", ok)
 
 
+# ---------------------------------------------------------------- Flask variant (PROTOBENCH_PYTHON_REST=flask)
+
+REST_ERROR_REQUESTS = (
+    ("POST", "/v1/echo", b'{"payload": ', {"Content-Type": "application/json"}),
+    ("POST", "/v1/echo", b'{"payload": 5}', {"Content-Type": "application/json"}),
+    ("POST", "/v1/echo", b'{"payload": "a", "x": 1}', {"Content-Type": "application/json"}),
+    ("POST", "/v1/echo", b"[1]", {"Content-Type": "application/json"}),
+    ("POST", "/v1/echo", b"null", {"Content-Type": "application/json"}),
+    ("POST", "/v1/echo", b"", {"Content-Type": "application/json"}),
+    ("POST", "/v1/echo", b'{"payload": "\\ud800"}', {"Content-Type": "application/json"}),
+    ("POST", "/v1/echo", b'{"payload": null}', {"Content-Type": "application/json; charset=utf-8"}),
+    ("POST", "/v1/echo", b'{"payload": "a"}', {"Content-Type": "text/plain"}),
+    ("POST", "/v1/echo", b'{"payload": "a"}', {}),
+    ("POST", "/v1/products/echo", b'{"id": 2147483648}', {"Content-Type": "application/json"}),
+    ("POST", "/v1/products/echo", b'{"id": "12", "price": 1.5}', {"Content-Type": "application/json"}),
+    ("POST", "/v1/greeter/hello", b'{"request": {"f": 3.4028236e38}}', {"Content-Type": "application/json"}),
+    ("POST", "/v1/greeter/hello", b'{"request": {"f": "NaN"}}', {"Content-Type": "application/json"}),
+    ("POST", "/v1/greeter/hello", b'{"request": {"c1": {}, "c2": {}}}', {"Content-Type": "application/json"}),
+    ("POST", "/v1/tasks/clone", b'{"text": "a", "times": 100001}', {"Content-Type": "application/json"}),
+    ("POST", "/v1/tasks/clone", b'{"text": "a", "times": -1}', {"Content-Type": "application/json"}),
+    ("GET", "/v1/nope", None, {}),
+    ("GET", "/v1/tasks/files/nope", None, {}),
+    ("DELETE", "/v1/inventory/s", None, {}),
+    ("POST", "/v1/tasks/integer", b"{}", {"Content-Type": "application/json"}),
+    ("GET", "/v1/echo", None, {}),
+)
+
+
+def check_flask_same_as_fastapi(flask_c: Clients, fastapi_c: Clients, tag: str):
+    """The Flask app answers every workload and every error case with the
+    FastAPI app's status, content type and body bytes."""
+    for w in load_workloads():
+        body = vec(w, "request.json") if w["restMethod"] == "POST" else None
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        a = flask_c.http("rest", w["restMethod"], w["restPath"], body, headers)
+        b = fastapi_c.http("rest", w["restMethod"], w["restPath"], body, headers)
+        check(f"{tag} {w['name']} same status, content type and bytes as FastAPI",
+              (a[0], a[1].get("content-type"), a[2]) == (b[0], b[1].get("content-type"), b[2]),
+              f"flask {a[0]} {a[1].get('content-type')} {a[2][:120]!r} / fastapi {b[0]} "
+              f"{b[1].get('content-type')} {b[2][:120]!r}")
+    for method, path, body, headers in REST_ERROR_REQUESTS:
+        a = flask_c.http("rest", method, path, body, headers)
+        b = fastapi_c.http("rest", method, path, body, headers)
+        check(f"{tag} {method} {path} {body!r:.40} same answer as FastAPI", (a[0], a[2]) == (b[0], b[2]),
+              f"flask {a[0]} {a[2][:160]!r} / fastapi {b[0]} {b[2][:160]!r}")
+        if a[0] == 405:
+            check(f"{tag} {method} {path} 405 Allow", "allow" in a[1], repr(a[1]))
+
+
+def check_flask_process_model(server: Server, workers: int, tag: str):
+    """One gunicorn arbiter for rest (a child of the supervisor) forking
+    PROTOBENCH_WORKERS sync workers."""
+    kids = [p for p in lim.children(server.proc.pid) if "resource_tracker" not in lim.cmdline(p)]
+    grand = {p: lim.children(p) for p in kids}
+    arbiters = [p for p, g in grand.items() if len(g) == workers]
+    check(f"{tag} one gunicorn arbiter with {workers} workers", len(arbiters) == 1,
+          repr({p: len(g) for p, g in grand.items()}))
+
+
+def check_flask_timeouts(server: Server, c: Clients, tag: str):
+    """gunicorn sync workers: a silent connection, a TLS handshake that stalls
+    and headers or a body trickling in all end when gunicorn's --timeout
+    (PROTOBENCH_READ_TIMEOUT) kills the worker; a new one serves on."""
+    addr = server.addrs["rest"]
+    wait = lim.TIMEOUT_S + lim.SLACK_S + 2
+    el, _ = lim.wait_closed(lim.connect(addr, _h1_ctx(c)), wait)
+    check(f"{tag} silent connection closed by the worker timeout", lim.closed_in_time(el, lim.TIMEOUT_S + 1),
+          f"closed after {el} s")
+    if server.tls:
+        s = lim.connect(addr)
+        s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+        el, _ = lim.wait_closed(s, wait)
+        check(f"{tag} stalled TLS handshake closed by the worker timeout", lim.closed_in_time(el, lim.TIMEOUT_S + 1),
+              f"closed after {el} s")
+    s = lim.connect(addr, _h1_ctx(c))
+    s.sendall(b"POST /v1/echo HTTP/1.1\r\nHost: localhost\r\n")
+    d = lim.Dribbler(s, b"X-Slow: " + b"a" * 60)
+    try:
+        el, _ = lim.wait_closed(s, wait)
+    finally:
+        d.close()
+    check(f"{tag} slow headers closed by the worker timeout", lim.closed_in_time(el, lim.TIMEOUT_S + 1),
+          f"closed after {el} s")
+    deadline = time.monotonic() + 15
+    status = None
+    while time.monotonic() < deadline and status != 200:
+        try:
+            status = c.http("rest", "GET", "/v1/tasks/integer")[0]
+        except Exception:  # noqa: BLE001
+            time.sleep(0.5)
+    check(f"{tag} served again after the timeouts", status == 200, f"status {status}")
+
+
+def check_flask_accept_backoff(tag: str):
+    """EMFILE/ENFILE from accept(): the sync worker sleeps and returns (the
+    stock worker raises, which kills the worker); other errors still raise."""
+    import errno
+
+    from pbserver import flask_app
+
+    cls = flask_app._sync_worker_class()
+    worker = cls.__new__(cls)
+
+    class Listener:
+        def __init__(self, err):
+            self.err = err
+
+        def accept(self):
+            raise OSError(self.err, os.strerror(self.err))
+
+    for err in (errno.EMFILE, errno.ENFILE):
+        t0 = time.monotonic()
+        try:
+            worker.accept(Listener(err))
+            dt = time.monotonic() - t0
+            check(f"{tag} accept {errno.errorcode[err]} backs off", dt >= flask_app.ACCEPT_BACKOFF_S * 0.9,
+                  f"returned after {dt:.3f} s")
+        except OSError as e:
+            check(f"{tag} accept {errno.errorcode[err]} backs off", False, f"raised {e}")
+    try:
+        worker.accept(Listener(errno.EINVAL))
+        check(f"{tag} accept EINVAL still raises", False, "did not raise")
+    except OSError:
+        check(f"{tag} accept EINVAL still raises", True)
+
+
+def find_protobench() -> str | None:
+    for p in (os.environ.get("PROTOBENCH"), str(REPO / "target" / "debug" / "protobench")):
+        if p and os.access(p, os.X_OK):
+            return p
+    return None
+
+
+def check_protobench_verify(server: Server, c: Clients, tag: str):
+    pb = find_protobench()
+    if pb is None:
+        print(f"note: {tag}: no protobench binary ($PROTOBENCH or target/debug/protobench); verify skipped")
+        return
+    args = [pb, "verify", "--protocol", "rest", "--target", server.addr("rest")]
+    if server.tls:
+        args += ["--cacert", c.cafile, "--server-name", "localhost"]
+    res = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    check(f"{tag} protobench verify --protocol rest", res.returncode == 0,
+          (res.stdout + res.stderr)[-800:])
+
+
 # ---------------------------------------------------------------- main
 
 def make_cert(d: pathlib.Path) -> tuple[str, str, str]:
@@ -1251,16 +1398,85 @@ def main() -> int:
               lambda s, c: [check_service_time_single(s, c, "spin", 0.020)],
               workers=1, protocols=("rest", "grpc", "soap"))
 
+    flask_phases(cert_dir_phase=args.quick)
+
     print(f"{PASSED} passed, {FAILED} failed")
     return 0 if FAILED == 0 else 1
+
+
+def flask_phases(cert_dir_phase: bool):
+    """The Flask variant: the same start command with PROTOBENCH_PYTHON_REST=flask."""
+    flask = {"PROTOBENCH_PYTHON_REST": "flask"}
+
+    def main_phase(server, c):
+        check_flask_process_model(server, 2, "flask")
+        check_all_workloads(c, "flask", ("rest", "grpc"))
+        guard("flask rest errors", check_rest_errors, c, "flask")
+        guard("flask error texts", check_error_texts, server, c, "flask")
+        try:
+            fastapi = Server({}, protocols=("rest",), workers=1)
+        except Exception as e:  # noqa: BLE001
+            check("flask FastAPI reference server starts", False, str(e))
+        else:
+            fc = Clients(fastapi, None)
+            try:
+                guard("flask same as fastapi", check_flask_same_as_fastapi, c, fc, "flask")
+            finally:
+                fastapi.stop()
+        guard("flask verify", check_protobench_verify, server, c, "flask")
+
+    run_phase("flask", flask, main_phase, workers=2, protocols=("rest", "grpc"))
+    if ONLY is None or "flask" in ONLY:
+        guard("flask accept backoff", check_flask_accept_backoff, "flask")
+
+    limit = 4096
+
+    def limit_phase(server, c):
+        j = {"Content-Type": "application/json"}
+        rest_error(c, "flask-limit rest oversized body", 413, "POST", "/v1/echo",
+                   json.dumps({"payload": "x" * (limit + 10)}).encode(), j)
+        status, _, _ = c.http("rest", "POST", "/v1/echo", json.dumps({"payload": "x" * (limit - 20)}).encode(), j)
+        check("flask-limit rest body under the limit accepted", status == 200, f"status {status}")
+
+    run_phase("flask-limit", {**flask, "PROTOBENCH_MAX_REQUEST_BYTES": str(limit)}, limit_phase,
+              workers=1, protocols=("rest",))
+    seed = 20240917
+    run_phase("flask-failure", {**flask, "PROTOBENCH_FAILURE_RATE": "0.2", "PROTOBENCH_FAILURE_SEED": str(seed)},
+              lambda s, c: check_failure_draw(s, c, 0.2, seed, 500, True, "flask-failure", protocols=("rest",)),
+              workers=1, protocols=("rest",))
+    run_phase("flask-sleep", {**flask, "PROTOBENCH_SERVICE_TIME": "sleep:50ms"},
+              lambda s, c: check_service_time_single(s, c, "flask-sleep", 0.050, protocols=("rest",)),
+              workers=1, protocols=("rest",))
+    short = {"PROTOBENCH_IDLE_TIMEOUT": "2s", "PROTOBENCH_READ_TIMEOUT": "2s"}
+    run_phase("flask-timeouts", {**flask, **short}, lambda s, c: check_flask_timeouts(s, c, "flask-timeouts"),
+              workers=1, protocols=("rest",))
+    if cert_dir_phase:
+        return
+    with tempfile.TemporaryDirectory() as d:
+        cert, key, ca = make_cert(pathlib.Path(d))
+
+        def tls_phase(server, c):
+            ctx = ssl.create_default_context(cafile=c.cafile)
+            ctx.check_hostname = False
+            ctx.set_alpn_protocols(["h2", "http/1.1"])
+            with socket.create_connection(server.addrs["rest"], timeout=10) as s:
+                with ctx.wrap_socket(s, server_hostname="localhost") as t:
+                    check("flask-tls rest ALPN http/1.1", t.selected_alpn_protocol() == "http/1.1",
+                          repr(t.selected_alpn_protocol()))
+            check_all_workloads(c, "flask-tls", ("rest",))
+            guard("flask-tls verify", check_protobench_verify, server, c, "flask-tls")
+            guard("flask-tls timeouts", check_flask_timeouts, server, c, "flask-tls")
+
+        run_phase("flask-tls", {**flask, **short, "PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key},
+                  tls_phase, workers=1, protocols=("rest",), cafile=ca)
 
 
 def server_tag(server: Server, tag: str) -> str:
     return f"{tag}-tls" if server.tls else tag
 
 
-def check_service_time_single(server, c, tag, min_s):
-    for proto in ("rest", "grpc", "soap"):
+def check_service_time_single(server, c, tag, min_s, protocols=("rest", "grpc", "soap")):
+    for proto in protocols:
         t0 = time.perf_counter()
         if proto == "rest":
             ok = c.http("rest", "GET", "/v1/tasks/integer")[0] == 200
