@@ -266,10 +266,11 @@ MAX_ELEMENTS = 10_000  # the largest contract request has fewer than 40
 _FEED_BYTES = 16 * 1024  # at most ~4,000 elements per step of the count
 
 
-def _syntax_message(e: etree.XMLSyntaxError) -> str:
-    """libxml2's own description of the first fatal error, with its position
-    (not the exception's text, which names lxml's pseudo file `<string>`)."""
-    errors = e.error_log.filter_from_fatals() if e.error_log else []
+def _syntax_message(parser, e: etree.XMLSyntaxError) -> str:
+    """libxml2's own description of the first fatal error of this parse, with
+    its position (not the exception's text, which names lxml's pseudo file
+    `<string>`; and not `e.error_log`, which also holds earlier parses')."""
+    errors = parser.error_log.filter_from_fatals()
     if errors:
         err = errors[0]
         return f"malformed XML: {err.message.strip()} (line {err.line}, column {err.column})"
@@ -293,7 +294,7 @@ def parse_counted(data: bytes, parser_kwargs: dict):
                 raise Fault("Client", f"too many XML elements: more than {MAX_ELEMENTS}")
         return parser.close()
     except etree.XMLSyntaxError as e:
-        raise Fault("Client", _syntax_message(e)) from None
+        raise Fault("Client", _syntax_message(parser, e)) from None
 
 
 class StrictSoap11(Soap11):

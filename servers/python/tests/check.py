@@ -509,6 +509,15 @@ def envelope(inner: str) -> bytes:
 def check_soap_errors(c: Clients, tag: str):
     status, _, out = soap_post(c, b"<soap:Envelope xmlns:soap=")
     expect_fault(f"{tag} soap malformed XML", status, out, "Client")
+    # each malformed document's fault names its own problem (not an earlier one's)
+    status, _, out = soap_post(c, envelope(f'<EchoRequest xmlns="{NS}"><payload>x</wrong></EchoRequest>'))
+    f = expect_fault(f"{tag} soap mismatched tags", status, out, "Client")
+    check(f"{tag} soap mismatched tags named", f is not None and "mismatch" in f[2] and "wrong" in f[2], repr(f))
+    status, _, out = soap_post(c, envelope(f'<EchoRequest xmlns="{NS}"><payload>BAD</payload></EchoRequest>')
+                               .replace(b"BAD", bytes([0xFF, 0xFE])))
+    f = expect_fault(f"{tag} soap invalid UTF-8", status, out, "Client")
+    check(f"{tag} soap invalid UTF-8 named", f is not None and "encoding" in f[2] and "mismatch" not in f[2],
+          repr(f))
     status, _, out = soap_post(c, envelope(f'<NopeRequest xmlns="{NS}"/>'))
     expect_fault(f"{tag} soap unknown body element", status, out, "Client")
     status, _, out = soap_post(c, envelope(f'<CloneTextRequest xmlns="{NS}"><text>a</text><times>x</times></CloneTextRequest>'))
