@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 if [[ ! -x .venv/bin/python || ! -d gen/protobench ]] \
-   || ! .venv/bin/python -c 'import fastapi, uvicorn, hypercorn, grpc, spyne, lxml' 2>/dev/null; then
+   || ! .venv/bin/python -c 'import fastapi, uvicorn, hypercorn, grpc, spyne, lxml, flask, gunicorn' 2>/dev/null; then
   echo "building (python3 -m venv .venv; pip install -r requirements.txt; tools/gen_stubs.py)"
   python3 -m venv .venv
   nice -n 10 .venv/bin/python -m pip install --disable-pip-version-check --no-input --quiet -r requirements.txt

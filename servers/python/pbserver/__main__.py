@@ -75,7 +75,9 @@ class Supervisor:
                 sock = _listen(host, port)
                 endpoint = sock
             self.sockets[proto] = sock
-            for i in range(self.cfg.workers):
+            # Flask: one gunicorn arbiter, which forks PROTOBENCH_WORKERS workers
+            procs = 1 if proto == "rest" and self.cfg.rest_impl == "flask" else self.cfg.workers
+            for i in range(procs):
                 p = self.ctx.Process(
                     target=worker_main,
                     args=(proto, i, self.cfg, endpoint, self.ready, os.getpid()),

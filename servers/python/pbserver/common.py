@@ -76,6 +76,16 @@ class Gate:
                 spin(st.seconds)
         return not self.draw.fails()
 
+    def pass_blocking(self) -> bool:
+        """Blocking form (WSGI threads/processes): `sleep` blocks this thread."""
+        st = self.service_time
+        if st is not None:
+            if st.mode == "sleep":
+                time.sleep(st.seconds)
+            else:
+                spin(st.seconds)
+        return not self.draw.fails()
+
 
 # ---------------------------------------------------------------- data
 

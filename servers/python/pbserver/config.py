@@ -39,6 +39,10 @@ class Config:
     service_time: ServiceTime | None
     max_request_bytes: int
     dataset: str
+    idle_timeout: float = 60.0  # seconds
+    read_timeout: float = 30.0  # seconds
+    max_streams: int = 1000
+    rest_impl: str = "fastapi"  # PROTOBENCH_PYTHON_REST
 
     @property
     def tls(self) -> bool:
@@ -70,6 +74,20 @@ def parse_service_time(value: str) -> ServiceTime | None:
             f"PROTOBENCH_SERVICE_TIME {value!r} is not sleep:<duration> or spin:<duration>"
         )
     return ServiceTime(m.group(1), float(m.group(2)) * _UNITS_NS[m.group(3)] / 1e9)
+
+
+REST_IMPLS = ("fastapi", "flask")
+
+
+def parse_duration(var: str, value: str) -> float:
+    """An integer followed by ns, us, ms or s (the syntax of
+    PROTOBENCH_SERVICE_TIME's durations), in seconds; must be positive."""
+    m = re.fullmatch(r"([0-9]+)(ns|us|ms|s)", value.strip())
+    if not m or int(m.group(1)) == 0:
+        raise ConfigError(
+            f"{var} {value!r} is not a positive duration: an integer followed by ns, us, ms or s (e.g. 60s, 500ms)"
+        )
+    return int(m.group(1)) * _UNITS_NS[m.group(2)] / 1e9
 
 
 def _cpus() -> int:
@@ -127,4 +145,21 @@ def load(env=os.environ) -> Config:
     dataset = env.get("PROTOBENCH_DATASET") or str(
         (SERVER_DIR / ".." / ".." / "contract" / "data" / "dataset.json").resolve()
     )
-    return Config(addrs, workers, cert, key, rate, seed, service_time, max_bytes, dataset)
+
+    idle = parse_duration("PROTOBENCH_IDLE_TIMEOUT", env.get("PROTOBENCH_IDLE_TIMEOUT", "") or "60s")
+    read = parse_duration("PROTOBENCH_READ_TIMEOUT", env.get("PROTOBENCH_READ_TIMEOUT", "") or "30s")
+    streams_s = env.get("PROTOBENCH_MAX_STREAMS", "").strip() or "1000"
+    try:
+        streams = int(streams_s)
+    except ValueError:
+        raise ConfigError(f"PROTOBENCH_MAX_STREAMS {streams_s!r} is not an integer") from None
+    if not 1 <= streams <= 2**31 - 1:
+        raise ConfigError("PROTOBENCH_MAX_STREAMS must be within 1..2147483647")
+
+    rest_impl = env.get("PROTOBENCH_PYTHON_REST", "").strip() or "fastapi"
+    if rest_impl not in REST_IMPLS:
+        raise ConfigError(
+            f"PROTOBENCH_PYTHON_REST {rest_impl!r} is not one of: {', '.join(REST_IMPLS)}"
+        )
+    return Config(addrs, workers, cert, key, rate, seed, service_time, max_bytes, dataset,
+                  idle, read, streams, rest_impl)

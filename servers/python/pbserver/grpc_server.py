@@ -156,11 +156,21 @@ def _module(d):
     return pb if d.file.package == "protobench.v1" else hw
 
 
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
 def create_server(cfg: Config) -> grpc.aio.Server:
     server = grpc.aio.server(options=[
         ("grpc.max_receive_message_length", cfg.max_request_bytes),
         ("grpc.max_send_message_length", -1),
         ("grpc.so_reuseport", 1),
+        # PROTOBENCH_IDLE_TIMEOUT: a connection with no call for this long gets
+        # GOAWAY and is closed; one that has not finished its TLS handshake and
+        # sent the HTTP/2 preface and SETTINGS by then is dropped.
+        ("grpc.max_connection_idle_ms", _ms(cfg.idle_timeout)),
+        ("grpc.server_handshake_timeout_ms", _ms(cfg.idle_timeout)),
+        ("grpc.max_concurrent_streams", cfg.max_streams),
     ])
     names = add_services(server, Bench(cfg))
     reflection.enable_server_reflection((*names, reflection.SERVICE_NAME), server)

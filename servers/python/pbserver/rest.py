@@ -4,54 +4,25 @@ hypercorn for `rest-h2`)."""
 # No `from __future__ import annotations`: FastAPI reads the (dynamically
 # derived) model classes from the handlers' annotations at definition time.
 
-import email.message
-
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from . import protos
-from .common import (
-    INJECTED_FAILURE,
-    INTEGER_VALUE,
-    INTEGERS,
-    Gate,
-    InvalidInput,
-    build_files,
-    check_clone,
-    load_dataset,
-    reverse_scalars,
-)
 from .config import Config
-from .rest_models import model
+from .rest_ops import (
+    INJECTED_FAILURE,
+    REASONS,
+    REQUEST_TIMEOUT_BODY,  # noqa: F401  (used by worker.py)
+    ROUTES,
+    ApiError,
+    Operations,
+    Route,
+    is_json,
+    validation_message,
+)
 
-pb = protos.protobench_pb2
-hw = protos.helloworld_pb2
-
-Empty = model(pb.Empty.DESCRIPTOR)
-InventoryStatus = model(pb.InventoryStatus.DESCRIPTOR)
-DeviceList = model(pb.DeviceList.DESCRIPTOR)
-ItemList = model(pb.ItemList.DESCRIPTOR)
-Product = model(pb.Product.DESCRIPTOR)
-CloneRequest = model(pb.CloneRequest.DESCRIPTOR)
-CloneResponse = model(pb.CloneResponse.DESCRIPTOR)
-IntegerValue = model(pb.IntegerValue.DESCRIPTOR)
-IntegerList = model(pb.IntegerList.DESCRIPTOR)
-ObjectList = model(pb.ObjectList.DESCRIPTOR)
-FileContent = model(pb.FileContent.DESCRIPTOR)
-EchoMessage = model(pb.EchoMessage.DESCRIPTOR)
-HelloRequest = model(hw.HelloRequest.DESCRIPTOR)
-HelloReply = model(hw.HelloReply.DESCRIPTOR)
-
-_REASONS = {
-    400: "bad request",
-    404: "not found",
-    405: "method not allowed",
-    413: "request body too large",
-    415: "unsupported media type: the body must be application/json",
-    500: "internal error",
-}
+_REASONS = REASONS
 
 
 def _error(status: int, message: str, headers=None) -> JSONResponse:
@@ -67,20 +38,7 @@ async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
 
 
 async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
-    errors = exc.errors()
-    if errors:
-        e = errors[0]
-        where = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
-        what = e.get("msg", "invalid")
-        if e.get("type") == "json_invalid":
-            message = "malformed JSON"
-        elif e.get("type") == "missing" and not where:
-            message = "missing JSON body"
-        else:
-            message = f"{where}: {what}" if where else what
-    else:
-        message = "invalid request"
-    return _error(400, message)
+    return _error(400, validation_message(exc.errors()))
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -90,13 +48,8 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 
 async def require_json(request: Request) -> None:
     """415 unless the request says its body is JSON (a charset is allowed)."""
-    ct = request.headers.get("content-type")
-    if ct is not None:
-        msg = email.message.Message()
-        msg["content-type"] = ct
-        if msg.get_content_type() == "application/json":
-            return
-    raise HTTPException(415, _REASONS[415])
+    if not is_json(request.headers.get("content-type")):
+        raise HTTPException(415, _REASONS[415])
 
 
 class DeclaredLengthLimit:
@@ -126,15 +79,7 @@ def create_app(cfg: Config):
 
 
 def create_fastapi_app(cfg: Config) -> FastAPI:
-    data = load_dataset(cfg.dataset)
-    status = InventoryStatus.model_validate(data["inventoryStatus"])
-    devices = DeviceList.model_validate({"devices": data["devices"]})
-    items = ItemList.model_validate({"items": data["items"]})
-    people = ObjectList.model_validate({"people": data["people"]})
-    files = build_files()
-    gate = Gate(cfg)
-    del data
-
+    ops = Operations(cfg)
     app = FastAPI(
         title="protobench",
         openapi_url=None,
@@ -149,87 +94,41 @@ def create_fastapi_app(cfg: Config) -> FastAPI:
         },
     )
     json_body = [Depends(require_json)]
-
-    async def passed() -> None:
-        """Service time, then the failure draw (after decoding/validation)."""
-        if not await gate.apass():
-            raise HTTPException(500, INJECTED_FAILURE)
-
-    @app.get("/v1/inventory/xs", response_model=Empty, response_model_exclude_none=True)
-    async def get_inventory_xs() -> Empty:
-        await passed()
-        return Empty()
-
-    @app.get("/v1/inventory/s", response_model=InventoryStatus, response_model_exclude_none=True)
-    async def get_inventory_s() -> InventoryStatus:
-        await passed()
-        return status
-
-    @app.get("/v1/inventory/m", response_model=DeviceList, response_model_exclude_none=True)
-    async def get_inventory_m() -> DeviceList:
-        await passed()
-        return devices
-
-    @app.get("/v1/inventory/l", response_model=ItemList, response_model_exclude_none=True)
-    async def get_inventory_l() -> ItemList:
-        await passed()
-        return items
-
-    @app.post("/v1/products/echo", response_model=Product, response_model_exclude_none=True,
-              dependencies=json_body)
-    async def echo_product(product: Product) -> Product:
-        await passed()
-        return product
-
-    @app.post("/v1/products/modify", response_model=Product, response_model_exclude_none=True,
-              dependencies=json_body)
-    async def modify_product(product: Product) -> Product:
-        await passed()
-        return product.model_copy(update={"description": reverse_scalars(product.description)})
-
-    @app.post("/v1/tasks/clone", response_model=CloneResponse, response_model_exclude_none=True,
-              dependencies=json_body)
-    async def clone_text(req: CloneRequest) -> CloneResponse:
-        try:
-            check_clone(req.text, req.times)
-        except InvalidInput as e:
-            raise HTTPException(400, str(e)) from None
-        await passed()
-        return CloneResponse.model_construct(texts=[req.text] * req.times)
-
-    @app.get("/v1/tasks/integer", response_model=IntegerValue, response_model_exclude_none=True)
-    async def get_integer() -> IntegerValue:
-        await passed()
-        return IntegerValue(value=INTEGER_VALUE)
-
-    @app.get("/v1/tasks/integers", response_model=IntegerList, response_model_exclude_none=True)
-    async def get_integers() -> IntegerList:
-        await passed()
-        return IntegerList.model_construct(values=INTEGERS)
-
-    @app.get("/v1/tasks/objects", response_model=ObjectList, response_model_exclude_none=True)
-    async def get_objects() -> ObjectList:
-        await passed()
-        return people
-
-    @app.get("/v1/tasks/files/{name}", response_model=FileContent, response_model_exclude_none=True)
-    async def get_file(name: str) -> FileContent:
-        await passed()
-        content = files.get(name)
-        if content is None:
-            raise HTTPException(404, f"unknown file {name!r}")
-        return FileContent.model_construct(name=name, content=content)
-
-    @app.post("/v1/echo", response_model=EchoMessage, response_model_exclude_none=True,
-              dependencies=json_body)
-    async def echo(message: EchoMessage) -> EchoMessage:
-        await passed()
-        return message
-
-    @app.post("/v1/greeter/hello", response_model=HelloReply, response_model_exclude_none=True,
-              dependencies=json_body)
-    async def say_hello(req: HelloRequest) -> HelloReply:
-        await passed()
-        return HelloReply.model_construct(response=req.request)
-
+    for route in ROUTES:
+        app.add_api_route(
+            route.path, _endpoint(ops, route), methods=[route.method], name=route.operation,
+            response_model=route.response, response_model_exclude_none=True,
+            dependencies=json_body if route.request is not None else None,
+        )
     return app
+
+
+async def _serve(ops: Operations, op: str, req, name):
+    """Validate, service time + failure draw, operation (contract order)."""
+    try:
+        ops.admit(op, req, name)
+        if not await ops.gate.apass():
+            raise ApiError(500, INJECTED_FAILURE)
+        return ops.call(op, req, name)
+    except ApiError as e:
+        raise HTTPException(e.status, e.message) from None
+
+
+def _endpoint(ops: Operations, route: Route):
+    """The path operation function of one route; FastAPI reads the body model
+    (and the path parameter) from its signature."""
+    op = route.operation
+    if route.request is not None:
+        body_model = route.request
+
+        async def with_body(body: body_model):
+            return await _serve(ops, op, body, None)
+        return with_body
+    if "{name}" in route.path:
+        async def with_name(name: str):
+            return await _serve(ops, op, None, name)
+        return with_name
+
+    async def without_body():
+        return await _serve(ops, op, None, None)
+    return without_body

@@ -39,7 +39,6 @@ _CONFIG = ConfigDict(
     revalidate_instances="never",
 )
 
-_FLOAT_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 # The smallest magnitude a float32 cannot hold: halfway between the largest
 # float32 and 2**128 (round-to-nearest-even sends it to infinity). Values below
 # it, such as 3.4028235e38 (the largest float32's shortest form), are in range.
@@ -79,14 +78,14 @@ def _float_value(single: bool):
         if isinstance(v, (int, float)):
             x = float(v)
         elif isinstance(v, str):
-            x = _FLOAT_SPECIAL.get(v)
-            if x is None:
-                x = float(v)
-                if math.isnan(x) or math.isinf(x):
-                    raise ValueError("expected a number")
+            x = float(v)
         else:
             raise ValueError("expected a number")
-        if single and math.isfinite(x) and abs(x) >= _FLOAT32_OVERFLOW:
+        # the contract's JSON form: finite numbers only (not proto3's "NaN" /
+        # "Infinity" strings, nor the NaN/Infinity literals json.loads takes)
+        if not math.isfinite(x):
+            raise ValueError("expected a finite number")
+        if single and abs(x) >= _FLOAT32_OVERFLOW:
             raise ValueError("float out of range")
         return x
     return parse

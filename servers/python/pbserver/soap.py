@@ -34,7 +34,6 @@ from spyne.model.primitive import (
     Unicode,
 )
 from spyne.protocol.soap import Soap11
-from spyne.protocol.soap.soap11 import _parse_xml_string
 from spyne.server import ServerBase
 
 from . import SERVER_DIR, protos
@@ -263,8 +262,44 @@ def _validate_hello(req):
 VALIDATORS = {"CloneTextRequest": _validate_clone, "SayHelloRequest": _validate_hello}
 
 
+MAX_ELEMENTS = 10_000  # the largest contract request has fewer than 40
+_FEED_BYTES = 16 * 1024  # at most ~4,000 elements per step of the count
+
+
+def _syntax_message(parser, e: etree.XMLSyntaxError) -> str:
+    """libxml2's own description of the first fatal error of this parse, with
+    its position (not the exception's text, which names lxml's pseudo file
+    `<string>`; and not `e.error_log`, which also holds earlier parses')."""
+    errors = parser.error_log.filter_from_fatals()
+    if errors:
+        err = errors[0]
+        return f"malformed XML: {err.message.strip()} (line {err.line}, column {err.column})"
+    return f"malformed XML: {e.msg}" if getattr(e, "msg", None) else "malformed XML"
+
+
+def parse_counted(data: bytes, parser_kwargs: dict):
+    """Parses a request with lxml's pull parser, fed in small steps, counting
+    start tags as they come: over MAX_ELEMENTS the parse stops (soap:Client
+    fault) with at most one step's elements built, so no tree of the whole
+    document is ever made for it. Returns the root element."""
+    parser = etree.XMLPullParser(events=("start",), **parser_kwargs)
+    count = 0
+    view = memoryview(data)
+    try:
+        for i in range(0, len(data), _FEED_BYTES):
+            parser.feed(bytes(view[i:i + _FEED_BYTES]))
+            for _ in parser.read_events():
+                count += 1
+            if count > MAX_ELEMENTS:
+                raise Fault("Client", f"too many XML elements: more than {MAX_ELEMENTS}")
+        return parser.close()
+    except etree.XMLSyntaxError as e:
+        raise Fault("Client", _syntax_message(parser, e)) from None
+
+
 class StrictSoap11(Soap11):
-    """Soap11 that refuses any DTD and writes faults as soap:Client/soap:Server."""
+    """Soap11 that refuses any DTD, bounds the number of elements, and writes
+    faults as soap:Client/soap:Server."""
 
     soap_env = "soap"
 
@@ -273,10 +308,16 @@ class StrictSoap11(Soap11):
         if _DOCTYPE.search(data) or _ENTITY.search(data):
             raise Fault("Client", "DTDs (<!DOCTYPE>) are not allowed")
         # The parser does not load DTDs, resolve entities or use the network
-        # (spyne's defaults, set explicitly in make_application).
-        root, xmlids = _parse_xml_string([data], etree.XMLParser(**self.parser_kwargs), None)
+        # (spyne's defaults, set explicitly in make_application). This replaces
+        # spyne's _parse_xml_string (etree.XMLID), including its id map.
+        root = parse_counted(data, self.parser_kwargs)
         if root.getroottree().docinfo.doctype:
             raise Fault("Client", "DTDs (<!DOCTYPE>) are not allowed")
+        xmlids = {}
+        for el in root.iter(etree.Element):
+            xml_id = el.get("id")
+            if xml_id:
+                xmlids[xml_id] = el
         ctx.in_document = (root, xmlids)
 
 
@@ -288,9 +329,24 @@ def make_application() -> Application:
     return app
 
 
+_EXCEPTION_NAME = re.compile(r"\b[A-Za-z_][\w.]*(Error|Exception)\b")
+_LEADING_VALUE = re.compile(r"""^('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+
+
 def _client_or_server(fault: Fault) -> Fault:
+    """Folds spyne's subcodes into soap:Client / soap:Server and keeps library
+    internals out of the faultstring: spyne words some validation faults as
+    `'<value>': ValueError("...")` and server errors as `InternalError: ...`."""
     code = fault.faultcode or "Server"
-    fault.faultcode = "Client" if code == "Client" or code.startswith("Client.") else "Server"
+    client = code == "Client" or code.startswith("Client.")
+    fault.faultcode = "Client" if client else "Server"
+    text = fault.faultstring if isinstance(fault.faultstring, str) else ""
+    if _EXCEPTION_NAME.search(text):
+        if client:
+            m = _LEADING_VALUE.match(text)
+            fault.faultstring = f"invalid value {m.group(1)}" if m else "invalid value"
+        else:
+            fault.faultstring = "Internal Error"
     return fault
 
 

@@ -37,12 +37,17 @@ def worker_main(proto: str, index: int, cfg: Config, endpoint, ready, parent_pid
         ready.put((proto, index, None))
 
     try:
-        if proto == "rest":
+        if proto == "rest" and cfg.rest_impl == "flask":
+            from . import flask_app
+            flask_app.run_gunicorn(cfg, endpoint, ready, index)
+        elif proto == "rest":
             from . import rest
-            _run_uvicorn(rest.create_app(cfg), cfg, endpoint, on_ready, alpn="http/1.1")
+            _run_uvicorn(rest.create_app(cfg), cfg, endpoint, on_ready, alpn="http/1.1",
+                         timeout_body=(b"application/json", rest.REQUEST_TIMEOUT_BODY))
         elif proto == "soap":
             from . import soap
-            _run_uvicorn(soap.create_app(cfg), cfg, endpoint, on_ready, alpn="http/1.1")
+            _run_uvicorn(soap.create_app(cfg), cfg, endpoint, on_ready, alpn="http/1.1",
+                         timeout_body=(b"text/plain; charset=utf-8", b"request timeout"))
         elif proto == "rest-h2":
             from . import rest
             import uvloop
@@ -60,8 +65,10 @@ def worker_main(proto: str, index: int, cfg: Config, endpoint, ready, parent_pid
 
 # ---------------------------------------------------------------- uvicorn
 
-def _run_uvicorn(app, cfg: Config, sock, on_ready, alpn: str) -> None:
+def _run_uvicorn(app, cfg: Config, sock, on_ready, alpn: str, timeout_body) -> None:
     import uvicorn
+
+    from .http1 import loop_factory, timed_protocol
 
     class Server(uvicorn.Server):
         async def startup(self, sockets=None):
@@ -71,8 +78,9 @@ def _run_uvicorn(app, cfg: Config, sock, on_ready, alpn: str) -> None:
 
     config = uvicorn.Config(
         app,
-        loop="uvloop",
-        http="httptools",
+        loop="none",  # the uvloop loop below (uvloop + a TLS handshake timeout)
+        http=timed_protocol(cfg.read_timeout, *timeout_body),  # httptools + read/idle timers
+        timeout_keep_alive=cfg.idle_timeout,
         lifespan="off",
         access_log=False,
         log_level="warning",
@@ -88,14 +96,51 @@ def _run_uvicorn(app, cfg: Config, sock, on_ready, alpn: str) -> None:
     # handler keeps that from killing the worker with the signal's status.
     signal.signal(signal.SIGTERM, lambda *_: None)
     signal.signal(signal.SIGINT, lambda *_: None)
-    Server(config).run(sockets=[sock])
+    with asyncio.Runner(loop_factory=loop_factory(cfg.idle_timeout)) as runner:
+        runner.run(Server(config).serve(sockets=[sock]))
 
 
 # ---------------------------------------------------------------- hypercorn
 
+def _hypercorn_connection_fixes() -> None:
+    """Two gaps of hypercorn 0.18's connection handling, closed by a
+    ProtocolWrapper subclass (the object hypercorn's TCPServer feeds every
+    event to):
+
+    - Every clear-text connection starts as HTTP/1.1; the h2c preface
+      ("PRI * HTTP/2.0") counts as a request there, which stops the idle
+      timer, and the HTTP/2 protocol that takes over restarts it only when a
+      stream ends. A connection that sends the preface and then nothing would
+      never be closed. The timer is restarted on that switch when no stream is
+      open, as hypercorn does after every stream.
+    - When the client closes its side (EOF) while no stream is open, hypercorn
+      does not close its own: the socket stays in CLOSE-WAIT until the idle
+      timer fires, holding a descriptor for PROTOBENCH_IDLE_TIMEOUT. It is
+      closed at once (streams in flight are already cancelled by hypercorn on
+      EOF, so nothing could still be answered on it).
+    """
+    from hypercorn.asyncio import tcp_server
+    from hypercorn.events import Closed, Updated
+    from hypercorn.protocol import H2Protocol, H11Protocol, ProtocolWrapper
+
+    class FixedProtocolWrapper(ProtocolWrapper):
+        async def handle(self, event):
+            was_h11 = isinstance(self.protocol, H11Protocol)
+            result = await super().handle(event)
+            if isinstance(event, Closed):
+                await self.send(Closed())
+            elif was_h11 and isinstance(self.protocol, H2Protocol) and self.protocol.idle:
+                await self.send(Updated(idle=True))
+            return result
+
+    tcp_server.ProtocolWrapper = FixedProtocolWrapper
+
+
 async def _run_hypercorn(app, cfg: Config, sock, on_ready) -> None:
     from hypercorn.asyncio import serve
     from hypercorn.config import Config as HConfig
+
+    _hypercorn_connection_fixes()
 
     hc = HConfig()
     hc.bind = [f"fd://{sock.fileno()}"]
@@ -103,6 +148,13 @@ async def _run_hypercorn(app, cfg: Config, sock, on_ready) -> None:
     hc.loglevel = "WARNING"
     hc.graceful_timeout = 10
     hc.include_server_header = False
+    # No open stream for this long (including a connection that sent nothing
+    # or only the preface): closed. hypercorn's read_timeout is left unset: it
+    # bounds every read, so it would also cut a connection whose streams are
+    # still being answered.
+    hc.keep_alive_timeout = cfg.idle_timeout
+    hc.ssl_handshake_timeout = cfg.idle_timeout
+    hc.h2_max_concurrent_streams = cfg.max_streams
     if cfg.tls:
         hc.certfile = cfg.tls_cert
         hc.keyfile = cfg.tls_key
