@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <google/protobuf/stubs/logging.h>
+#include <grpc/support/log.h>
 #include <grpc/support/time.h>
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
@@ -187,16 +188,34 @@ const Method kMethods[] = {
 
 // ---- one call on one completion queue
 
-// A completion-queue tag: the call's state machine, advanced by the thread
-// that owns the call's completion queue.
-class Call {
+// A completion-queue tag. Every event of a call arrives on the call's own
+// queue, which only its worker thread reads: a call's state needs no lock.
+class Tag {
  public:
-  Call(App& app, Services& services, const Method& method, grpc::ServerCompletionQueue* cq)
-      : app_(app), services_(services), method_(method), cq_(cq), responder_(&ctx_) {
-    method_.request(services_, &ctx_, &request_, &responder_, cq_, this);
+  virtual void Proceed(bool ok) = 0;
+
+ protected:
+  ~Tag() = default;
+};
+
+class Call;
+
+// One worker thread and its completion queue, with the calls sleeping on it
+// (an intrusive list touched only by this thread).
+struct Worker {
+  std::unique_ptr<grpc::ServerCompletionQueue> cq;
+  Call* sleeping = nullptr;
+};
+
+// The call's state machine, advanced by its worker thread.
+class Call final : public Tag {
+ public:
+  Call(App& app, Services& services, const Method& method, Worker& worker)
+      : app_(app), services_(services), method_(method), worker_(worker), responder_(&ctx_) {
+    method_.request(services_, &ctx_, &request_, &responder_, worker_.cq.get(), this);
   }
 
-  void Proceed(bool ok) {
+  void Proceed(bool ok) override {
     switch (state_) {
       case State::kRequested:
         if (!ok) {  // the server is shutting down
@@ -204,10 +223,15 @@ class Call {
           return;
         }
         // Keep one call of this method requested on this queue.
-        new Call(app_, services_, method_, cq_);
+        new Call(app_, services_, method_, worker_);
         Start();
         return;
       case State::kSleeping:
+        Unlink();
+        if (!ok) {  // cancelled: the drain deadline passed
+          Finish(Status(StatusCode::UNAVAILABLE, "the server is shutting down"));
+          return;
+        }
         Admit();
         return;
       case State::kFinishing:
@@ -215,6 +239,10 @@ class Call {
         return;
     }
   }
+
+  // Cancels the service-time sleep (at the drain deadline).
+  void CancelSleep() { alarm_.Cancel(); }
+  Call* next_sleeping() const { return next_; }
 
  private:
   enum class State { kRequested, kSleeping, kFinishing };
@@ -230,9 +258,10 @@ class Call {
     if (cfg.service_kind == ServiceKind::kSleep) {
       // A timer on this queue: the thread serves other calls meanwhile.
       state_ = State::kSleeping;
+      Link();
       gpr_timespec deadline =
           gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_nanos(cfg.service_time.count(), GPR_TIMESPAN));
-      alarm_.Set(cq_, deadline, this);
+      alarm_.Set(worker_.cq.get(), deadline, this);
       return;
     }
     if (cfg.service_kind == ServiceKind::kSpin) {
@@ -268,23 +297,55 @@ class Call {
     responder_.FinishWithError(st, this);
   }
 
+  void Link() {
+    next_ = worker_.sleeping;
+    if (next_ != nullptr) next_->prev_ = this;
+    worker_.sleeping = this;
+  }
+  void Unlink() {
+    if (prev_ != nullptr) prev_->next_ = next_;
+    if (next_ != nullptr) next_->prev_ = prev_;
+    if (worker_.sleeping == this) worker_.sleeping = next_;
+    prev_ = next_ = nullptr;
+  }
+
   App& app_;
   Services& services_;
   const Method& method_;
-  grpc::ServerCompletionQueue* cq_;
+  Worker& worker_;
   grpc::ServerContext ctx_;
   ByteBuffer request_;
   ByteBuffer response_;
   Responder responder_;
   std::unique_ptr<Work> work_;
   grpc::Alarm alarm_;
+  Call* prev_ = nullptr;  // in worker_.sleeping while kSleeping
+  Call* next_ = nullptr;
   State state_ = State::kRequested;
+};
+
+// Fires on a worker's queue at the drain deadline: the calls still sleeping
+// there are cancelled, so the server stops within the deadline (grpc++
+// cancels the calls themselves at the same moment).
+class DrainDeadline final : public Tag {
+ public:
+  explicit DrainDeadline(Worker& worker) : worker_(worker) {}
+  void Set(gpr_timespec deadline) { alarm_.Set(worker_.cq.get(), deadline, this); }
+  void Cancel() { alarm_.Cancel(); }
+  void Proceed(bool ok) override {
+    if (!ok) return;  // cancelled: everything finished in time
+    for (Call* c = worker_.sleeping; c != nullptr; c = c->next_sleeping()) c->CancelSleep();
+  }
+
+ private:
+  Worker& worker_;
+  grpc::Alarm alarm_;
 };
 
 void Serve(grpc::ServerCompletionQueue* cq) {
   void* tag;
   bool ok;
-  while (cq->Next(&tag, &ok)) static_cast<Call*>(tag)->Proceed(ok);
+  while (cq->Next(&tag, &ok)) static_cast<Tag*>(tag)->Proceed(ok);
 }
 
 // ---- start-up
@@ -383,8 +444,11 @@ int Run() {
   // Bounds a connection that never completes its TLS handshake or never
   // sends the HTTP/2 preface and SETTINGS (the idle timer starts after that).
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, idle_ms);
-  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> cqs;
-  for (int i = 0; i < cfg.workers; i++) cqs.push_back(builder.AddCompletionQueue());
+  // grpc sets SO_REUSEPORT by default, which would let a second server bind
+  // the same port and share its connections; an address in use is an error.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  std::vector<Worker> workers(cfg.workers);
+  for (Worker& w : workers) w.cq = builder.AddCompletionQueue();
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     std::fprintf(stderr, "protobench-cpp-grpc: cannot serve grpc on PROTOBENCH_GRPC_ADDR=%s%s\n", cfg.grpc_addr.c_str(),
@@ -392,11 +456,19 @@ int Run() {
     return 1;
   }
 
-  for (auto& cq : cqs) {
-    for (const Method& m : kMethods) new Call(*app, services, m, cq.get());
+  // grpc core logs an error line per request with a malformed header (e.g. a
+  // content-type other than application/grpc) and per failed TLS handshake.
+  // Nothing is logged per request, so once the server runs its lines are
+  // dropped, unless grpc's own GRPC_VERBOSITY or GRPC_TRACE asks for them.
+  if (std::getenv("GRPC_VERBOSITY") == nullptr && std::getenv("GRPC_TRACE") == nullptr) {
+    gpr_set_log_function([](gpr_log_func_args*) {});
+  }
+
+  for (Worker& w : workers) {
+    for (const Method& m : kMethods) new Call(*app, services, m, w);
   }
   std::vector<std::thread> threads;
-  for (auto& cq : cqs) threads.emplace_back(Serve, cq.get());
+  for (Worker& w : workers) threads.emplace_back(Serve, w.cq.get());
 
   std::printf("listening protocol=grpc addr=%s tls=%s\n", ListenAddr(cfg.grpc_addr, port).c_str(),
               cfg.tls() ? "true" : "false");
@@ -407,8 +479,16 @@ int Run() {
   }
   // Stop accepting; calls in flight may finish until the deadline, then the
   // rest are cancelled. The queues are shut down after the server.
-  server->Shutdown(std::chrono::system_clock::now() + kDrainTimeout);
-  for (auto& cq : cqs) cq->Shutdown();
+  gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                       gpr_time_from_seconds(kDrainTimeout.count(), GPR_TIMESPAN));
+  std::vector<std::unique_ptr<DrainDeadline>> drains;
+  for (Worker& w : workers) {
+    drains.push_back(std::make_unique<DrainDeadline>(w));
+    drains.back()->Set(deadline);
+  }
+  server->Shutdown(deadline);
+  for (auto& d : drains) d->Cancel();
+  for (Worker& w : workers) w.cq->Shutdown();
   for (auto& t : threads) t.join();
   return 0;
 }
