@@ -6,8 +6,8 @@
 # grpcurl and ghz when installed, and `protobench verify` when $PROTOBENCH
 # names the binary: every contract vector, bad input, the size limit, the
 # failure draw against the contract's formula, service time, the idle
-# timeout, SETTINGS_MAX_CONCURRENT_STREAMS, draining on SIGTERM, TLS/ALPN and
-# refused configurations. Prints `N passed, M failed` last and exits non-zero
+# timeout, SETTINGS_MAX_CONCURRENT_STREAMS, draining on SIGTERM, TLS/ALPN,
+# descriptor exhaustion and refused configurations. Prints `N passed, M failed` last and exits non-zero
 # on any failure. Every wait is bounded.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -64,12 +64,16 @@ CHECK_TLS=()
 PROBE_CA=()
 
 # start_server NAME VAR=VALUE...: starts bin/server on 127.0.0.1:0 (plus
-# TLS_ENV and the given variables) and waits for its listening line.
+# TLS_ENV and the given variables; FD_LIMIT = its descriptor limit) and waits
+# for its listening line.
 start_server() {
 	local name=$1 i; shift
 	OUT="$TMP/$name.out"
 	ERR="$TMP/$name.err"
-	env PROTOBENCH_GRPC_ADDR=127.0.0.1:0 "${TLS_ENV[@]}" "$@" bin/server >"$OUT" 2>"$ERR" &
+	(
+		if [ -n "${FD_LIMIT:-}" ]; then ulimit -n "$FD_LIMIT"; fi
+		exec env PROTOBENCH_GRPC_ADDR=127.0.0.1:0 "${TLS_ENV[@]}" "$@" bin/server
+	) >"$OUT" 2>"$ERR" &
 	SERVER_PID=$!
 	for i in $(seq 1 100); do
 		grep -q '^listening ' "$OUT" 2>/dev/null && break
@@ -296,6 +300,25 @@ if start_server drain-limit PROTOBENCH_SERVICE_TIME=sleep:15s; then
 	python3 -c "import sys; sys.exit(0 if 9 <= $secs <= 12 else 1)" && pass "drain: stopped after $secs s (10 s limit)" || fail "drain: stopped after $secs s"
 	wait $cp || true
 	grep -q '^status OK' "$TMP/drain.call" && fail "drain: the 15 s call was answered OK" || pass "drain: the call past the limit ended: $(cat "$TMP/drain.call")"
+fi
+
+echo "# descriptor exhaustion"
+# With 48 descriptors, 60 idle connections exhaust them: accept() fails with
+# EMFILE. The accept loop must back off (no busy loop: under 0.2 s of CPU in
+# 2 s), a connection opened before keeps being served, and once descriptors
+# are free new connections are accepted again.
+if FD_LIMIT=48 start_server emfile PROTOBENCH_WORKERS=1; then
+	timeout 20 bin/check --target "$ADDR" call2 3000 >"$TMP/call2" 2>&1 &
+	cp=$!
+	sleep 0.3
+	out=$(timeout 15 python3 test/h2probe.py exhaust "$ADDR" "$SERVER_PID" 60 2 2>&1 || true)
+	ticks=$(sed -nE 's/^cpu_ticks ([0-9]+)$/\1/p' <<<"$out")
+	[ -n "$ticks" ] && [ "$ticks" -le 20 ] && pass "emfile: accept loop backs off ($ticks ticks of CPU in 2 s)" || fail "emfile: $out"
+	wait $cp || true
+	grep -q '^status OK "" then OK ""' "$TMP/call2" && pass "emfile: an open connection keeps being served" || fail "emfile: open connection: $(cat "$TMP/call2")"
+	out=$(timeout 15 bin/check --target "$ADDR" call 2>&1 || true)
+	grep -q '^status OK' <<<"$out" && pass "emfile: new connections accepted again afterwards" || fail "emfile: after: $out"
+	stop_server emfile
 fi
 
 echo "# configuration errors"

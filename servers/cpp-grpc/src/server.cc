@@ -1,11 +1,8 @@
 // protobench reference server for C++: grpc++ (the async completion-queue
 // API, one completion queue per worker thread) serving protobench.v1.Bench
 // and helloworld.Greeter, configured only by the PROTOBENCH_* environment.
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
-#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -27,6 +24,7 @@
 
 #include "config.h"
 #include "helloworld/helloworld.grpc.pb.h"
+#include "listener.h"
 #include "ops.h"
 #include "protobench/v1/protobench.grpc.pb.h"
 
@@ -359,28 +357,6 @@ bool ReadFile(const std::string& path, std::string* out) {
   return true;
 }
 
-// The address to print: the host as given when it is an IP literal, else the
-// first address it resolves to; with the port the server bound.
-std::string ListenAddr(const std::string& given, int port) {
-  std::string host = given.substr(0, given.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  unsigned char buf[sizeof(struct in6_addr)];
-  bool v6 = inet_pton(AF_INET6, host.c_str(), buf) == 1;
-  if (!v6 && inet_pton(AF_INET, host.c_str(), buf) != 1) {
-    struct addrinfo hints = {}, *res = nullptr;
-    hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(host.c_str(), nullptr, &hints, &res) == 0 && res != nullptr) {
-      char text[INET6_ADDRSTRLEN];
-      if (getnameinfo(res->ai_addr, res->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) == 0) {
-        host = text;
-        v6 = res->ai_family == AF_INET6;
-      }
-      freeaddrinfo(res);
-    }
-  }
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 int Run() {
   // SIGTERM/SIGINT are taken by sigwait below; blocked before any thread
   // starts, so every thread inherits the mask.
@@ -430,10 +406,19 @@ int Run() {
   // requests are not logged, so its handler is silenced from here on.
   google::protobuf::SetLogHandler(nullptr);
 
+  Listener listener;
+  if (!listener.Bind(cfg.grpc_addr, &err)) {
+    std::fprintf(stderr, "protobench-cpp-grpc: %s\n", err.c_str());
+    return 1;
+  }
+
   Services services;
   grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(cfg.grpc_addr, creds, &port);
+  // Connections come from our own accept loop (listener.h), not from a
+  // listening port of grpc's.
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor =
+      builder.experimental().AddExternalConnectionAcceptor(
+          grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, creds);
   builder.RegisterService(&services.bench);
   builder.RegisterService(&services.greeter);
   builder.SetMaxReceiveMessageSize(cfg.max_request_bytes);
@@ -444,15 +429,12 @@ int Run() {
   // Bounds a connection that never completes its TLS handshake or never
   // sends the HTTP/2 preface and SETTINGS (the idle timer starts after that).
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, idle_ms);
-  // grpc sets SO_REUSEPORT by default, which would let a second server bind
-  // the same port and share its connections; an address in use is an error.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   std::vector<Worker> workers(cfg.workers);
   for (Worker& w : workers) w.cq = builder.AddCompletionQueue();
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || port == 0) {
-    std::fprintf(stderr, "protobench-cpp-grpc: cannot serve grpc on PROTOBENCH_GRPC_ADDR=%s%s\n", cfg.grpc_addr.c_str(),
-                 cfg.tls() ? " with PROTOBENCH_TLS_CERT/PROTOBENCH_TLS_KEY" : "");
+  if (server == nullptr) {
+    std::fprintf(stderr, "protobench-cpp-grpc: cannot start the grpc server%s\n",
+                 cfg.tls() ? " (check PROTOBENCH_TLS_CERT/PROTOBENCH_TLS_KEY)" : "");
     return 1;
   }
 
@@ -469,16 +451,18 @@ int Run() {
   }
   std::vector<std::thread> threads;
   for (Worker& w : workers) threads.emplace_back(Serve, w.cq.get());
+  listener.Start(acceptor.get());
 
-  std::printf("listening protocol=grpc addr=%s tls=%s\n", ListenAddr(cfg.grpc_addr, port).c_str(),
-              cfg.tls() ? "true" : "false");
+  std::printf("listening protocol=grpc addr=%s tls=%s\n", listener.addr().c_str(), cfg.tls() ? "true" : "false");
   std::fflush(stdout);
 
   int sig = 0;
   while (sigwait(&signals, &sig) != 0) {
   }
-  // Stop accepting; calls in flight may finish until the deadline, then the
-  // rest are cancelled. The queues are shut down after the server.
+  // Stop accepting (the listening socket is closed); calls in flight may
+  // finish until the deadline, then the rest are cancelled. The queues are
+  // shut down after the server.
+  listener.Stop();
   gpr_timespec deadline = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
                                        gpr_time_from_seconds(kDrainTimeout.count(), GPR_TIMESPAN));
   std::vector<std::unique_ptr<DrainDeadline>> drains;

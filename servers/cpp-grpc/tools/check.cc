@@ -19,6 +19,7 @@
 //   spin MS N              N concurrent calls take >= N x MS (one worker:
 //                          spin holds the handling thread)
 //   call                   one GetInteger call; prints its status
+//   call2 MS               two GetInteger calls on one connection, MS apart
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -450,6 +451,13 @@ int main(int argc, char** argv) {
     Sleep(c, std::stod(rest[1]));
   } else if (mode == "spin" && rest.size() == 3) {
     Spin(c, std::stod(rest[1]), std::stoi(rest[2]));
+  } else if (mode == "call2" && rest.size() == 2) {
+    // Two calls on one connection, MS apart.
+    Status first = c.GetInteger();
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(rest[1])));
+    Status second = c.GetInteger();
+    std::printf("status %s then %s\n", Describe(first).c_str(), Describe(second).c_str());
+    return first.ok() && second.ok() ? 0 : 1;
   } else if (mode == "call") {
     Status st = c.GetInteger();
     std::printf("status %s\n", Describe(st).c_str());
