@@ -1,0 +1,354 @@
+#!/usr/bin/env bash
+# Tests the protobench C++ gRPC server end to end, on 127.0.0.1 only: builds
+# it and its test tools, runs the unit tests (bin/unit_test), then starts it
+# (clear text, then TLS with a throw-away CA and leaf certificate) and checks,
+# with bin/check (a grpc++ client), test/h2probe.py (raw HTTP/2), curl,
+# grpcurl and ghz when installed, and `protobench verify` when $PROTOBENCH
+# names the binary: every contract vector, bad input, the size limit, the
+# failure draw against the contract's formula, service time, the idle
+# timeout, SETTINGS_MAX_CONCURRENT_STREAMS, draining on SIGTERM, TLS/ALPN,
+# descriptor exhaustion and refused configurations. Prints `N passed, M failed` last and exits non-zero
+# on any failure. Every wait is bounded.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+CONTRACT=../../contract
+PASSED=0
+FAILED=0
+SERVER_PID=
+TMP=$(mktemp -d)
+
+cleanup() {
+	if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill -KILL "$SERVER_PID" 2>/dev/null || true
+	fi
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+pass() { PASSED=$((PASSED + 1)); echo "ok   $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
+
+# run_counted LABEL COMMAND...: runs a command that prints `ok`/`FAIL` lines
+# and `check: N passed, M failed`, and adds its counts.
+run_counted() {
+	local label=$1 out="$TMP/check.out" rc=0
+	shift
+	timeout 300 "$@" >"$out" 2>&1 || rc=$?
+	grep -v "^check: " "$out" | grep -v "^sequence " || true
+	local line p f
+	line=$(grep '^check: ' "$out" || true)
+	if [ -z "$line" ]; then
+		fail "$*: no result line (exit $rc): $(tail -c 300 "$out")"
+		return
+	fi
+	p=$(sed -E 's/^check: ([0-9]+) passed, ([0-9]+) failed$/\1/' <<<"$line")
+	f=$(sed -E 's/^check: ([0-9]+) passed, ([0-9]+) failed$/\2/' <<<"$line")
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+	echo "     ($label: $p passed, $f failed)"
+}
+
+# ---------------------------------------------------------------- build
+echo "# build"
+start_build=$(date +%s)
+nice -n 10 make -j2 test-bins >"$TMP/build.log" 2>&1 || { tail -30 "$TMP/build.log"; fail "make test-bins"; echo "$PASSED passed, $FAILED failed"; exit 1; }
+pass "make test-bins ($(($(date +%s) - start_build)) s)"
+
+echo "# unit tests"
+run_counted "unit tests" bin/unit_test "$CONTRACT/data/dataset.json"
+
+# ---------------------------------------------------------------- server control
+TLS_ENV=()
+CHECK_TLS=()
+PROBE_CA=()
+
+# start_server NAME VAR=VALUE...: starts bin/server on 127.0.0.1:0 (plus
+# TLS_ENV and the given variables; FD_LIMIT = its descriptor limit) and waits
+# for its listening line.
+start_server() {
+	local name=$1 i; shift
+	OUT="$TMP/$name.out"
+	ERR="$TMP/$name.err"
+	(
+		if [ -n "${FD_LIMIT:-}" ]; then ulimit -n "$FD_LIMIT"; fi
+		exec env PROTOBENCH_GRPC_ADDR=127.0.0.1:0 "${TLS_ENV[@]}" "$@" bin/server
+	) >"$OUT" 2>"$ERR" &
+	SERVER_PID=$!
+	for i in $(seq 1 100); do
+		grep -q '^listening ' "$OUT" 2>/dev/null && break
+		kill -0 "$SERVER_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	ADDR=$(sed -nE 's/^listening protocol=grpc addr=([^ ]+) .*/\1/p' "$OUT")
+	if [ -z "$ADDR" ]; then
+		fail "$name: server did not start: $(cat "$OUT" "$ERR" | head -c 500)"
+		return 1
+	fi
+	pass "$name: server started on $ADDR"
+	return 0
+}
+
+# stop_server NAME: SIGTERM, then expects exit 0 within 15 s, stdout holding
+# only the listening line and stderr nothing.
+stop_server() {
+	local name=$1 i rc=0
+	kill -TERM "$SERVER_PID" 2>/dev/null || true # may have exited already (drain tests)
+	for i in $(seq 1 150); do
+		kill -0 "$SERVER_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$SERVER_PID" 2>/dev/null; then
+		kill -KILL "$SERVER_PID"
+		wait "$SERVER_PID" 2>/dev/null || true
+		fail "$name: still running 15 s after SIGTERM"
+	else
+		wait "$SERVER_PID" || rc=$?
+		[ "$rc" = 0 ] && pass "$name: SIGTERM exits 0" || fail "$name: SIGTERM exit status $rc"
+	fi
+	SERVER_PID=
+	local want_tls=false
+	[ ${#TLS_ENV[@]} -gt 0 ] && want_tls=true
+	if [ "$(wc -l <"$OUT")" = 1 ] && grep -qE "^listening protocol=grpc addr=127\.0\.0\.1:[1-9][0-9]* tls=$want_tls$" "$OUT"; then
+		pass "$name: stdout is one listening line"
+	else
+		fail "$name: unexpected stdout: $(head -c 300 "$OUT")"
+	fi
+	[ ! -s "$ERR" ] && pass "$name: nothing logged" || fail "$name: stderr: $(head -c 300 "$ERR")"
+}
+
+check() { run_counted "check $1" bin/check --target "$ADDR" "${CHECK_TLS[@]}" "$@"; }
+
+# The failure sequence the contract's formula gives for the first N requests.
+expected_failures() { # SEED RATE N
+	python3 - "$@" <<'EOF'
+import sys
+seed, rate, n = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+M = (1 << 64) - 1
+def splitmix64(x):
+    z = (x + 0x9E3779B97F4A7C15) & M
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M
+    return z ^ (z >> 31)
+# (splitmix64(seed + k) >> 11) * 2^-53 < rate, exactly: top53 < rate * 2^53.
+print("".join("1" if (splitmix64((seed + k) & M) >> 11) < rate * 2.0**53 else "0" for k in range(n)))
+EOF
+}
+
+# Third-party clients: grpcurl (from the .proto files; this server has no
+# reflection) and ghz (grpc_bench's client), when installed.
+third_party() {
+	local mode=$1 grpcurl out
+	grpcurl=$(command -v grpcurl || echo "$HOME/go/bin/grpcurl")
+	if [ -x "$grpcurl" ]; then
+		local g=(-import-path "$CONTRACT/proto" -proto protobench/v1/protobench.proto -proto helloworld/helloworld.proto -max-msg-sz 67108864)
+		if [ "$mode" = tls ]; then g+=(-cacert "$TMP/ca.pem" -servername localhost); else g+=(-plaintext); fi
+		out=$(timeout 30 "$grpcurl" "${g[@]}" -d @ "$ADDR" helloworld.Greeter/SayHello <"$CONTRACT/vectors/grpcbench.complex/request.json" 2>&1 || true)
+		grep -q '"l": "444325235223"' <<<"$out" && grep -q '"c1": "of course"' <<<"$out" && pass "grpcurl SayHello" || fail "grpcurl SayHello: ${out:0:300}"
+		out=$(timeout 30 "$grpcurl" "${g[@]}" -d '{"name":"file-3m4"}' "$ADDR" protobench.v1.Bench/GetFile 2>&1 | grep -c '"content"' || true)
+		[ "$out" = 1 ] && pass "grpcurl GetFile 3.4 MB" || fail "grpcurl GetFile 3.4 MB"
+		out=$(timeout 30 "$grpcurl" "${g[@]}" -d '{"name":"nope"}' "$ADDR" protobench.v1.Bench/GetFile 2>&1 || true)
+		grep -q 'Code: NotFound' <<<"$out" && pass "grpcurl unknown file -> NotFound" || fail "grpcurl unknown file: $out"
+	else
+		echo "skip grpcurl (not installed)"
+	fi
+	out=$(bash "$CONTRACT/tests/ghz_check.sh" "localhost:${ADDR##*:}" ${TLS_ENV[@]:+"$TMP/ca.pem"} 2>&1) && pass "ghz: $(tr '\n' ' ' <<<"$out")" || {
+		if grep -q 'ghz not found' <<<"$out"; then echo "skip ghz (not installed)"; else fail "ghz: $out"; fi
+	}
+	if [ -n "${PROTOBENCH:-}" ] && [ -x "$PROTOBENCH" ]; then
+		local v=()
+		[ "$mode" = tls ] && v=(--cacert "$TMP/ca.pem" --server-name localhost)
+		out=$(timeout 300 "$PROTOBENCH" verify --protocol grpc --target "$ADDR" "${v[@]}" 2>&1) && pass "protobench verify: $(tail -1 <<<"$out")" || fail "protobench verify: $(grep -v ' ok$' <<<"$out" | head -10)"
+	else
+		echo "skip protobench verify (set PROTOBENCH=path/to/protobench)"
+	fi
+}
+
+# A request with a content-type other than application/grpc: grpc 1.51
+# answers it (a documented deviation, see README), but must not log it.
+content_type_note() {
+	local s=http opts=(--http2-prior-knowledge) out
+	[ ${#TLS_ENV[@]} -gt 0 ] && { s=https; opts=(--http2 --cacert "$TMP/ca.pem"); }
+	printf '\0\0\0\0\0' >"$TMP/empty.frame"
+	out=$(timeout 10 curl -sS "${opts[@]}" -o /dev/null -w '%{http_code}' -X POST -H 'content-type: text/plain' -H 'te: trailers' \
+		--data-binary @"$TMP/empty.frame" "$s://localhost:${ADDR##*:}/protobench.v1.Bench/GetInteger" 2>&1 || true)
+	echo "note: content-type text/plain answered with HTTP $out (415 wanted; grpc 1.51.1 does not check it, see README)"
+}
+
+# ---------------------------------------------------------------- runs
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=cpp-grpc-test-ca \
+	-keyout "$TMP/ca-key.pem" -out "$TMP/ca.pem" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout "$TMP/key.pem" -out "$TMP/leaf.csr" 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$TMP/ext.cnf"
+openssl x509 -req -in "$TMP/leaf.csr" -CA "$TMP/ca.pem" -CAkey "$TMP/ca-key.pem" -CAcreateserial \
+	-days 1 -extfile "$TMP/ext.cnf" -out "$TMP/cert.pem" 2>/dev/null
+
+for mode in clear tls; do
+	if [ "$mode" = tls ]; then
+		TLS_ENV=(PROTOBENCH_TLS_CERT="$TMP/cert.pem" PROTOBENCH_TLS_KEY="$TMP/key.pem")
+		CHECK_TLS=(--ca "$TMP/ca.pem")
+		PROBE_CA=("$TMP/ca.pem")
+	fi
+
+	echo "# $mode: vectors, bad input, third-party clients"
+	if start_server "$mode" PROTOBENCH_WORKERS=2; then
+		check vectors "$CONTRACT"
+		check bad
+		third_party "$mode"
+		out=$(timeout 10 python3 test/h2probe.py settings "$ADDR" "${PROBE_CA[@]}" 2>&1 || true)
+		[ "$out" = "max_streams 1000" ] && pass "$mode: SETTINGS_MAX_CONCURRENT_STREAMS 1000 by default" || fail "$mode: settings: $out"
+		if [ "$mode" = tls ]; then
+			a=$(echo | timeout 10 openssl s_client -connect "$ADDR" -alpn h2,http/1.1 2>/dev/null | sed -nE 's/^ALPN protocol: (.*)/\1/p' || true)
+			[ "$a" = h2 ] && pass "tls: ALPN h2" || fail "tls: ALPN '$a', want h2"
+			out=$(timeout 10 bin/check --target "$ADDR" call 2>&1 || true)
+			grep -q '^status OK' <<<"$out" && fail "tls: a clear-text client was answered" || pass "tls: a clear-text client gets no answer"
+		fi
+		content_type_note
+		stop_server "$mode"
+	fi
+
+	echo "# $mode: size limit, streams limit"
+	if start_server "$mode-limit" PROTOBENCH_MAX_REQUEST_BYTES=4096 PROTOBENCH_MAX_STREAMS=7; then
+		check limit 4096
+		out=$(timeout 10 python3 test/h2probe.py settings "$ADDR" "${PROBE_CA[@]}" 2>&1 || true)
+		[ "$out" = "max_streams 7" ] && pass "$mode: PROTOBENCH_MAX_STREAMS=7 advertised" || fail "$mode: settings: $out"
+		stop_server "$mode-limit"
+	fi
+
+	echo "# $mode: failure injection"
+	if start_server "$mode-failure" PROTOBENCH_FAILURE_RATE=0.2 PROTOBENCH_FAILURE_SEED=20240601 PROTOBENCH_WORKERS=2; then
+		check failure 1000
+		got=$(sed -nE 's/^sequence //p' "$TMP/check.out")
+		want=$(expected_failures 20240601 0.2 1000)
+		ones=$(tr -cd 1 <<<"$got" | wc -c)
+		[ "$got" = "$want" ] && pass "$mode: 1000 calls fail exactly as the contract's splitmix64 draw says ($ones failures)" \
+			|| fail "$mode: failure sequence differs from the contract's draw: got ${got:0:60}..., want ${want:0:60}..."
+		[ "$ones" -ge 160 ] && [ "$ones" -le 240 ] && pass "$mode: failures within 200 +- 40" || fail "$mode: $ones failures"
+		stop_server "$mode-failure"
+	fi
+	if start_server "$mode-failure-all" PROTOBENCH_FAILURE_RATE=1; then
+		check failure 20
+		[ "$(sed -nE 's/^sequence //p' "$TMP/check.out")" = "11111111111111111111" ] && pass "$mode: rate 1 fails every call" || fail "$mode: rate 1: $(cat "$TMP/check.out")"
+		stop_server "$mode-failure-all"
+	fi
+
+	echo "# $mode: service time"
+	if start_server "$mode-sleep" PROTOBENCH_SERVICE_TIME=sleep:50ms PROTOBENCH_WORKERS=1; then
+		check sleep 50
+		stop_server "$mode-sleep"
+	fi
+	if start_server "$mode-spin" PROTOBENCH_SERVICE_TIME=spin:20ms PROTOBENCH_WORKERS=1; then
+		check spin 20 4
+		stop_server "$mode-spin"
+	fi
+
+	echo "# $mode: idle timeout"
+	# No stream open: closed after ~2 s (nothing sent at all; with TLS, no
+	# handshake either / the preface and SETTINGS only). A call sleeping 3 s
+	# is a request in progress: its connection stays open and it completes.
+	if start_server "$mode-idle" PROTOBENCH_IDLE_TIMEOUT=2s PROTOBENCH_SERVICE_TIME=sleep:3s; then
+		timeout 20 python3 test/h2probe.py idle "$ADDR" nothing 8 "${PROBE_CA[@]}" >"$TMP/idle1" 2>&1 &
+		p1=$!
+		timeout 20 python3 test/h2probe.py idle "$ADDR" preface 8 "${PROBE_CA[@]}" >"$TMP/idle2" 2>&1 &
+		p2=$!
+		out=$(timeout 20 bin/check --target "$ADDR" "${CHECK_TLS[@]}" call 2>&1 || true)
+		wait $p1 $p2 || true
+		for f in idle1 idle2; do
+			line=$(cat "$TMP/$f")
+			secs=$(sed -nE 's/^[a-z]+ closed ([0-9.]+) .*/\1/p' <<<"$line")
+			if [ -n "$secs" ] && python3 -c "import sys; sys.exit(0 if 1.5 <= $secs <= 5 else 1)"; then
+				pass "$mode: idle connection ($line) closed after the 2 s idle timeout"
+			else
+				fail "$mode: idle connection: $line"
+			fi
+		done
+		grep -q '^status OK' <<<"$out" && pass "$mode: a call in progress longer than the idle timeout completes" || fail "$mode: long call: $out"
+		stop_server "$mode-idle"
+	fi
+
+	echo "# $mode: draining"
+	# A call sleeping when SIGTERM arrives is still answered; meanwhile the
+	# listener is closed.
+	if start_server "$mode-drain" PROTOBENCH_SERVICE_TIME=sleep:1500ms; then
+		timeout 20 bin/check --target "$ADDR" "${CHECK_TLS[@]}" call >"$TMP/drain.call" 2>&1 &
+		cp=$!
+		sleep 0.5
+		kill -TERM "$SERVER_PID"
+		sleep 0.3
+		if python3 -c "import socket,sys; h,p=sys.argv[1].rsplit(':',1); socket.create_connection((h,int(p)),timeout=2)" "$ADDR" 2>/dev/null; then
+			fail "$mode: a new connection was accepted after SIGTERM"
+		else
+			pass "$mode: no new connection accepted after SIGTERM"
+		fi
+		wait $cp || true
+		grep -q '^status OK' "$TMP/drain.call" && pass "$mode: the call in flight at SIGTERM completed" || fail "$mode: call in flight at SIGTERM: $(cat "$TMP/drain.call")"
+		stop_server "$mode-drain"
+	fi
+done
+
+echo "# drain deadline"
+# A call that would sleep 15 s when SIGTERM arrives: the server stops within
+# the 10 s drain limit (exit 0) and the call is not answered OK.
+TLS_ENV=()
+if start_server drain-limit PROTOBENCH_SERVICE_TIME=sleep:15s; then
+	timeout 30 bin/check --target "$ADDR" call >"$TMP/drain.call" 2>&1 &
+	cp=$!
+	sleep 0.5
+	t0=$(date +%s.%N)
+	stop_server drain-limit
+	secs=$(python3 -c "import time,sys; print(round(time.time() - float(sys.argv[1]), 1))" "$t0")
+	python3 -c "import sys; sys.exit(0 if 9 <= $secs <= 12 else 1)" && pass "drain: stopped after $secs s (10 s limit)" || fail "drain: stopped after $secs s"
+	wait $cp || true
+	grep -q '^status OK' "$TMP/drain.call" && fail "drain: the 15 s call was answered OK" || pass "drain: the call past the limit ended: $(cat "$TMP/drain.call")"
+fi
+
+echo "# descriptor exhaustion"
+# With 48 descriptors, 60 idle connections exhaust them: accept() fails with
+# EMFILE. The accept loop must back off (no busy loop: under 0.2 s of CPU in
+# 2 s), a connection opened before keeps being served, and once descriptors
+# are free new connections are accepted again.
+if FD_LIMIT=48 start_server emfile PROTOBENCH_WORKERS=1; then
+	timeout 20 bin/check --target "$ADDR" call2 3000 >"$TMP/call2" 2>&1 &
+	cp=$!
+	sleep 0.3
+	out=$(timeout 15 python3 test/h2probe.py exhaust "$ADDR" "$SERVER_PID" 60 2 2>&1 || true)
+	ticks=$(sed -nE 's/^cpu_ticks ([0-9]+)$/\1/p' <<<"$out")
+	[ -n "$ticks" ] && [ "$ticks" -le 20 ] && pass "emfile: accept loop backs off ($ticks ticks of CPU in 2 s)" || fail "emfile: $out"
+	wait $cp || true
+	grep -q '^status OK "" then OK ""' "$TMP/call2" && pass "emfile: an open connection keeps being served" || fail "emfile: open connection: $(cat "$TMP/call2")"
+	out=$(timeout 15 bin/check --target "$ADDR" call 2>&1 || true)
+	grep -q '^status OK' <<<"$out" && pass "emfile: new connections accepted again afterwards" || fail "emfile: after: $out"
+	stop_server emfile
+fi
+
+echo "# configuration errors"
+refused() { # VAR=VALUE...: the server must exit non-zero at once, naming the first variable
+	local rc=0 name=${1%%=*}
+	timeout 10 env PROTOBENCH_GRPC_ADDR=127.0.0.1:0 "$@" bin/server >"$TMP/bad.out" 2>"$TMP/bad.err" || rc=$?
+	if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q "$name" "$TMP/bad.err" && [ ! -s "$TMP/bad.out" ]; then
+		pass "refuses $* (exit $rc)"
+	else
+		fail "$*: exit $rc, stderr: $(head -c 200 "$TMP/bad.err")"
+	fi
+}
+for bad in PROTOBENCH_WORKERS=0 PROTOBENCH_WORKERS=x PROTOBENCH_FAILURE_RATE=2 PROTOBENCH_FAILURE_RATE=nan \
+	PROTOBENCH_FAILURE_SEED=-1 PROTOBENCH_SERVICE_TIME=nap:1ms PROTOBENCH_SERVICE_TIME=sleep:5 \
+	PROTOBENCH_MAX_REQUEST_BYTES=x PROTOBENCH_MAX_REQUEST_BYTES=0 PROTOBENCH_IDLE_TIMEOUT=0s PROTOBENCH_IDLE_TIMEOUT=60 \
+	PROTOBENCH_READ_TIMEOUT=soon PROTOBENCH_MAX_STREAMS=0 PROTOBENCH_MAX_STREAMS=x PROTOBENCH_GRPC_ADDR=nowhere \
+	PROTOBENCH_REST_ADDR=127.0.0.1:0 PROTOBENCH_DATASET=/nonexistent PROTOBENCH_TLS_CERT=/nonexistent; do
+	if [ "$bad" = PROTOBENCH_TLS_CERT=/nonexistent ]; then
+		refused "$bad" PROTOBENCH_TLS_KEY=/nonexistent
+	else
+		refused "$bad"
+	fi
+done
+printf 'not a certificate\n' >"$TMP/bad.pem"
+refused PROTOBENCH_TLS_CERT="$TMP/bad.pem" PROTOBENCH_TLS_KEY="$TMP/bad.pem"
+# An address already in use.
+if start_server busy; then
+	refused PROTOBENCH_GRPC_ADDR="$ADDR"
+	stop_server busy
+fi
+
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" = 0 ]
