@@ -144,35 +144,86 @@ pub fn saturation(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     points.iter().copied().find(|p| p.1 >= 0.95 * best)
 }
 
-/// Every chart of a run, in report order.
+/// Every chart of a run, in report order: the summary bars, then the time
+/// series, the scaling curves and the search traces.
 pub fn charts(run: &RunRecord) -> Vec<Chart> {
     let aggs = run.aggregates();
-    let mut out = Vec::new();
     if aggs.is_empty() {
-        return out;
+        return Vec::new();
     }
     let layout = Layout::of(&aggs);
-    let mut push = |id: String, caption: &str, chart: String, title: &str| {
-        out.push(Chart {
-            id,
-            title: title.into(),
-            caption: caption.into(),
-            svg: chart,
-        });
-    };
+    let mut out = summary_charts(&aggs, &layout);
+    out.extend(timeseries_charts(run, &aggs, &layout));
+    out.extend(scaling_charts(&aggs, &layout));
+    out.extend(search_charts(run, &aggs, &layout));
+    out
+}
 
-    let c = layout.bars(&aggs, "Rate by protocol and workload", "successful calls/s", |a| {
+impl Chart {
+    fn of_bars(id: &str, caption: &str, c: &BarChart) -> Chart {
+        Chart {
+            id: id.into(),
+            title: c.title.clone(),
+            caption: caption.into(),
+            svg: c.render(),
+        }
+    }
+
+    fn of_lines(id: String, caption: &str, c: &LineChart) -> Chart {
+        Chart {
+            id,
+            title: c.title.clone(),
+            caption: caption.into(),
+            svg: c.render(),
+        }
+    }
+}
+
+/// The bar charts over every point: rate, latency percentiles, error rate,
+/// server CPU per call and server peak memory.
+fn summary_charts(aggs: &[PointAggregate], layout: &Layout) -> Vec<Chart> {
+    let rate = layout.bars(aggs, "Rate by protocol and workload", "successful calls/s", |a| {
         bar(&a.rate, 1.0)
     });
-    push(
-        "rate".into(),
-        "Median successful calls per second; whiskers are 95% confidence intervals.",
-        c.render(),
-        &c.title,
-    );
+    let errors = layout.bars(aggs, "Error rate", "failed calls (%)", |a| bar(&a.error_fraction, 0.01));
+    let cpu = layout.bars(aggs, "Server CPU per call", "CPU time per call (µs)", |a| {
+        bar(&a.cpu_ns_per_call, 1e3)
+    });
+    let memory = layout.bars(aggs, "Server peak memory", "peak RSS (MiB)", |a| {
+        bar(&a.rss_peak_bytes, 1024.0 * 1024.0)
+    });
+    vec![
+        Chart::of_bars(
+            "rate",
+            "Median successful calls per second; whiskers are 95% confidence intervals.",
+            &rate,
+        ),
+        Chart::of_bars(
+            "latency",
+            "Median across repetitions of each latency percentile, measured from the intended start of each call.",
+            &latency_bars(aggs, layout),
+        ),
+        Chart::of_bars(
+            "errors",
+            "Share of calls that failed (injected failures included).",
+            &errors,
+        ),
+        Chart::of_bars(
+            "cost-cpu",
+            "Server CPU time (user + system, whole process tree) over the measured window divided by calls.",
+            &cpu,
+        ),
+        Chart::of_bars(
+            "cost-memory",
+            "Peak resident memory of the server's process tree.",
+            &memory,
+        ),
+    ]
+}
 
-    // Latency percentiles: one group per point, bars p50 / p90 / p99.
-    let lat = BarChart {
+/// Latency percentiles: one group per point, bars p50 / p90 / p99.
+fn latency_bars(aggs: &[PointAggregate], layout: &Layout) -> BarChart {
+    BarChart {
         title: "Latency percentiles".into(),
         y_label: "latency (ms)".into(),
         categories: aggs
@@ -195,78 +246,15 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
                 (name.to_string(), bars)
             })
             .collect(),
-    };
-    push(
-        "latency".into(),
-        "Median across repetitions of each latency percentile, measured from the intended start of each call.",
-        lat.render(),
-        &lat.title,
-    );
+    }
+}
 
-    let c = layout.bars(&aggs, "Error rate", "failed calls (%)", |a| {
-        bar(&a.error_fraction, 0.01)
-    });
-    push(
-        "errors".into(),
-        "Share of calls that failed (injected failures included).",
-        c.render(),
-        &c.title,
-    );
-
-    let c = layout.bars(&aggs, "Server CPU per call", "CPU time per call (µs)", |a| {
-        bar(&a.cpu_ns_per_call, 1e3)
-    });
-    push(
-        "cost-cpu".into(),
-        "Server CPU time (user + system, whole process tree) over the measured window divided by calls.",
-        c.render(),
-        &c.title,
-    );
-
-    let c = layout.bars(&aggs, "Server peak memory", "peak RSS (MiB)", |a| {
-        bar(&a.rss_peak_bytes, 1024.0 * 1024.0)
-    });
-    push(
-        "cost-memory".into(),
-        "Peak resident memory of the server's process tree.",
-        c.render(),
-        &c.title,
-    );
-
-    // Per-second time series per category: the repetition with the median rate.
+/// Per-second time series per category (rate, then p99), from the repetition
+/// with the median rate.
+fn timeseries_charts(run: &RunRecord, aggs: &[PointAggregate], layout: &Layout) -> Vec<Chart> {
+    let mut out = Vec::new();
     for cat in &layout.categories {
-        let mut rate_lines = Vec::new();
-        let mut p99_lines = Vec::new();
-        for a in aggs
-            .iter()
-            .filter(|a| &category_name(&a.config, layout.many_variants) == cat)
-        {
-            let Some(m) = representative(run, a) else {
-                continue;
-            };
-            let Some(r) = m.result.as_ref() else { continue };
-            if r.timeline.is_empty() {
-                continue;
-            }
-            let name = series_name(&a.config, layout.many_servers);
-            // Only whole seconds of the window: calls finishing after its end
-            // land in a last, partial second that would read as a collapse.
-            let whole = (r.duration_ns / 1_000_000_000).max(1) as u32;
-            let timeline: Vec<_> = r.timeline.iter().filter(|t| t.second < whole).collect();
-            rate_lines.push(Line {
-                name: name.clone(),
-                points: timeline.iter().map(|t| (t.second as f64, t.successes as f64)).collect(),
-                marks: vec![],
-            });
-            p99_lines.push(Line {
-                name,
-                points: timeline
-                    .iter()
-                    .map(|t| (t.second as f64, t.p99_ns as f64 / 1e6))
-                    .collect(),
-                marks: vec![],
-            });
-        }
+        let (rate_lines, p99_lines) = timeseries_lines(run, aggs, layout, cat);
         if rate_lines.is_empty() {
             continue;
         }
@@ -277,12 +265,11 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
             log_x: false,
             lines: rate_lines,
         };
-        push(
+        out.push(Chart::of_lines(
             format!("timeseries-rate-{}", slug(cat)),
             "Successful calls completed in each second (the repetition with the median rate).",
-            c.render(),
-            &c.title,
-        );
+            &c,
+        ));
         let c = LineChart {
             title: format!("p99 latency per second — {cat}"),
             x_label: "second of the measured window".into(),
@@ -290,133 +277,180 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
             log_x: false,
             lines: p99_lines,
         };
-        push(
+        out.push(Chart::of_lines(
             format!("timeseries-p99-{}", slug(cat)),
             "99th percentile latency of each second (same repetition).",
-            c.render(),
-            &c.title,
-        );
+            &c,
+        ));
     }
+    out
+}
 
-    // Scaling curves: points that differ only by concurrency (closed loop) or
-    // rate (open loop), plus the search traces of discover and ramp points.
+/// The rate and p99 lines of one category: one line per series that has a timeline.
+fn timeseries_lines(run: &RunRecord, aggs: &[PointAggregate], layout: &Layout, cat: &str) -> (Vec<Line>, Vec<Line>) {
+    let mut rate_lines = Vec::new();
+    let mut p99_lines = Vec::new();
+    for a in aggs
+        .iter()
+        .filter(|a| category_name(&a.config, layout.many_variants) == cat)
+    {
+        let Some(m) = representative(run, a) else {
+            continue;
+        };
+        let Some(r) = m.result.as_ref() else { continue };
+        if r.timeline.is_empty() {
+            continue;
+        }
+        let name = series_name(&a.config, layout.many_servers);
+        // Only whole seconds of the window: calls finishing after its end
+        // land in a last, partial second that would read as a collapse.
+        let whole = (r.duration_ns / 1_000_000_000).max(1) as u32;
+        let timeline: Vec<_> = r.timeline.iter().filter(|t| t.second < whole).collect();
+        rate_lines.push(Line {
+            name: name.clone(),
+            points: timeline.iter().map(|t| (t.second as f64, t.successes as f64)).collect(),
+            marks: vec![],
+        });
+        p99_lines.push(Line {
+            name,
+            points: timeline
+                .iter()
+                .map(|t| (t.second as f64, t.p99_ns as f64 / 1e6))
+                .collect(),
+            marks: vec![],
+        });
+    }
+    (rate_lines, p99_lines)
+}
+
+/// Scaling curves: points that differ only by concurrency (closed loop) or
+/// rate (open loop), one chart per group in key order.
+fn scaling_charts(aggs: &[PointAggregate], layout: &Layout) -> Vec<Chart> {
     let mut groups: BTreeMap<String, Vec<&PointAggregate>> = BTreeMap::new();
     for a in aggs
         .iter()
         .filter(|a| a.config.kind == PointKind::Fixed || a.config.kind == PointKind::Rate)
     {
-        let c = &a.config;
-        let key = format!(
-            "{} {} {}{}{}",
-            c.workload,
-            if c.rate.is_some() { "open" } else { "closed" },
-            if c.tls { "tls " } else { "" },
-            if c.failure_rate > 0.0 {
-                format!("fail={} ", c.failure_rate)
-            } else {
-                String::new()
-            },
-            c.service_time.clone().unwrap_or_default(),
-        );
-        groups.entry(key).or_default().push(a);
+        groups.entry(scaling_key(&a.config)).or_default().push(a);
     }
-    for (key, members) in &groups {
-        let open = members.iter().any(|a| a.config.rate.is_some());
-        let mut lines: Vec<Line> = Vec::new();
-        for s in dedup(members.iter().map(|a| series_name(&a.config, layout.many_servers))) {
-            let mut pts: Vec<(f64, f64)> = members
-                .iter()
-                .filter(|a| series_name(&a.config, layout.many_servers) == s)
-                .filter_map(|a| {
-                    let x = if open {
-                        a.config.rate?
-                    } else {
-                        a.config.concurrency as f64
-                    };
-                    Some((x, a.rate.as_ref()?.median))
-                })
-                .collect();
-            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            if pts.len() < 2 {
-                continue;
-            }
-            let marks = saturation(&pts)
-                .map(|(x, y)| vec![(x, y, format!("saturation {}", fmt_rate(y)))])
-                .unwrap_or_default();
-            lines.push(Line {
-                name: s,
-                points: pts,
-                marks,
-            });
-        }
-        if lines.is_empty() {
-            continue;
-        }
-        let c = LineChart {
-            title: format!("Scaling — {key}"),
-            x_label: if open {
-                "target rate (calls/s)".into()
-            } else {
-                "concurrency".into()
-            },
-            y_label: "successful calls/s".into(),
-            log_x: true,
-            lines,
-        };
-        push(
-            format!("scaling-{}", slug(key)),
-            "Median rate at each load level; the circle marks saturation (the lowest level within 5% of the best rate).",
-            c.render(),
-            &c.title,
-        );
-    }
-    for a in aggs
+    groups
         .iter()
-        .filter(|a| matches!(a.config.kind, PointKind::Discover | PointKind::Ramp))
-    {
-        let Some(m) = representative(run, a) else {
-            continue;
-        };
-        let Some(search) = m.search.as_ref() else {
-            continue;
-        };
-        let pts: Vec<(f64, f64)> = search.steps.iter().map(|s| (s.concurrency as f64, s.rate)).collect();
-        let chosen = search.steps.iter().find(|s| s.concurrency == search.chosen_concurrency);
-        let label = if a.config.kind == PointKind::Ramp {
-            "knee"
+        .filter_map(|(key, members)| scaling_chart(key, members, layout))
+        .collect()
+}
+
+/// What the points of one scaling curve share: workload, loop, TLS, injected
+/// failures and service time.
+fn scaling_key(c: &PointConfig) -> String {
+    format!(
+        "{} {} {}{}{}",
+        c.workload,
+        if c.rate.is_some() { "open" } else { "closed" },
+        if c.tls { "tls " } else { "" },
+        if c.failure_rate > 0.0 {
+            format!("fail={} ", c.failure_rate)
         } else {
-            "best"
-        };
-        let marks = chosen
-            .map(|s| vec![(s.concurrency as f64, s.rate, format!("{label} c={}", s.concurrency))])
-            .unwrap_or_default();
-        let name = format!("{} {}", series_name(&a.config, layout.many_servers), a.config.workload);
-        let c = LineChart {
-            title: format!(
-                "{} — {name}",
-                if a.config.kind == PointKind::Ramp {
-                    "Ramp to saturation"
+            String::new()
+        },
+        c.service_time.clone().unwrap_or_default(),
+    )
+}
+
+/// One scaling chart, with a line per series of at least two load levels
+/// (none when no series has two).
+fn scaling_chart(key: &str, members: &[&PointAggregate], layout: &Layout) -> Option<Chart> {
+    let open = members.iter().any(|a| a.config.rate.is_some());
+    let mut lines: Vec<Line> = Vec::new();
+    for s in dedup(members.iter().map(|a| series_name(&a.config, layout.many_servers))) {
+        let mut pts: Vec<(f64, f64)> = members
+            .iter()
+            .filter(|a| series_name(&a.config, layout.many_servers) == s)
+            .filter_map(|a| {
+                let x = if open {
+                    a.config.rate?
                 } else {
-                    "Concurrency discovery"
-                }
-            ),
-            x_label: "concurrency".into(),
-            y_label: "successful calls/s".into(),
-            log_x: a.config.kind == PointKind::Discover,
-            lines: vec![Line {
-                name,
-                points: pts,
-                marks,
-            }],
-        };
-        push(
-            format!("search-{}", a.config.index),
-            &search.stop_reason,
-            c.render(),
-            &c.title,
-        );
+                    a.config.concurrency as f64
+                };
+                Some((x, a.rate.as_ref()?.median))
+            })
+            .collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if pts.len() < 2 {
+            continue;
+        }
+        let marks = saturation(&pts)
+            .map(|(x, y)| vec![(x, y, format!("saturation {}", fmt_rate(y)))])
+            .unwrap_or_default();
+        lines.push(Line {
+            name: s,
+            points: pts,
+            marks,
+        });
     }
-    out
+    if lines.is_empty() {
+        return None;
+    }
+    let c = LineChart {
+        title: format!("Scaling — {key}"),
+        x_label: if open {
+            "target rate (calls/s)".into()
+        } else {
+            "concurrency".into()
+        },
+        y_label: "successful calls/s".into(),
+        log_x: true,
+        lines,
+    };
+    Some(Chart::of_lines(
+        format!("scaling-{}", slug(key)),
+        "Median rate at each load level; the circle marks saturation (the lowest level within 5% of the best rate).",
+        &c,
+    ))
+}
+
+/// The search traces of discover and ramp points, in point order.
+fn search_charts(run: &RunRecord, aggs: &[PointAggregate], layout: &Layout) -> Vec<Chart> {
+    aggs.iter()
+        .filter(|a| matches!(a.config.kind, PointKind::Discover | PointKind::Ramp))
+        .filter_map(|a| search_chart(run, a, layout))
+        .collect()
+}
+
+/// One point's search trace (rate per concurrency step), marking the chosen
+/// step; none without a representative measurement or a trace.
+fn search_chart(run: &RunRecord, a: &PointAggregate, layout: &Layout) -> Option<Chart> {
+    let search = representative(run, a)?.search.as_ref()?;
+    let ramp = a.config.kind == PointKind::Ramp;
+    let pts: Vec<(f64, f64)> = search.steps.iter().map(|s| (s.concurrency as f64, s.rate)).collect();
+    let chosen = search.steps.iter().find(|s| s.concurrency == search.chosen_concurrency);
+    let label = if ramp { "knee" } else { "best" };
+    let marks = chosen
+        .map(|s| vec![(s.concurrency as f64, s.rate, format!("{label} c={}", s.concurrency))])
+        .unwrap_or_default();
+    let name = format!("{} {}", series_name(&a.config, layout.many_servers), a.config.workload);
+    let c = LineChart {
+        title: format!(
+            "{} — {name}",
+            if ramp {
+                "Ramp to saturation"
+            } else {
+                "Concurrency discovery"
+            }
+        ),
+        x_label: "concurrency".into(),
+        y_label: "successful calls/s".into(),
+        log_x: a.config.kind == PointKind::Discover,
+        lines: vec![Line {
+            name,
+            points: pts,
+            marks,
+        }],
+    };
+    Some(Chart::of_lines(
+        format!("search-{}", a.config.index),
+        &search.stop_reason,
+        &c,
+    ))
 }
 
 /// The measurement whose rate is the median of the point's repetitions.

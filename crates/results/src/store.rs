@@ -535,169 +535,110 @@ impl Store {
 
     /// Loads a run with its points and measurements (histograms and time series included).
     pub fn load_run(&self, id: i64) -> Result<RunRecord, StoreError> {
-        let row = self
-            .conn
-            .query_row(
-                "SELECT preset, preset_path, status, started_at, finished_at, plan_json, repetitions,
-                        noise_threshold, environment_json, warnings_json FROM runs WHERE id = ?1",
-                [id],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, Option<String>>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, Option<String>>(4)?,
-                        r.get::<_, String>(5)?,
-                        r.get::<_, u32>(6)?,
-                        r.get::<_, f64>(7)?,
-                        r.get::<_, String>(8)?,
-                        r.get::<_, String>(9)?,
-                    ))
-                },
-            )
+        let run = self.run_row(id)?;
+        let points = self.points(id)?;
+        let measurements = self.measurements(id)?;
+        Ok(RunRecord {
+            id,
+            preset: run.preset,
+            preset_path: run.preset_path,
+            status: RunStatus::parse(&run.status).unwrap_or(RunStatus::Failed),
+            started_at: run.started_at,
+            finished_at: run.finished_at,
+            plan: self.parse(&run.plan_json, "plan")?,
+            repetitions: run.repetitions,
+            noise_threshold: run.noise_threshold,
+            environment: self.parse(&run.environment_json, "environment")?,
+            warnings: self.parse(&run.warnings_json, "warnings")?,
+            points,
+            measurements,
+        })
+    }
+
+    /// The run's own row, or [`StoreError::NoSuchRun`].
+    fn run_row(&self, id: i64) -> Result<RunRow, StoreError> {
+        self.conn
+            .query_row(RunRow::SELECT, [id], RunRow::from_row)
             .optional()
             .map_err(|e| self.err(e))?
             .ok_or_else(|| StoreError::NoSuchRun {
                 id,
                 path: self.path.clone(),
-            })?;
-        let (preset, preset_path, status, started_at, finished_at, plan, repetitions, noise, env, warnings) = row;
+            })
+    }
 
+    /// The run's points, in plan order.
+    fn points(&self, run_id: i64) -> Result<Vec<PointConfig>, StoreError> {
         let mut stmt = self
             .conn
             .prepare("SELECT config_json FROM points WHERE run_id = ?1 ORDER BY point_index")
             .map_err(|e| self.err(e))?;
         let configs: Vec<String> = stmt
-            .query_map([id], |r| r.get(0))
+            .query_map([run_id], |r| r.get(0))
             .map_err(|e| self.err(e))?
             .collect::<Result<_, _>>()
             .map_err(|e| self.err(e))?;
-        let points = configs
-            .iter()
-            .map(|c| self.parse(c, "point config"))
-            .collect::<Result<Vec<PointConfig>, _>>()?;
+        configs.iter().map(|c| self.parse(c, "point config")).collect()
+    }
 
-        let mut stmt = self
-            .conn
-            .prepare(
-                "SELECT m.id, m.point_index, m.repetition, m.status, m.failure_reason, m.log_tail, m.started_at,
-                        m.finished_at, m.result_json, m.search_json, m.server_cpu_ns, m.server_cpu_ns_per_call,
-                        m.rss_peak_bytes, m.rss_mean_bytes, h.data
-                 FROM measurements m LEFT JOIN histograms h ON h.measurement_id = m.id
-                 WHERE m.run_id = ?1 ORDER BY m.repetition, m.point_index",
-            )
-            .map_err(|e| self.err(e))?;
-        type Row = (
-            i64,
-            u32,
-            u32,
-            String,
-            Option<String>,
-            Option<String>,
-            String,
-            String,
-            Option<String>,
-            Option<String>,
-            Option<i64>,
-            Option<f64>,
-            Option<i64>,
-            Option<i64>,
-            Option<String>,
-        );
-        let rows: Vec<Row> = stmt
-            .query_map([id], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                    r.get(9)?,
-                    r.get(10)?,
-                    r.get(11)?,
-                    r.get(12)?,
-                    r.get(13)?,
-                    r.get(14)?,
-                ))
-            })
+    /// The run's measurements by repetition then point, each with its
+    /// histogram and time series.
+    fn measurements(&self, run_id: i64) -> Result<Vec<Measurement>, StoreError> {
+        let mut stmt = self.conn.prepare(MeasurementRow::SELECT).map_err(|e| self.err(e))?;
+        let rows: Vec<MeasurementRow> = stmt
+            .query_map([run_id], MeasurementRow::from_row)
             .map_err(|e| self.err(e))?
             .collect::<Result<_, _>>()
             .map_err(|e| self.err(e))?;
-        let mut measurements = Vec::with_capacity(rows.len());
-        for (
-            mid,
-            point,
-            rep,
-            status,
-            reason,
-            tail,
-            started,
-            finished,
-            result,
-            search,
-            cpu,
-            cpu_call,
-            peak,
-            mean,
-            hist,
-        ) in rows
-        {
-            let (timeline, rss) = self.timeline(mid)?;
-            let mut result: Option<LoadResult> = result.map(|s| self.parse(&s, "measurement result")).transpose()?;
-            if let Some(r) = result.as_mut() {
-                r.histogram = hist.unwrap_or_default();
-                r.timeline = timeline;
-            }
-            let server_cost = cpu.map(|cpu_ns| {
-                let calls = result.as_ref().map(|r| r.calls).unwrap_or(0);
-                ServerCost {
-                    cpu_ns: cpu_ns as u64,
-                    cpu_ns_per_call: cpu_call.unwrap_or(0.0),
-                    calls_per_cpu_second: if cpu_ns > 0 {
-                        calls as f64 / (cpu_ns as f64 / 1e9)
-                    } else {
-                        0.0
-                    },
-                    rss_peak_bytes: peak.unwrap_or(0) as u64,
-                    rss_mean_bytes: mean.unwrap_or(0) as u64,
-                }
-            });
-            measurements.push(Measurement {
-                point,
-                repetition: rep,
-                status: if status == "ok" {
-                    MeasurementStatus::Ok
-                } else {
-                    MeasurementStatus::Failed
-                },
-                failure: reason.map(|reason| Failure { reason, log_tail: tail }),
-                result,
-                server_cost,
-                server_rss_timeline: rss,
-                search: search.map(|s| self.parse::<Search>(&s, "search trace")).transpose()?,
-                started_at: started,
-                finished_at: finished,
-            });
+        rows.into_iter().map(|row| self.measurement(row)).collect()
+    }
+
+    /// One measurement from its row, its time series and its JSON columns.
+    fn measurement(&self, row: MeasurementRow) -> Result<Measurement, StoreError> {
+        let (timeline, rss) = self.timeline(row.id)?;
+        let mut result: Option<LoadResult> = row
+            .result_json
+            .map(|s| self.parse(&s, "measurement result"))
+            .transpose()?;
+        if let Some(r) = result.as_mut() {
+            r.histogram = row.histogram.unwrap_or_default();
+            r.timeline = timeline;
         }
-        Ok(RunRecord {
-            id,
-            preset,
-            preset_path,
-            status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
-            started_at,
-            finished_at,
-            plan: self.parse(&plan, "plan")?,
-            repetitions,
-            noise_threshold: noise,
-            environment: self.parse(&env, "environment")?,
-            warnings: self.parse(&warnings, "warnings")?,
-            points,
-            measurements,
+        let server_cost = row.server_cpu_ns.map(|cpu_ns| {
+            let calls = result.as_ref().map(|r| r.calls).unwrap_or(0);
+            ServerCost {
+                cpu_ns: cpu_ns as u64,
+                cpu_ns_per_call: row.server_cpu_ns_per_call.unwrap_or(0.0),
+                calls_per_cpu_second: if cpu_ns > 0 {
+                    calls as f64 / (cpu_ns as f64 / 1e9)
+                } else {
+                    0.0
+                },
+                rss_peak_bytes: row.rss_peak_bytes.unwrap_or(0) as u64,
+                rss_mean_bytes: row.rss_mean_bytes.unwrap_or(0) as u64,
+            }
+        });
+        Ok(Measurement {
+            point: row.point,
+            repetition: row.repetition,
+            status: if row.status == "ok" {
+                MeasurementStatus::Ok
+            } else {
+                MeasurementStatus::Failed
+            },
+            failure: row.failure_reason.map(|reason| Failure {
+                reason,
+                log_tail: row.log_tail,
+            }),
+            result,
+            server_cost,
+            server_rss_timeline: rss,
+            search: row
+                .search_json
+                .map(|s| self.parse::<Search>(&s, "search trace"))
+                .transpose()?,
+            started_at: row.started_at,
+            finished_at: row.finished_at,
         })
     }
 
@@ -746,6 +687,89 @@ impl Store {
 
 fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("serializing plain data cannot fail")
+}
+
+/// The columns of `runs` that [`Store::load_run`] reads.
+struct RunRow {
+    preset: String,
+    preset_path: Option<String>,
+    status: String,
+    started_at: String,
+    finished_at: Option<String>,
+    plan_json: String,
+    repetitions: u32,
+    noise_threshold: f64,
+    environment_json: String,
+    warnings_json: String,
+}
+
+impl RunRow {
+    const SELECT: &str = "SELECT preset, preset_path, status, started_at, finished_at, plan_json, repetitions,
+                                 noise_threshold, environment_json, warnings_json FROM runs WHERE id = ?1";
+
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+        Ok(RunRow {
+            preset: r.get(0)?,
+            preset_path: r.get(1)?,
+            status: r.get(2)?,
+            started_at: r.get(3)?,
+            finished_at: r.get(4)?,
+            plan_json: r.get(5)?,
+            repetitions: r.get(6)?,
+            noise_threshold: r.get(7)?,
+            environment_json: r.get(8)?,
+            warnings_json: r.get(9)?,
+        })
+    }
+}
+
+/// One row of `measurements` with its latency histogram, as
+/// [`Store::load_run`] reads it.
+struct MeasurementRow {
+    id: i64,
+    point: u32,
+    repetition: u32,
+    status: String,
+    failure_reason: Option<String>,
+    log_tail: Option<String>,
+    started_at: String,
+    finished_at: String,
+    result_json: Option<String>,
+    search_json: Option<String>,
+    server_cpu_ns: Option<i64>,
+    server_cpu_ns_per_call: Option<f64>,
+    rss_peak_bytes: Option<i64>,
+    rss_mean_bytes: Option<i64>,
+    histogram: Option<String>,
+}
+
+impl MeasurementRow {
+    const SELECT: &str =
+        "SELECT m.id, m.point_index, m.repetition, m.status, m.failure_reason, m.log_tail, m.started_at,
+                                 m.finished_at, m.result_json, m.search_json, m.server_cpu_ns, m.server_cpu_ns_per_call,
+                                 m.rss_peak_bytes, m.rss_mean_bytes, h.data
+                          FROM measurements m LEFT JOIN histograms h ON h.measurement_id = m.id
+                          WHERE m.run_id = ?1 ORDER BY m.repetition, m.point_index";
+
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<MeasurementRow> {
+        Ok(MeasurementRow {
+            id: r.get(0)?,
+            point: r.get(1)?,
+            repetition: r.get(2)?,
+            status: r.get(3)?,
+            failure_reason: r.get(4)?,
+            log_tail: r.get(5)?,
+            started_at: r.get(6)?,
+            finished_at: r.get(7)?,
+            result_json: r.get(8)?,
+            search_json: r.get(9)?,
+            server_cpu_ns: r.get(10)?,
+            server_cpu_ns_per_call: r.get(11)?,
+            rss_peak_bytes: r.get(12)?,
+            rss_mean_bytes: r.get(13)?,
+            histogram: r.get(14)?,
+        })
+    }
 }
 
 /// Maps an SQLite error to what the user needs to know, naming the file.
