@@ -585,6 +585,9 @@ pub fn describe(a: &AchievedLink) -> String {
         if let Some(l) = d.loss_percent() {
             s.push_str(&format!(", {side} loss {l:.2}%"));
         }
+        if let Some(r) = d.retransmitted_segments {
+            s.push_str(&format!(", {side} retransmitted {r}"));
+        }
     }
     if let Some(c) = a.toxiproxy_cpu_ns {
         s.push_str(&format!(", toxiproxy cpu {} ms", c / 1_000_000));

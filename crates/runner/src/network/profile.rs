@@ -69,24 +69,15 @@ impl LinkProfile {
     /// (symmetric settings unprefixed).
     pub fn to_spec(&self) -> String {
         let mut parts = Vec::new();
-        let fields: [(&str, Box<dyn Fn(&Direction) -> Option<String>>); 5] = [
-            ("rate", Box::new(|d: &Direction| d.rate_bps.map(format_rate))),
-            ("burst", Box::new(|d: &Direction| d.burst_bytes.map(|b| b.to_string()))),
-            (
-                "delay",
-                Box::new(|d: &Direction| (d.delay_ns > 0).then(|| format_duration(d.delay_ns))),
-            ),
-            (
-                "jitter",
-                Box::new(|d: &Direction| (d.jitter_ns > 0).then(|| format_duration(d.jitter_ns))),
-            ),
-            (
-                "loss",
-                Box::new(|d: &Direction| (d.loss_percent > 0.0).then(|| format!("{}%", d.loss_percent))),
-            ),
-        ];
-        for (key, get) in fields {
-            let (u, d) = (get(&self.up), get(&self.down));
+        let get = |key: &str, d: &Direction| match key {
+            "rate" => d.rate_bps.map(format_rate),
+            "burst" => d.burst_bytes.map(|b| b.to_string()),
+            "delay" => (d.delay_ns > 0).then(|| format_duration(d.delay_ns)),
+            "jitter" => (d.jitter_ns > 0).then(|| format_duration(d.jitter_ns)),
+            _ => (d.loss_percent > 0.0).then(|| format!("{}%", d.loss_percent)),
+        };
+        for key in ["rate", "burst", "delay", "jitter", "loss"] {
+            let (u, d) = (get(key, &self.up), get(key, &self.down));
             if u == d {
                 if let Some(v) = u {
                     parts.push(format!("{key}={v}"));
