@@ -328,6 +328,18 @@ fn a_server_started_inside_is_reached_through_the_link() {
         l.host().pids(),
         server.id()
     );
+    // a process spawned from a thread that entered the namespace is inside too
+    let ns = l.host().namespace().to_string();
+    let inside = std::thread::scope(|s| {
+        s.spawn(|| {
+            network::topology::enter_namespace(&ns).unwrap();
+            Command::new("cat").arg("/proc/self/net/dev").output().unwrap()
+        })
+        .join()
+        .unwrap()
+    });
+    let dev = String::from_utf8_lossy(&inside.stdout).into_owned();
+    assert!(dev.contains(l.host().server_interface()), "{dev}");
     let target = l.expose("echo", addr).unwrap();
     let mut s = TcpStream::connect_timeout(&target, Duration::from_secs(5)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();

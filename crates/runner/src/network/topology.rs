@@ -63,6 +63,13 @@ pub fn in_namespace<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> Result<T
     })
 }
 
+/// Moves the calling thread into namespace `ns` (by name, for code that
+/// holds only the name, e.g. a `StartSpec`): a process it spawns afterwards
+/// starts inside. Use it on a short-lived spawning thread.
+pub fn enter_namespace(ns: &str) -> Result<(), NetworkError> {
+    enter(&open_namespace(ns)?, ns)
+}
+
 fn open_namespace(ns: &str) -> Result<File, NetworkError> {
     let path = PathBuf::from(NETNS_DIR).join(ns);
     File::open(&path).map_err(|source| NetworkError::Io {
@@ -263,7 +270,7 @@ impl ServerHost {
     /// process it spawns starts inside (the pattern `server.rs` already uses
     /// for CPU pinning and cgroups: spawn from a short-lived thread).
     pub fn enter_current_thread(&self) -> Result<(), NetworkError> {
-        enter(&open_namespace(self.namespace())?, self.namespace())
+        enter_namespace(self.namespace())
     }
 
     /// Runs `f` on a thread inside the server host.
