@@ -21,6 +21,8 @@ pub mod engine;
 pub mod error;
 pub mod isolation;
 pub mod manifest;
+/// Emulated networks: the server on its own host behind a shaped link, measured.
+pub mod network;
 pub mod orchestrate;
 pub mod plan;
 pub mod preset;
