@@ -2,7 +2,7 @@
 # Every target installs what it needs (scripts/setup.sh is idempotent).
 
 CARGO ?= cargo
-SERVERS := go python node java-spring
+SERVERS := go python node java-spring cpp-grpc
 export PATH := $(shell go env GOPATH 2>/dev/null || echo $(HOME)/go)/bin:$(PATH)
 
 .PHONY: run test setup lint unit contract-check servers-test verify-servers bench clean

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine, idempotently:
-# protoc (stub generation for the Go server), chromium (HTML report test),
+# protoc (stub generation for the Go server), Debian's grpc++/protobuf C++
+# development packages and build tools (servers/cpp-grpc), iproute2, nftables
+# and toxiproxy (emulated networks, docs/network.md), chromium (HTML report test),
 # grpcurl and ghz (third-party gRPC clients; ghz is grpc_bench's), openssl/curl
 # (server tests).
 # Toolchains themselves (Rust, Go, Java+Maven, Python, Node) are prerequisites.
@@ -8,6 +10,14 @@ set -euo pipefail
 
 need_apt=()
 command -v protoc >/dev/null || need_apt+=(protobuf-compiler)
+command -v grpc_cpp_plugin >/dev/null || need_apt+=(protobuf-compiler-grpc)
+command -v g++ >/dev/null || need_apt+=(g++)
+command -v make >/dev/null || need_apt+=(make)
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+pkg-config --exists grpc++ 2>/dev/null || need_apt+=(libgrpc++-dev)
+pkg-config --exists protobuf 2>/dev/null || need_apt+=(libprotobuf-dev)
+command -v ip >/dev/null || need_apt+=(iproute2)
+command -v nft >/dev/null || need_apt+=(nftables)
 command -v chromium >/dev/null || need_apt+=(chromium)
 command -v openssl >/dev/null || need_apt+=(openssl)
 command -v curl >/dev/null || need_apt+=(curl)
@@ -27,5 +37,16 @@ fi
 if ! command -v ghz >/dev/null && [ ! -x "$GOBIN_DIR/ghz" ] && command -v go >/dev/null; then
   echo "setup: go install ghz"
   go install github.com/bojand/ghz/cmd/ghz@v0.120.0
+fi
+# toxiproxy (delay and jitter where the kernel has no netem): its commands are
+# cmd/server and cmd/cli, installed under the names the runner looks for.
+if ! command -v toxiproxy-server >/dev/null && [ ! -x "$GOBIN_DIR/toxiproxy-server" ] && command -v go >/dev/null; then
+  echo "setup: go install toxiproxy"
+  tmp="$(mktemp -d)"
+  GOBIN="$tmp" go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0 github.com/Shopify/toxiproxy/v2/cmd/cli@v2.5.0
+  mkdir -p "$GOBIN_DIR"
+  mv "$tmp/server" "$GOBIN_DIR/toxiproxy-server"
+  mv "$tmp/cli" "$GOBIN_DIR/toxiproxy-cli"
+  rmdir "$tmp"
 fi
 echo "setup: ok"
