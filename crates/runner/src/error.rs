@@ -88,8 +88,8 @@ pub enum RunnerError {
     /// Ctrl-C or SIGTERM.
     #[error("interrupted")]
     Interrupted,
-    /// The results database failed.
-    #[error("the results database failed")]
+    /// The results database failed (the store's error names the file).
+    #[error(transparent)]
     Store(#[from] StoreError),
 }
 

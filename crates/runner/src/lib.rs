@@ -20,6 +20,7 @@
 pub mod engine;
 pub mod error;
 pub mod isolation;
+pub mod lookup;
 pub mod manifest;
 /// Emulated networks: the server on its own host behind a shaped link, measured.
 pub mod network;
@@ -29,4 +30,5 @@ pub mod preset;
 pub mod procfs;
 pub mod search;
 pub mod server;
+pub mod session;
 pub mod units;

@@ -21,7 +21,7 @@ pub(crate) struct Args {
 
 /// Runs `protobench build`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let catalog = super::run::catalog(args.servers_dir.as_deref());
+    let catalog = super::common::catalog(args.servers_dir.as_deref());
     let names: Vec<String> = if args.servers.is_empty() {
         catalog
             .servers

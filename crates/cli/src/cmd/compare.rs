@@ -25,7 +25,7 @@ pub(crate) struct Args {
 
 /// Runs `protobench compare`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let store = super::run::open_read(&args.db)?;
+    let store = super::common::open_read(&args.db)?;
     let a = store.load_run(super::show::run_id(&store, &args.run_a)?)?;
     let b = store.load_run(super::show::run_id(&store, &args.run_b)?)?;
     let rows = report::compare(&a, &b);

@@ -25,7 +25,7 @@ enum Action {
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let dir = args.dir.unwrap_or_else(super::contract_dir);
+    let dir = args.dir.unwrap_or_else(super::common::contract_dir);
     let files = vectors::generate(&Dataset::generate());
     match args.action {
         Action::Generate => {

@@ -259,7 +259,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("starting the runtime")?;
     let mut signals = {
         let _runtime = rt.enter();
-        super::ShutdownSignals::install()?
+        super::common::ShutdownSignals::install()?
     };
     let result = rt.block_on(async {
         let cancel = CancellationToken::new();

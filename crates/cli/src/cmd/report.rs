@@ -39,7 +39,7 @@ pub(crate) struct Args {
 
 /// Runs `protobench report`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let store = super::run::open_read(&args.db)?;
+    let store = super::common::open_read(&args.db)?;
     let record = store.load_run(super::show::run_id(&store, &args.run)?)?;
     let (text, file) = match args.format {
         Format::Html => {
@@ -47,7 +47,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .out
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(format!("protobench-report/run-{}", record.id)));
-            let path = super::run::write_html(&record, &dir)?;
+            let path = super::common::write_html(&record, &dir)?;
             println!("{}", path.display());
             return Ok(ExitCode::SUCCESS);
         }

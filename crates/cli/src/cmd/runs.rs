@@ -18,7 +18,7 @@ pub(crate) struct Args {
 
 /// Runs `protobench runs`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let store = super::run::open_read(&args.db)?;
+    let store = super::common::open_read(&args.db)?;
     let runs = store.list_runs()?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&runs)?);

@@ -114,7 +114,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the tokio runtime")?;
     let served = runtime.block_on(async {
-        let mut signals = super::ShutdownSignals::install()?;
+        let mut signals = super::common::ShutdownSignals::install()?;
         let server = protobench_server::start(config, Arc::new(dataset))
             .await
             .context("starting the servers")?;
@@ -141,7 +141,7 @@ fn load_dataset() -> anyhow::Result<Dataset> {
     if let Some(path) = std::env::var_os("PROTOBENCH_DATASET").filter(|p| !p.is_empty()) {
         return Ok(protobench_server::load_dataset(&PathBuf::from(path))?);
     }
-    let path = super::contract_dir().join("data/dataset.json");
+    let path = super::common::contract_dir().join("data/dataset.json");
     if path.is_file() {
         Ok(protobench_server::load_dataset(&path)?)
     } else {
@@ -156,7 +156,7 @@ fn load_dataset() -> anyhow::Result<Dataset> {
 /// forwarded and the server gets 15 s to drain before it is killed.
 fn serve_other(name: &str, config: &ServerConfig) -> anyhow::Result<ExitCode> {
     let servers_dir = std::env::var_os("PROTOBENCH_SERVERS_DIR").map(PathBuf::from);
-    let catalog = super::run::catalog(servers_dir.as_deref());
+    let catalog = super::common::catalog(servers_dir.as_deref());
     let Some(manifest) = catalog.servers.get(name) else {
         eprintln!("error: no server `{name}` (servers: {})", catalog.names().join(", "));
         return Ok(ExitCode::from(2));
@@ -199,7 +199,7 @@ fn serve_other(name: &str, config: &ServerConfig) -> anyhow::Result<ExitCode> {
         .build()
         .context("starting the tokio runtime")?;
     runtime.block_on(async {
-        let mut signals = super::ShutdownSignals::install()?;
+        let mut signals = super::common::ShutdownSignals::install()?;
         let mut child = cmd
             .spawn()
             .with_context(|| format!("starting `{}` in {}", argv.join(" "), manifest.dir.display()))?;

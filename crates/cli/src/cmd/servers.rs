@@ -14,7 +14,7 @@ pub(crate) struct Args {
 
 /// Runs `protobench servers`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let catalog = super::run::catalog(args.servers_dir.as_deref());
+    let catalog = super::common::catalog(args.servers_dir.as_deref());
     println!("{:<12} {:<22} {:<28} status", "server", "language", "protocols");
     for (name, m) in &catalog.servers {
         let missing = m.missing_toolchain();

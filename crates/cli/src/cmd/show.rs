@@ -29,7 +29,7 @@ pub(crate) fn run_id(store: &Store, run: &str) -> anyhow::Result<i64> {
 
 /// Runs `protobench show`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let store = super::run::open_read(&args.db)?;
+    let store = super::common::open_read(&args.db)?;
     let record = store.load_run(run_id(&store, &args.run)?)?;
     for (k, v) in report::metadata(&record) {
         println!("{k:>14}: {v}");

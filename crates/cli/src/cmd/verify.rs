@@ -60,7 +60,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if workloads.is_empty() {
         workloads = workload::ALL.iter().collect();
     }
-    let dir = super::contract_dir();
+    let dir = super::common::contract_dir();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -1,0 +1,243 @@
+//! A run session: the one layer that writes the results store during a run.
+//!
+//! [`Session::start`] records a new run (its plan, the machine, the servers'
+//! manifests and the isolation in force); [`Session::resume`] reopens an
+//! interrupted one and works out what it is missing. [`Session::execute`]
+//! measures through the orchestrator, stores every measurement as it is
+//! taken, sets the run's final status, and keeps whatever the database
+//! refused in a JSON file beside it, so nothing measured is lost. The binary
+//! only renders the events and the finished record.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+
+use protobench_model::load::Environment;
+use protobench_model::run::{Measurement, RunEnvironment, RunRecord, RunStatus};
+use protobench_model::time::now_rfc3339;
+use protobench_results::store::{NewRun, Store, StoreError};
+
+use crate::engine::Engine;
+use crate::isolation::{self, CgroupSupport};
+use crate::manifest::Catalog;
+use crate::orchestrate::{self, Outcome, RunEvent, RunOptions};
+use crate::plan::Plan;
+
+/// Why a session could not start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The results database could not be opened, read or written (the
+    /// store's error names the file and what happened).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored run's plan could not be read back.
+    #[error("reading the plan of run {run}")]
+    StoredPlan {
+        /// The run.
+        run: i64,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// A run being measured: its store, its id, its plan and what is left to do.
+#[derive(Debug)]
+pub struct Session {
+    store: Store,
+    run_id: i64,
+    plan: Plan,
+    todo: BTreeSet<(u32, u32)>,
+}
+
+/// What [`Session::resume`] found.
+#[derive(Debug)]
+pub enum Resumed {
+    /// Nothing left to measure.
+    AlreadyComplete,
+    /// The session for what is left.
+    Session(Box<Session>),
+}
+
+/// How a session ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// The run's final status (`complete`, `interrupted`).
+    pub status: RunStatus,
+    /// What the orchestrator reports.
+    pub outcome: Outcome,
+    /// Where measurements the database refused were written, or their JSON
+    /// when no file could be written either.
+    pub unsaved: Option<Unsaved>,
+    /// The final status could not be recorded.
+    pub status_error: Option<StoreError>,
+}
+
+/// Measurements the database did not accept, kept elsewhere.
+#[derive(Debug)]
+pub enum Unsaved {
+    /// Written to this file.
+    File(PathBuf),
+    /// No file could be written: the JSON itself.
+    Text(String),
+}
+
+impl Session {
+    /// Records a new run of `plan` in the database at `db` (created if
+    /// missing), with the environment: this machine, the plan's servers
+    /// from `catalog`, the isolation in force. `commit` is the build's.
+    pub fn start(plan: Plan, db: &Path, catalog: &Catalog, commit: Option<String>) -> Result<Session, SessionError> {
+        let mut store = Store::open(db)?;
+        let servers: BTreeSet<&str> = plan.groups.iter().map(|g| g.server.as_str()).collect();
+        let environment = RunEnvironment {
+            machine: Environment::detect(env!("CARGO_PKG_VERSION"), commit),
+            servers: servers
+                .iter()
+                .filter_map(|s| catalog.servers.get(*s))
+                .map(|m| m.info())
+                .collect(),
+            isolation: isolation_notes(&plan),
+        };
+        let new = NewRun {
+            preset: plan.preset.clone(),
+            preset_path: plan.preset_path.clone(),
+            plan: serde_json::to_value(&plan).expect("a plan is plain data"),
+            repetitions: plan.repetitions,
+            noise_threshold: plan.noise_threshold,
+            environment,
+            points: plan.points.clone(),
+            started_at: now_rfc3339(),
+        };
+        let run_id = store.create_run(&new)?;
+        let todo = (1..=plan.repetitions)
+            .flat_map(|r| plan.points.iter().map(move |p| (p.index, r)))
+            .collect();
+        Ok(Session {
+            store,
+            run_id,
+            plan,
+            todo,
+        })
+    }
+
+    /// Reopens run `id` in the database at `db` to measure what it is missing.
+    pub fn resume(db: &Path, id: i64) -> Result<Resumed, SessionError> {
+        let mut store = Store::open(db)?;
+        let record = store.load_run(id)?;
+        let missing = record.missing();
+        if record.status == RunStatus::Complete && missing.is_empty() {
+            return Ok(Resumed::AlreadyComplete);
+        }
+        let plan: Plan = serde_json::from_value(record.plan.clone())
+            .map_err(|source| SessionError::StoredPlan { run: id, source })?;
+        store.set_status(id, RunStatus::Running, &now_rfc3339())?;
+        Ok(Resumed::Session(Box::new(Session {
+            store,
+            run_id: id,
+            plan,
+            todo: missing.into_iter().collect(),
+        })))
+    }
+
+    /// The run's id.
+    pub fn run_id(&self) -> i64 {
+        self.run_id
+    }
+
+    /// The plan being measured.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// Records a warning with the run (it is also shown in the report).
+    pub fn warn(&mut self, warning: &str) {
+        let _ = self.store.add_warning(self.run_id, warning);
+    }
+
+    /// Pins this process to the plan's generator CPUs (call before any
+    /// runtime thread exists); a failure is recorded as a warning and returned.
+    pub fn pin_generator(&mut self) -> Option<String> {
+        let cpus = self.plan.generator_cpus.clone()?;
+        let e = isolation::pin_process(&cpus).err()?;
+        let w = format!("generator not pinned: {e}");
+        self.warn(&w);
+        Some(w)
+    }
+
+    /// Measures what is left, storing each measurement as it is taken, then
+    /// records the final status. Measurements the database refused are
+    /// written to a JSON file beside it (or returned as text).
+    pub async fn execute<E: Engine>(
+        &mut self,
+        catalog: &Catalog,
+        engine: &E,
+        opts: &RunOptions,
+        events: Option<UnboundedSender<RunEvent>>,
+        cancel: CancellationToken,
+    ) -> Finished {
+        let outcome = orchestrate::execute(
+            &self.plan,
+            catalog,
+            engine,
+            &mut self.store,
+            self.run_id,
+            &self.todo,
+            opts,
+            events,
+            cancel,
+        )
+        .await;
+        let status = outcome.status.unwrap_or(RunStatus::Failed);
+        let status_error = self.store.set_status(self.run_id, status, &now_rfc3339()).err();
+        let unsaved = (!outcome.unsaved.is_empty()).then(|| self.keep_unsaved(&outcome.unsaved));
+        Finished {
+            status,
+            outcome,
+            unsaved,
+            status_error,
+        }
+    }
+
+    /// Writes refused measurements (with the plan) to
+    /// `protobench-run-<ID>-unsaved.json` beside the database, else in the
+    /// temporary directory; returns the JSON itself when neither works.
+    fn keep_unsaved(&self, measurements: &[Measurement]) -> Unsaved {
+        let dump = serde_json::json!({ "run": self.run_id, "plan": self.plan, "measurements": measurements });
+        let text = serde_json::to_string_pretty(&dump).expect("plain data");
+        let file = format!("protobench-run-{}-unsaved.json", self.run_id);
+        let beside = self
+            .store
+            .path()
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .join(&file);
+        let candidates = [beside, std::env::temp_dir().join(&file)];
+        match candidates.into_iter().find(|p| std::fs::write(p, &text).is_ok()) {
+            Some(p) => Unsaved::File(p),
+            None => Unsaved::Text(text),
+        }
+    }
+
+    /// The run as stored (what the table and the report show).
+    pub fn record(&self) -> Result<RunRecord, StoreError> {
+        self.store.load_run(self.run_id)
+    }
+}
+
+/// How server and generator are kept apart, one line each, plus the plan's notes.
+fn isolation_notes(plan: &Plan) -> Vec<String> {
+    let pinned = |c: &Option<crate::units::CpuSet>| c.as_ref().map_or("not pinned".into(), |c| c.to_string());
+    let mut notes = vec![
+        format!(
+            "server CPUs: {}; generator CPUs: {}",
+            pinned(&plan.server_cpus),
+            pinned(&plan.generator_cpus)
+        ),
+        CgroupSupport::detect().describe(),
+    ];
+    notes.extend(plan.notes.iter().cloned());
+    notes
+}
