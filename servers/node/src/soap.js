@@ -10,12 +10,13 @@
 // plus a WS-Security timestamp header, and answers an unknown body element
 // with a stack trace as text/plain. The HTTP layer is fastify, like REST.
 import fs from 'node:fs';
+import { isUtf8 } from 'node:buffer';
 import path from 'node:path';
 import Fastify from 'fastify';
 import soap from 'soap';
 import { wsdlDir } from './config.js';
 import { OPERATIONS } from './service.js';
-import { ApiError } from './errors.js';
+import { ApiError, invalid } from './errors.js';
 import { fastifyServerOptions, limitFastify } from './rest.js';
 import { decodeXmlObject, prepareForXml } from './xmlcodec.js';
 
@@ -147,7 +148,12 @@ export async function buildSoap(config, model, service) {
   app.removeAllContentTypeParsers();
   // text/xml (any charset parameter) read as a string, limited to
   // PROTOBENCH_MAX_REQUEST_BYTES (413 before parsing); other types get 415.
-  app.addContentTypeParser('text/xml', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  // The body must be UTF-8 (the only encoding accepted): an invalid byte
+  // sequence is malformed XML, not something to replace with U+FFFD.
+  app.addContentTypeParser('text/xml', { parseAs: 'buffer' }, (_req, body, done) => {
+    if (!isUtf8(body)) return done(invalid('malformed XML: invalid UTF-8'));
+    return done(null, body.toString('utf8'));
+  });
 
   app.setErrorHandler((err, _request, reply) => {
     if (err instanceof ApiError) return sendFault(reply, err.kind === 'injected' ? 'Server' : 'Client', err.message);

@@ -383,6 +383,14 @@ describe(`error texts (${mode})`, () => {
     }
   });
 
+  it('SOAP: a body that is not valid UTF-8 is malformed XML, not echoed with U+FFFD', async () => {
+    const xml = Buffer.concat([Buffer.from(soapEnvelope('<EchoRequest xmlns="urn:protobench:v1"><payload>').replace('</soap:Body></soap:Envelope>', '')),
+      Buffer.from([0xff, 0xfe]), Buffer.from('</payload></EchoRequest></soap:Body></soap:Envelope>')]);
+    const r = await post(xml);
+    assert.equal(r.status, 500, r.body.toString());
+    assert.deepEqual(soapFault(r.body.toString()), { code: 'Client', string: 'malformed XML: invalid UTF-8' });
+  });
+
   it('malformed HTTP/1.1 gets a JSON 400 without the parser\'s error code', async () => {
     const s = await connect(srv.addr.rest, 'http/1.1');
     s.write('GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n');
