@@ -39,6 +39,19 @@ export function parseServiceTime(value) {
   return ms > 0 ? { mode: m[1], ms } : null;
 }
 
+// PROTOBENCH_IDLE_TIMEOUT / PROTOBENCH_READ_TIMEOUT: an integer followed by
+// ns, us, ms or s, > 0 -> milliseconds (Node's timers count whole
+// milliseconds, so anything shorter becomes 1 ms).
+export function parseTimeout(name, value, defMs) {
+  if (value === undefined || value === '') return defMs;
+  const m = /^(\d+)(ns|us|ms|s)$/.exec(value.trim());
+  const ms = m ? Number(m[1]) * UNITS[m[2]] : NaN;
+  if (!(ms > 0) || ms > 2 ** 31 - 1) {
+    throw new ConfigError(`${name}: expected a positive integer followed by ns, us, ms or s (e.g. 60s), at most 2147483647ms, got ${JSON.stringify(value)}`);
+  }
+  return Math.max(1, Math.ceil(ms));
+}
+
 function parseIntEnv(name, value, def, min, max) {
   if (value === undefined || value === '') return def;
   if (!/^\d+$/.test(value.trim())) throw new ConfigError(`${name}: expected an integer, got ${JSON.stringify(value)}`);
@@ -83,5 +96,9 @@ export function loadConfig(env = process.env) {
   const maxRequestBytes = parseIntEnv('PROTOBENCH_MAX_REQUEST_BYTES', env.PROTOBENCH_MAX_REQUEST_BYTES, 8388608, 1, 2 ** 31 - 1);
   const datasetPath = env.PROTOBENCH_DATASET || path.join(repoRoot, 'contract', 'data', 'dataset.json');
 
-  return { addrs, workers, tls, failureRate, failureSeed, serviceTime, maxRequestBytes, datasetPath };
+  const idleTimeoutMs = parseTimeout('PROTOBENCH_IDLE_TIMEOUT', env.PROTOBENCH_IDLE_TIMEOUT, 60000);
+  const readTimeoutMs = parseTimeout('PROTOBENCH_READ_TIMEOUT', env.PROTOBENCH_READ_TIMEOUT, 30000);
+  const maxStreams = parseIntEnv('PROTOBENCH_MAX_STREAMS', env.PROTOBENCH_MAX_STREAMS, 1000, 1, 2 ** 32 - 1);
+
+  return { addrs, workers, tls, failureRate, failureSeed, serviceTime, maxRequestBytes, datasetPath, idleTimeoutMs, readTimeoutMs, maxStreams };
 }

@@ -1,6 +1,7 @@
 // gRPC: @grpc/grpc-js with the service definitions loaded at start-up by
 // @grpc/proto-loader from ../../contract/proto (the dynamic code generation
 // grpc-js documents), plus server reflection from @grpc/reflection.
+import tls from 'node:tls';
 import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
 import { ReflectionService } from '@grpc/reflection';
@@ -8,7 +9,7 @@ import { protoDir, formatAddr } from './config.js';
 import { PROTO_FILES } from './model.js';
 import { OPERATIONS } from './service.js';
 import { ApiError } from './errors.js';
-import { addWireIndex, checkWire } from './pbcheck.js';
+import { addWireIndex, checkWire, WireError } from './pbcheck.js';
 
 export const LOADER_OPTIONS = {
   keepCase: false, // lowerCamelCase field names, the same native objects as REST/SOAP
@@ -45,6 +46,11 @@ export function buildGrpc(config, model, service) {
     'grpc.max_receive_message_length': config.maxRequestBytes,
     // responses of any size (file-3m4 is 3.4 MB; CloneText up to 64 MiB)
     'grpc.max_send_message_length': -1,
+    // PROTOBENCH_IDLE_TIMEOUT: a session with no open stream for this long
+    // (counted from its start or its last stream's end) is closed
+    'grpc.max_connection_idle_ms': config.idleTimeoutMs,
+    // PROTOBENCH_MAX_STREAMS: SETTINGS_MAX_CONCURRENT_STREAMS
+    'grpc.max_concurrent_streams': config.maxStreams,
   });
 
   const services = {};
@@ -67,7 +73,10 @@ export function buildGrpc(config, model, service) {
               checkWire(info, buf);
               return decode(buf);
             } catch (e) {
-              return new UndecodableRequest(`undecodable ${info.fullName} message: ${e.message}`);
+              // our wire check says what is wrong; whatever protobufjs
+              // throws after it passed could name protobufjs' own code
+              const why = e instanceof WireError ? e.message : 'invalid protobuf encoding';
+              return new UndecodableRequest(`undecodable ${info.fullName} message: ${why}`);
             }
           },
         };
@@ -96,12 +105,50 @@ export function buildGrpc(config, model, service) {
   return server;
 }
 
+// Binds the gRPC listener; resolves to {port, close(graceMs)}.
+//
+// Clear text: grpc-js binds it (bindAsync). TLS: Node's own tls.Server
+// listens and does the handshake, with handshakeTimeout =
+// PROTOBENCH_IDLE_TIMEOUT (grpc-js has no setting for it and would wait
+// Node's default 120 s for a handshake that never completes); each
+// connection that finishes it (ALPN h2) is handed to grpc-js through its
+// public connection injector, so grpc-js serves it exactly as one it
+// accepted itself (same options, idle timeout, streams limit, handlers).
 export function listenGrpc(server, config, addr) {
-  const creds = config.tls
-    ? grpc.ServerCredentials.createSsl(null, [{ private_key: config.tls.key, cert_chain: config.tls.cert }], false)
-    : grpc.ServerCredentials.createInsecure();
+  if (!config.tls) {
+    return new Promise((resolve, reject) => {
+      server.bindAsync(formatAddr(addr.host, addr.port), grpc.ServerCredentials.createInsecure(), (err, port) => (
+        err ? reject(err) : resolve({ port, close: (graceMs) => closeGrpc(server, graceMs) })));
+    });
+  }
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const tlsServer = tls.createServer({
+    key: config.tls.key,
+    cert: config.tls.cert,
+    ALPNProtocols: ['h2'],
+    handshakeTimeout: config.idleTimeoutMs,
+  }, (socket) => {
+    // errors after the handshake (a peer's reset) end the session; they
+    // must not be unhandled
+    socket.on('error', () => {});
+    injector.injectConnection(socket);
+  });
+  // A handshake that fails or times out ends here: Node reports it but
+  // leaves the socket open.
+  tlsServer.on('tlsClientError', (_err, socket) => socket.destroy());
+  const close = (graceMs) => Promise.all([
+    new Promise((resolve) => tlsServer.close(() => resolve())),
+    closeGrpc(server, graceMs),
+  ]);
   return new Promise((resolve, reject) => {
-    server.bindAsync(formatAddr(addr.host, addr.port), creds, (err, port) => (err ? reject(err) : resolve(port)));
+    tlsServer.once('error', reject);
+    tlsServer.listen({ host: addr.host, port: addr.port }, () => {
+      tlsServer.off('error', reject);
+      // An accept() failure is reported here; the server keeps listening
+      // (libuv absorbs EMFILE itself, see README).
+      tlsServer.on('error', () => {});
+      resolve({ port: tlsServer.address().port, close });
+    });
   });
 }
 

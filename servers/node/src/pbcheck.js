@@ -13,7 +13,7 @@ const WIRE_OF_KIND = {
   double: 1, float: 5, string: 2, bytes: 2, message: 2,
 };
 
-class WireError extends Error {}
+export class WireError extends Error {}
 
 function varint(buf, st) {
   let value = 0;

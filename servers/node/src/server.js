@@ -12,7 +12,7 @@ import { loadConfig, formatAddr, ConfigError } from './config.js';
 import { loadModel } from './model.js';
 import { Service } from './service.js';
 import { buildRest } from './rest.js';
-import { buildGrpc, listenGrpc, closeGrpc } from './grpc.js';
+import { buildGrpc, listenGrpc } from './grpc.js';
 import { buildSoap } from './soap.js';
 
 const PROTOCOLS = ['rest', 'rest-h2', 'grpc', 'soap'];
@@ -58,14 +58,18 @@ async function serve(config) {
     const addr = await resolveHost(given);
     if (protocol === 'grpc') {
       const server = buildGrpc(config, model, service);
-      const port = await listenGrpc(server, config, addr);
-      closers.push(() => closeGrpc(server, DRAIN_MS));
+      const { port, close } = await listenGrpc(server, config, addr);
+      closers.push(() => close(DRAIN_MS));
       listening.push({ protocol, addr: formatAddr(addr.host, port), tls });
     } else {
       const app = protocol === 'soap'
         ? await buildSoap(config, model, service)
         : buildRest(config, model, service, { http2: protocol === 'rest-h2' });
       await app.listen({ host: addr.host, port: addr.port, listenTextResolver: () => '' });
+      // After listen, the only errors a listening server emits are accept
+      // errors; libuv absorbs EMFILE itself (README), and no other one may
+      // stop the process.
+      app.server.on('error', () => {});
       closers.push(() => closeFastify(app));
       const a = app.server.address();
       listening.push({ protocol, addr: formatAddr(a.address, a.port), tls });

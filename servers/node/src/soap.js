@@ -10,13 +10,14 @@
 // plus a WS-Security timestamp header, and answers an unknown body element
 // with a stack trace as text/plain. The HTTP layer is fastify, like REST.
 import fs from 'node:fs';
+import { isUtf8 } from 'node:buffer';
 import path from 'node:path';
 import Fastify from 'fastify';
 import soap from 'soap';
 import { wsdlDir } from './config.js';
 import { OPERATIONS } from './service.js';
-import { ApiError } from './errors.js';
-import { fastifyServerOptions } from './rest.js';
+import { ApiError, invalid } from './errors.js';
+import { fastifyServerOptions, limitFastify } from './rest.js';
 import { decodeXmlObject, prepareForXml } from './xmlcodec.js';
 
 const SOAP_ENV = 'http://schemas.xmlsoap.org/soap/envelope/';
@@ -62,6 +63,38 @@ export function hasDoctype(xml) {
       return xml.length - i >= 9 && xml.slice(i, i + 9).toUpperCase() === '<!DOCTYPE';
     }
   }
+}
+
+// The most XML elements a SOAP request may have (the whole envelope
+// counted); the largest legitimate contract request has fewer than 40.
+export const MAX_ELEMENTS = 10000;
+
+// Whether the document has more than `max` elements, found by a scan of the
+// raw text before node-soap parses anything (node-soap builds the whole
+// object tree first, ~10x the document's size in memory): every `<` that
+// starts a tag other than an end tag, comment, CDATA section, processing
+// instruction or declaration is an element (`<` cannot occur in attribute
+// values or text). Malformed documents are left to the parser.
+export function hasMoreElements(xml, max) {
+  let n = 0;
+  let i = xml.indexOf('<');
+  while (i >= 0) {
+    const c = xml.charCodeAt(i + 1);
+    let next = i + 1;
+    if (c === 0x2f /* / */) {
+      // end tag
+    } else if (c === 0x3f /* ? */) {
+      next = xml.indexOf('?>', i + 2);
+    } else if (c === 0x21 /* ! */) {
+      if (xml.startsWith('<!--', i)) next = xml.indexOf('-->', i + 4);
+      else if (xml.startsWith('<![CDATA[', i)) next = xml.indexOf(']]>', i + 9);
+    } else if (++n > max) {
+      return true;
+    }
+    if (next < 0) return false;
+    i = xml.indexOf('<', next);
+  }
+  return false;
 }
 
 const escapeXml = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
@@ -110,11 +143,17 @@ export async function buildSoap(config, model, service) {
   const fault = (code, message) => envelope(`<soap:Fault><faultcode>soap:${code}</faultcode><faultstring>${escapeXml(message)}</faultstring></soap:Fault>`);
   const sendFault = (reply, code, message) => reply.code(500).type(XML_CONTENT_TYPE).send(fault(code, message));
 
-  const app = Fastify(fastifyServerOptions(config, { http2: false }));
+  const textError = (_status, message) => ({ type: 'text/plain; charset=utf-8', body: message });
+  const app = limitFastify(Fastify(fastifyServerOptions(config, { http2: false, format: textError })), config, { http2: false });
   app.removeAllContentTypeParsers();
   // text/xml (any charset parameter) read as a string, limited to
   // PROTOBENCH_MAX_REQUEST_BYTES (413 before parsing); other types get 415.
-  app.addContentTypeParser('text/xml', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+  // The body must be UTF-8 (the only encoding accepted): an invalid byte
+  // sequence is malformed XML, not something to replace with U+FFFD.
+  app.addContentTypeParser('text/xml', { parseAs: 'buffer' }, (_req, body, done) => {
+    if (!isUtf8(body)) return done(invalid('malformed XML: invalid UTF-8'));
+    return done(null, body.toString('utf8'));
+  });
 
   app.setErrorHandler((err, _request, reply) => {
     if (err instanceof ApiError) return sendFault(reply, err.kind === 'injected' ? 'Server' : 'Client', err.message);
@@ -136,13 +175,21 @@ export async function buildSoap(config, model, service) {
     const body = request.body;
     if (typeof body !== 'string' || body.length === 0) return sendFault(reply, 'Client', 'malformed XML: empty body');
     if (hasDoctype(body)) return sendFault(reply, 'Client', 'DTDs are not allowed');
+    if (hasMoreElements(body, MAX_ELEMENTS)) return sendFault(reply, 'Client', `too many XML elements: more than ${MAX_ELEMENTS}`);
     let parsed;
     try {
       parsed = wsdl.xmlToObject(body);
     } catch (e) {
       const detail = String((e && e.Fault && e.Fault.detail) || (e && e.message) || '');
       if (/Could not find message|Failed to lookup message/.test(detail)) return sendFault(reply, 'Client', 'unknown body element');
-      return sendFault(reply, 'Client', `malformed XML: ${detail.split('\n')[0].slice(0, 200)}`);
+      // sax's parse errors say what is wrong with the XML ("Unclosed root
+      // tag\nLine: 0\nColumn: 3\nChar: "); anything else is node-soap
+      // failing inside on a document it did not expect (an element named
+      // like a JavaScript property, e.g. `constructor`), whose message
+      // would name node-soap's code.
+      const sax = /^(?:Error: )?([^\n]*)\nLine: \d+\nColumn: \d+/.exec(detail);
+      if (sax) return sendFault(reply, 'Client', `malformed XML: ${sax[1].slice(0, 200)}`);
+      return sendFault(reply, 'Client', 'malformed SOAP request: unexpected element structure');
     }
     const soapBody = parsed && parsed.Body;
     if (!soapBody || typeof soapBody !== 'object') return sendFault(reply, 'Client', 'not a SOAP 1.1 envelope with a Body');

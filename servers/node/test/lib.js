@@ -37,13 +37,15 @@ const ALL_ADDRS = {
 
 // Starts the server with all four protocols on port 0 (plus `env`), waits
 // (bounded) for every listening line. Returns {addr: {rest, ...}, tls, stop}.
-export async function startServer(env = {}, { timeoutMs = 40000 } = {}) {
+// `wrap` runs the server under a command that execs it (e.g. prlimit).
+export async function startServer(env = {}, { timeoutMs = 40000, wrap = [] } = {}) {
   const fullEnv = { ...process.env, PROTOBENCH_WORKERS: '1', ...ALL_ADDRS, ...env };
   for (const k of Object.keys(fullEnv)) if (k.startsWith('PROTOBENCH_TLS_')) delete fullEnv[k];
   if (TLS) Object.assign(fullEnv, { PROTOBENCH_TLS_CERT: TLS.cert, PROTOBENCH_TLS_KEY: TLS.key });
   const expected = Object.entries({ rest: 'PROTOBENCH_REST_ADDR', 'rest-h2': 'PROTOBENCH_REST_H2_ADDR', grpc: 'PROTOBENCH_GRPC_ADDR', soap: 'PROTOBENCH_SOAP_ADDR' })
     .filter(([, k]) => fullEnv[k]).map(([p]) => p);
-  const child = spawn(process.execPath, ['src/server.js'], { cwd: serverDir, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = [...wrap, process.execPath, 'src/server.js'];
+  const child = spawn(argv[0], argv.slice(1), { cwd: serverDir, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stderr.on('data', (d) => { stderr += d; });

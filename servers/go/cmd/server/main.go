@@ -19,6 +19,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 
 	"protobench.dev/servers/go/internal/core"
 	"protobench.dev/servers/go/internal/grpcsrv"
@@ -128,11 +129,32 @@ func run() error {
 
 // httpService serves h with net/http: HTTP/1.1 only, or HTTP/2 only (h2 by
 // ALPN with TLS, h2c with prior knowledge without).
+//
+// Timeouts (contract/README.md, PROTOBENCH_IDLE_TIMEOUT and
+// PROTOBENCH_READ_TIMEOUT), all net/http's own:
+//   - ReadHeaderTimeout and ReadTimeout = the read timeout: the headers, and
+//     the headers plus the body, of a request must arrive within it (a
+//     total, not an inactivity timeout), counted from the request's first
+//     byte on a keep-alive connection and from the accept (or the end of the
+//     TLS handshake) for a connection's first request. It also bounds the
+//     TLS handshake. On HTTP/2 net/http applies ReadTimeout to each stream's
+//     body.
+//   - IdleTimeout = the idle timeout: between HTTP/1.1 keep-alive requests,
+//     and for an HTTP/2 connection with no open stream (net/http's HTTP/2
+//     server sends GOAWAY and closes).
+//   - ConnState (firstRequestGuard): a connection on which no request has
+//     begun within the idle timeout of its accept is closed: one that sends
+//     nothing, never finishes its TLS handshake, or (HTTP/2) never sends its
+//     client preface (net/http would otherwise wait 10 s for it after TLS).
 func httpService(cfg *core.Config, cert tls.Certificate, h http.Handler, h2 bool) *service {
+	guard := &firstRequestGuard{timeout: cfg.IdleTimeout}
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: cfg.ReadTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		ConnState:         guard.connState,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: int(cfg.MaxStreams)},
 		Protocols:         new(http.Protocols),
 	}
 	switch {
@@ -155,10 +177,21 @@ func httpService(cfg *core.Config, cert tls.Certificate, h http.Handler, h2 bool
 	return svc
 }
 
+// grpcService serves the gRPC front end with grpc-go.
+//
+// Timeouts, all grpc-go's own: ConnectionTimeout = the idle timeout bounds
+// the TLS handshake and the HTTP/2 preface and first SETTINGS frame (a
+// connection that sends nothing, or only part of these, is closed);
+// keepalive MaxConnectionIdle = the idle timeout closes an established
+// connection with no open stream (GOAWAY, then the connection is closed once
+// the client acknowledges the PING that follows it, or 5 s later).
 func grpcService(cfg *core.Config, cert tls.Certificate, c *core.Core) (*service, error) {
 	opts := append(grpcsrv.Options(),
 		grpc.MaxRecvMsgSize(int(min(cfg.MaxRequestBytes, 1<<31-1))),
 		grpc.MaxSendMsgSize(grpcsrv.MaxSendMsgSize),
+		grpc.MaxConcurrentStreams(cfg.MaxStreams),
+		grpc.ConnectionTimeout(cfg.IdleTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
 	)
 	if cfg.TLS() {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{
@@ -182,4 +215,31 @@ func grpcService(cfg *core.Config, cert tls.Certificate, c *core.Core) (*service
 			}
 		},
 	}, nil
+}
+
+// firstRequestGuard closes a connection on which no request has begun within
+// timeout of its accept. net/http reports every connection to ConnState:
+// StateNew on accept, then StateActive once a request's headers (HTTP/1.1)
+// or the client preface (HTTP/2) have been read, or StateClosed. The guard
+// arms a timer on StateNew and disarms it on the first later state; from
+// then on net/http's own IdleTimeout and ReadTimeout apply.
+type firstRequestGuard struct {
+	timeout time.Duration
+	timers  sync.Map // net.Conn -> *time.Timer
+}
+
+func (g *firstRequestGuard) connState(c net.Conn, state http.ConnState) {
+	if state == http.StateNew {
+		g.timers.Store(c, time.AfterFunc(g.timeout, func() {
+			// Also reached for a connection net/http closed without a
+			// StateClosed report (HTTP/2 before its preface): Close is
+			// then a no-op, and the entry goes either way.
+			g.timers.Delete(c)
+			c.Close()
+		}))
+		return
+	}
+	if t, ok := g.timers.LoadAndDelete(c); ok {
+		t.(*time.Timer).Stop()
+	}
 }

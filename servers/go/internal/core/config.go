@@ -37,7 +37,23 @@ type Config struct {
 	MaxRequestBytes int64
 	DatasetPath     string
 	WSDLPath        string
+	// IdleTimeout closes a connection with no request in progress (before
+	// its first request, between keep-alive requests, an HTTP/2 connection
+	// with no open stream).
+	IdleTimeout time.Duration
+	// ReadTimeout abandons an HTTP request whose headers and body have not
+	// all arrived in time.
+	ReadTimeout time.Duration
+	// MaxStreams is HTTP/2's SETTINGS_MAX_CONCURRENT_STREAMS.
+	MaxStreams uint32
 }
+
+// Defaults of the limits in contract/README.md.
+const (
+	DefaultIdleTimeout = 60 * time.Second
+	DefaultReadTimeout = 30 * time.Second
+	DefaultMaxStreams  = 1000
+)
 
 // TLS reports whether every listener uses TLS.
 func (c *Config) TLS() bool { return c.TLSCert != "" && c.TLSKey != "" }
@@ -48,6 +64,9 @@ func FromEnv() (*Config, error) {
 		Addrs:           map[string]string{},
 		FailureSeed:     1,
 		MaxRequestBytes: DefaultMaxRequestBytes,
+		IdleTimeout:     DefaultIdleTimeout,
+		ReadTimeout:     DefaultReadTimeout,
+		MaxStreams:      DefaultMaxStreams,
 	}
 	for proto, name := range map[string]string{
 		ProtoREST:   "PROTOBENCH_REST_ADDR",
@@ -99,6 +118,28 @@ func FromEnv() (*Config, error) {
 		}
 		c.MaxRequestBytes = n
 	}
+	for _, t := range []struct {
+		name string
+		dst  *time.Duration
+	}{
+		{"PROTOBENCH_IDLE_TIMEOUT", &c.IdleTimeout},
+		{"PROTOBENCH_READ_TIMEOUT", &c.ReadTimeout},
+	} {
+		if v := os.Getenv(t.name); v != "" {
+			d, err := parseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("%s=%q: want a positive integer followed by ns, us, ms or s (e.g. 60s)", t.name, v)
+			}
+			*t.dst = d
+		}
+	}
+	if v := os.Getenv("PROTOBENCH_MAX_STREAMS"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("PROTOBENCH_MAX_STREAMS=%q: want an integer in 1..4294967295", v)
+		}
+		c.MaxStreams = uint32(n)
+	}
 	var err error
 	if c.DatasetPath, err = contractFile("PROTOBENCH_DATASET", "data/dataset.json"); err != nil {
 		return nil, err
@@ -130,6 +171,22 @@ func parseServiceTime(v string) (string, time.Duration, error) {
 		return "", 0, errors.New("invalid duration")
 	}
 	return kind, d, nil
+}
+
+// parseDuration parses the contract's duration syntax: an integer followed
+// by ns, us, ms or s.
+func parseDuration(v string) (time.Duration, error) {
+	num := strings.TrimRight(v, "nusm")
+	unit := v[len(num):]
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || strings.Trim(num, "0123456789") != "" {
+		return 0, errors.New("want an integer followed by ns, us, ms or s")
+	}
+	scale := map[string]time.Duration{"ns": time.Nanosecond, "us": time.Microsecond, "ms": time.Millisecond, "s": time.Second}[unit]
+	if scale == 0 || n > int64(1<<63-1)/int64(scale) {
+		return 0, errors.New("want an integer followed by ns, us, ms or s")
+	}
+	return time.Duration(n) * scale, nil
 }
 
 // contractFile returns the path in env, else finds contract/<rel> in the

@@ -4,10 +4,10 @@
 package grpcsrv
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"protobench.dev/servers/go/internal/core"
@@ -89,9 +90,11 @@ func Register(s *grpc.Server, c *core.Core) error {
 // that status itself before the handler or any interceptor runs. The
 // contract wants INVALID_ARGUMENT, so the codec below (grpc-go's own proto
 // codec underneath) does not fail the receive: it resets the message and
-// notes it as undecodable, and the unary interceptor, which runs right after
+// marks it as undecodable, and the unary interceptor, which runs right after
 // the receive with that same message, answers INVALID_ARGUMENT without
-// calling the handler.
+// calling the handler. The mark travels in the message itself, so nothing
+// is left behind when the interceptor never runs (grpc-go ends a unary call
+// whose request stream carries a second message with INTERNAL before it).
 func Options() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ForceServerCodecV2(codec{encoding.GetCodecV2(protoenc.Name)}),
@@ -99,10 +102,12 @@ func Options() []grpc.ServerOption {
 	}
 }
 
-// undecodable holds the request messages that failed to unmarshal, from the
-// codec's Unmarshal until the interceptor takes them out (it is empty
-// otherwise).
-var undecodable sync.Map
+// undecodableMark is what an undecodable request message holds after the
+// codec reset it: as unknown fields, field 19999 (in the range protobuf
+// reserves for its implementation, which no .proto may declare) with the
+// varint 1. A client that sends exactly this field gets INVALID_ARGUMENT
+// too, which is what it deserves.
+var undecodableMark = protowire.AppendVarint(protowire.AppendTag(nil, 19999, protowire.VarintType), 1)
 
 type codec struct{ encoding.CodecV2 }
 
@@ -113,14 +118,16 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 			return err
 		}
 		proto.Reset(m)
-		undecodable.Store(v, struct{}{})
+		m.ProtoReflect().SetUnknown(undecodableMark)
 	}
 	return nil
 }
 
 func rejectUndecodable(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if _, bad := undecodable.LoadAndDelete(req); bad {
-		return nil, status.Error(codes.InvalidArgument, "the request message could not be decoded")
+	if m, ok := req.(proto.Message); ok {
+		if u := m.ProtoReflect().GetUnknown(); len(u) != 0 && bytes.Equal(u, undecodableMark) {
+			return nil, status.Error(codes.InvalidArgument, "the request message could not be decoded")
+		}
 	}
 	return handler(ctx, req)
 }

@@ -11,7 +11,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 
 	"protobench.dev/servers/go/internal/core"
 	"protobench.dev/servers/go/internal/model"
@@ -109,10 +111,47 @@ func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) (int, str
 	if errors.As(err, &tooBig) {
 		return http.StatusRequestEntityTooLarge, "request body over " + strconv.FormatInt(s.limit, 10) + " bytes"
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// PROTOBENCH_READ_TIMEOUT expired while the body was being read.
+		w.Header().Set("Connection", "close")
+		return http.StatusRequestTimeout, "request not received within the read timeout"
+	}
 	if err == io.EOF {
 		return http.StatusBadRequest, "empty request body"
 	}
-	return http.StatusBadRequest, "malformed request body: " + err.Error()
+	return http.StatusBadRequest, jsonErrorMessage(err)
+}
+
+// jsonErrorMessage says what was wrong with a request body that
+// encoding/json refused, in terms of the JSON, never of Go types.
+func jsonErrorMessage(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return "malformed JSON: " + syntax.Error()
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "malformed JSON: unexpected end of input"
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return "the request must be a JSON object, not a JSON " + typ.Value
+		}
+		return "member " + strconv.Quote(typ.Field) + ": unexpected JSON " + typ.Value
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return "unknown member " + name
+	}
+	if strings.Contains(msg, ",string") {
+		// A `,string` field (int64) given something other than a string
+		// holding a decimal integer.
+		return "invalid value: a 64-bit integer must be a JSON string holding a decimal integer"
+	}
+	if strings.HasPrefix(msg, "invalid ") {
+		// The model types' own errors (enums, base64) name the value.
+		return msg
+	}
+	return "malformed request body"
 }
 
 func (s *server) respond(w http.ResponseWriter, resp any, err error) {

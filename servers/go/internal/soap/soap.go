@@ -132,11 +132,19 @@ func (s *server) call(w http.ResponseWriter, r *http.Request) {
 	}
 	// The whole body is read first, so that an oversized one is refused with
 	// 413 before any parsing, also without a Content-Length.
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.limit))
+	// With a Content-Length the buffer is allocated once at that size (plus
+	// the room ReadFrom wants to see the end), not grown by doubling.
+	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.limit))
+	body := buf.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeFault(w, http.StatusRequestEntityTooLarge, "soap:Client", "request body over "+strconv.FormatInt(s.limit, 10)+" bytes")
+		} else if errors.Is(err, os.ErrDeadlineExceeded) {
+			// PROTOBENCH_READ_TIMEOUT expired while the body was being read.
+			w.Header().Set("Connection", "close")
+			writeFault(w, http.StatusRequestTimeout, "soap:Client", "request not received within the read timeout")
 		} else {
 			writeFault(w, http.StatusBadRequest, "soap:Client", "could not read the request body")
 		}
@@ -275,36 +283,90 @@ func truncate(s string) string {
 	return s
 }
 
-// errDTD is returned for any <!...> directive (DOCTYPE, ENTITY, ...).
-var errDTD = errors.New("DTDs are not allowed (<!DOCTYPE ...> or another directive found)")
+// MaxElements bounds the work one request can cause: a request with more
+// XML elements than this (counted over the whole envelope, as they stream
+// past) is refused. The largest legitimate request has fewer than 40.
+const MaxElements = 10000
 
-// dtdRefuser passes on the raw tokens of d and refuses every directive, so
-// no DTD, and thus no entity declaration, is ever processed. (encoding/xml
-// does not expand DTD entities anyway; this makes the refusal explicit.)
-type dtdRefuser struct{ d *xml.Decoder }
+var (
+	// errDTD is returned for any <!...> directive (DOCTYPE, ENTITY, ...).
+	errDTD = &core.Error{Kind: core.Invalid, Msg: "DTDs are not allowed (<!DOCTYPE ...> or another directive found)"}
+	// errTooManyElements is returned for the element after MaxElements.
+	errTooManyElements = &core.Error{Kind: core.Invalid, Msg: "too many XML elements: more than " + strconv.Itoa(MaxElements)}
+)
 
-func (r dtdRefuser) Token() (xml.Token, error) {
-	tok, err := r.d.RawToken()
-	if _, ok := tok.(xml.Directive); ok {
+// guard passes on the raw tokens of d, refusing every directive, so that no
+// DTD, and thus no entity declaration, is ever processed (encoding/xml does
+// not expand DTD entities anyway; this makes the refusal explicit), and
+// counting start elements, so that the request is refused at element
+// MaxElements+1. Everything above it (nesting and namespace checks, decoding
+// into the request struct, skipping unknown elements) consumes this stream,
+// so no element past the limit is ever looked at and no tree is built.
+type guard struct {
+	d        *xml.Decoder
+	elements int
+}
+
+func (g *guard) Token() (xml.Token, error) {
+	tok, err := g.d.RawToken()
+	switch tok.(type) {
+	case xml.Directive:
 		return nil, errDTD
+	case xml.StartElement:
+		if g.elements++; g.elements > MaxElements {
+			return nil, errTooManyElements
+		}
 	}
 	return tok, err
 }
 
-// newDecoder returns a strict decoder over r that refuses directives. The
-// inner decoder tokenizes; the outer one checks nesting and resolves
-// namespaces.
+// newDecoder returns a strict decoder over r that refuses directives and
+// more than MaxElements elements. The inner decoder tokenizes; the outer one
+// checks nesting and resolves namespaces.
 func newDecoder(r io.Reader) *xml.Decoder {
-	inner := xml.NewDecoder(r)
-	return xml.NewTokenDecoder(dtdRefuser{inner})
+	return xml.NewTokenDecoder(&guard{d: xml.NewDecoder(r)})
 }
 
+// clientError turns a decoding error into a soap:Client error that says what
+// was wrong with the XML, never which Go function found it.
 func clientError(err error) error {
 	var e *core.Error
 	if errors.As(err, &e) {
 		return e
 	}
-	return &core.Error{Kind: core.Invalid, Msg: "malformed request: " + err.Error()}
+	var syntax *xml.SyntaxError
+	if errors.As(err, &syntax) {
+		msg := syntax.Msg
+		if msg == "unexpected EOF" {
+			msg = "unexpected end of input"
+		}
+		return clientErrorf("malformed XML: line %d: %s", syntax.Line, msg)
+	}
+	var num *strconv.NumError
+	if errors.As(err, &num) {
+		if errors.Is(num.Err, strconv.ErrRange) {
+			return clientErrorf("invalid value %q: out of range", truncate(num.Num))
+		}
+		want := "a number"
+		switch num.Func {
+		case "ParseBool":
+			want = "true or false"
+		case "ParseInt", "ParseUint", "Atoi":
+			want = "an integer"
+		}
+		return clientErrorf("invalid value %q: want %s", truncate(num.Num), want)
+	}
+	msg := err.Error()
+	switch {
+	case strings.HasPrefix(msg, "invalid "):
+		// The model types' own errors (enums, base64) name the value.
+		return clientErrorf("%s", msg)
+	case strings.HasPrefix(msg, "xml: encoding "):
+		return clientErrorf("unsupported XML encoding: only UTF-8 is accepted")
+	case strings.HasPrefix(msg, "expected element type "):
+		return clientErrorf("%s", msg)
+	}
+	return clientErrorf("malformed XML")
 }
 
 func clientErrorf(format string, args ...any) error {
