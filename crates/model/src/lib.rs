@@ -20,6 +20,7 @@ pub mod format;
 pub mod load;
 pub mod run;
 pub mod stats;
+pub mod steady;
 #[doc(hidden)]
 pub mod testing;
 pub mod time;
