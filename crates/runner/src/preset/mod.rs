@@ -10,16 +10,21 @@ use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
 use toml::Spanned;
 
 use protobench_model::load::{Arrival, Protocol, Validation};
 use protobench_model::run::{PointConfig, PointKind};
 use protobench_model::stats::DEFAULT_NOISE_THRESHOLD;
 
+mod check;
+mod raw;
+
+use check::Checker;
+use raw::{OneOrMany, RawPreset, SizeValue};
+
 use crate::manifest::Catalog;
 use crate::plan::{DiscoverSpec, Plan, RampSpec, ServerGroup};
-use crate::units::{CpuSet, check_service_time, parse_duration, parse_size};
+use crate::units::{CpuSet, check_service_time, parse_size};
 
 /// The preset kinds, as written in `kind`.
 pub const KINDS: [&str; 4] = ["fixed", "discover", "ramp", "rate"];
@@ -73,114 +78,6 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-/// A number of seconds or a string with a unit.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-enum DurationValue {
-    Seconds(f64),
-    Text(String),
-}
-
-/// One value or a list (a matrix dimension).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-enum OneOrMany<T> {
-    One(T),
-    Many(Vec<T>),
-}
-
-impl<T: Clone> OneOrMany<T> {
-    fn to_vec(&self) -> Vec<T> {
-        match self {
-            OneOrMany::One(v) => vec![v.clone()],
-            OneOrMany::Many(v) => v.clone(),
-        }
-    }
-}
-
-/// A size in bytes or a string with a unit.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-enum SizeValue {
-    Bytes(u64),
-    Text(String),
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawPreset {
-    name: Option<Spanned<String>>,
-    description: Option<String>,
-    kind: Option<Spanned<String>>,
-    servers: Option<Spanned<Vec<Spanned<String>>>>,
-    protocols: Option<Spanned<Vec<Spanned<String>>>>,
-    workloads: Option<Spanned<Vec<Spanned<String>>>>,
-    repetitions: Option<Spanned<i64>>,
-    warmup: Option<Spanned<DurationValue>>,
-    duration: Option<Spanned<DurationValue>>,
-    timeout: Option<Spanned<DurationValue>>,
-    connect_timeout: Option<Spanned<DurationValue>>,
-    tls: Option<Spanned<OneOrMany<bool>>>,
-    noise_threshold: Option<Spanned<f64>>,
-    validate: Option<Spanned<String>>,
-    load: Option<Spanned<RawLoad>>,
-    discover: Option<Spanned<RawDiscover>>,
-    ramp: Option<Spanned<RawRamp>>,
-    server: Option<Spanned<RawServer>>,
-    generator: Option<Spanned<RawGenerator>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawLoad {
-    mode: Option<Spanned<String>>,
-    concurrency: Option<Spanned<OneOrMany<i64>>>,
-    connections: Option<Spanned<OneOrMany<i64>>>,
-    rate: Option<Spanned<OneOrMany<f64>>>,
-    arrival: Option<Spanned<String>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawDiscover {
-    start: Option<Spanned<i64>>,
-    factor: Option<Spanned<i64>>,
-    min_gain: Option<Spanned<f64>>,
-    max: Option<Spanned<i64>>,
-    step_duration: Option<Spanned<DurationValue>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRamp {
-    start: Option<Spanned<i64>>,
-    step: Option<Spanned<i64>>,
-    step_duration: Option<Spanned<DurationValue>>,
-    max: Option<Spanned<i64>>,
-    min_gain: Option<Spanned<f64>>,
-    patience: Option<Spanned<i64>>,
-    max_error_rate: Option<Spanned<f64>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawServer {
-    cpus: Option<Spanned<String>>,
-    workers: Option<Spanned<i64>>,
-    cpu_limit: Option<Spanned<OneOrMany<f64>>>,
-    memory_limit: Option<Spanned<OneOrMany<SizeValue>>>,
-    failure_rate: Option<Spanned<OneOrMany<f64>>>,
-    failure_seed: Option<Spanned<i64>>,
-    service_time: Option<Spanned<OneOrMany<String>>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawGenerator {
-    cpus: Option<Spanned<String>>,
-    threads: Option<Spanned<i64>>,
-}
-
 /// What resolution needs to know about this machine and installation.
 #[derive(Debug, Clone)]
 pub struct Context {
@@ -188,113 +85,6 @@ pub struct Context {
     pub catalog: Catalog,
     /// The CPUs this process may use.
     pub cpus: CpuSet,
-}
-
-struct Checker<'a> {
-    text: &'a str,
-    issues: Vec<Issue>,
-}
-
-impl Checker<'_> {
-    fn issue(&mut self, span: Range<usize>, key: &str, message: impl Into<String>) {
-        let (line, column) = line_col(self.text, span.start);
-        self.issues.push(Issue {
-            line,
-            column,
-            key: key.into(),
-            message: message.into(),
-        });
-    }
-
-    fn duration(&mut self, v: &Option<Spanned<DurationValue>>, key: &str, default: Duration) -> Duration {
-        let Some(v) = v else { return default };
-        match v.get_ref() {
-            DurationValue::Seconds(s) if s.is_finite() && *s >= 0.0 => Duration::from_secs_f64(*s),
-            DurationValue::Seconds(s) => {
-                self.issue(
-                    v.span(),
-                    key,
-                    format!("{s} is not a duration (e.g. \"500ms\", \"2s\", or a number of seconds)"),
-                );
-                default
-            }
-            DurationValue::Text(t) => match parse_duration(t) {
-                Ok(d) => d,
-                Err(e) => {
-                    self.issue(v.span(), key, e);
-                    default
-                }
-            },
-        }
-    }
-
-    fn positive(&mut self, v: &Option<Spanned<i64>>, key: &str, default: u32, min: i64) -> u32 {
-        let Some(v) = v else { return default };
-        let n = *v.get_ref();
-        if n < min || n > u32::MAX as i64 {
-            self.issue(
-                v.span(),
-                key,
-                format!("must be an integer of at least {min}, found {n}"),
-            );
-            return default;
-        }
-        n as u32
-    }
-
-    fn fraction(&mut self, v: &Option<Spanned<f64>>, key: &str, default: f64) -> f64 {
-        let Some(v) = v else { return default };
-        let x = *v.get_ref();
-        if !(0.0..=1.0).contains(&x) {
-            self.issue(v.span(), key, format!("must be a fraction between 0 and 1, found {x}"));
-            return default;
-        }
-        x
-    }
-
-    fn choice(&mut self, v: &Option<Spanned<String>>, key: &str, accepted: &[&str], default: &str) -> String {
-        let Some(v) = v else { return default.into() };
-        if accepted.contains(&v.get_ref().as_str()) {
-            v.get_ref().clone()
-        } else {
-            self.issue(
-                v.span(),
-                key,
-                format!("unknown value `{}` (accepted: {})", v.get_ref(), accepted.join(", ")),
-            );
-            default.into()
-        }
-    }
-
-    fn names(&mut self, v: &Option<Spanned<Vec<Spanned<String>>>>, key: &str, accepted: &[&str]) -> Vec<String> {
-        let Some(list) = v else {
-            self.issue(0..0, key, format!("missing (accepted: {})", accepted.join(", ")));
-            return vec![];
-        };
-        if list.get_ref().is_empty() {
-            self.issue(
-                list.span(),
-                key,
-                format!("is empty (accepted: {})", accepted.join(", ")),
-            );
-        }
-        let mut out = Vec::new();
-        for (i, item) in list.get_ref().iter().enumerate() {
-            let name = item.get_ref();
-            if !accepted.contains(&name.as_str()) {
-                self.issue(
-                    item.span(),
-                    &format!("{key}[{i}]"),
-                    format!("unknown `{name}` (accepted: {})", accepted.join(", ")),
-                );
-            } else if out.contains(name) {
-                self.issue(item.span(), &format!("{key}[{i}]"), format!("`{name}` is listed twice"));
-            } else {
-                out.push(name.clone());
-            }
-        }
-        out
-    }
 }
 
 /// Reads, validates and resolves a preset file.
