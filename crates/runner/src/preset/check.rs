@@ -6,16 +6,25 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::raw::DurationValue;
+use super::raw::{Choice, DurationValue};
 use super::{Issue, line_col};
 use crate::units::parse_duration;
 
+/// The problems found so far in one preset text.
 pub(super) struct Checker<'a> {
-    pub(super) text: &'a str,
+    text: &'a str,
     pub(super) issues: Vec<Issue>,
 }
 
-impl Checker<'_> {
+impl<'a> Checker<'a> {
+    pub(super) fn new(text: &'a str) -> Self {
+        Checker {
+            text,
+            issues: Vec::new(),
+        }
+    }
+
+    /// Records a problem at `span`.
     pub(super) fn issue(&mut self, span: Range<usize>, key: &str, message: impl Into<String>) {
         let (line, column) = line_col(self.text, span.start);
         self.issues.push(Issue {
@@ -26,7 +35,8 @@ impl Checker<'_> {
         });
     }
 
-    pub(super) fn duration(&mut self, v: &Option<Spanned<DurationValue>>, key: &str, default: Duration) -> Duration {
+    /// A duration (seconds or text with a unit), or `default` when absent or wrong.
+    pub(super) fn duration(&mut self, v: Option<&Spanned<DurationValue>>, key: &str, default: Duration) -> Duration {
         let Some(v) = v else { return default };
         match v.get_ref() {
             DurationValue::Seconds(s) if s.is_finite() && *s >= 0.0 => Duration::from_secs_f64(*s),
@@ -48,7 +58,8 @@ impl Checker<'_> {
         }
     }
 
-    pub(super) fn positive(&mut self, v: &Option<Spanned<i64>>, key: &str, default: u32, min: i64) -> u32 {
+    /// An integer of at least `min` that fits a `u32`, or `default` when absent or wrong.
+    pub(super) fn positive(&mut self, v: Option<&Spanned<i64>>, key: &str, default: u32, min: i64) -> u32 {
         let Some(v) = v else { return default };
         let n = *v.get_ref();
         if n < min || n > u32::MAX as i64 {
@@ -62,7 +73,8 @@ impl Checker<'_> {
         n as u32
     }
 
-    pub(super) fn fraction(&mut self, v: &Option<Spanned<f64>>, key: &str, default: f64) -> f64 {
+    /// A fraction from 0 to 1, or `default` when absent or wrong.
+    pub(super) fn fraction(&mut self, v: Option<&Spanned<f64>>, key: &str, default: f64) -> f64 {
         let Some(v) = v else { return default };
         let x = *v.get_ref();
         if !(0.0..=1.0).contains(&x) {
@@ -72,29 +84,26 @@ impl Checker<'_> {
         x
     }
 
-    pub(super) fn choice(
-        &mut self,
-        v: &Option<Spanned<String>>,
-        key: &str,
-        accepted: &[&str],
-        default: &str,
-    ) -> String {
-        let Some(v) = v else { return default.into() };
-        if accepted.contains(&v.get_ref().as_str()) {
-            v.get_ref().clone()
-        } else {
-            self.issue(
-                v.span(),
-                key,
-                format!("unknown value `{}` (accepted: {})", v.get_ref(), accepted.join(", ")),
-            );
-            default.into()
+    /// The value of a [`Choice`], or `default` when it is absent or unknown.
+    pub(super) fn choice<T: Copy>(&mut self, v: Option<&Spanned<Choice<T>>>, key: &str, default: T) -> T {
+        let Some(v) = v else { return default };
+        match v.get_ref() {
+            Choice::Known(x) => *x,
+            Choice::Unknown { written, accepted } => {
+                self.issue(
+                    v.span(),
+                    key,
+                    format!("unknown value `{written}` (accepted: {})", accepted.join(", ")),
+                );
+                default
+            }
         }
     }
 
+    /// A list of names from `accepted`, each once; missing or empty is a problem.
     pub(super) fn names(
         &mut self,
-        v: &Option<Spanned<Vec<Spanned<String>>>>,
+        v: Option<&Spanned<Vec<Spanned<String>>>>,
         key: &str,
         accepted: &[&str],
     ) -> Vec<String> {

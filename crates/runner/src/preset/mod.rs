@@ -6,28 +6,24 @@
 //! values; all problems are reported at once.
 
 use std::fmt;
-use std::ops::Range;
 use std::path::Path;
-use std::time::Duration;
 
-use toml::Spanned;
-
-use protobench_model::load::{Arrival, Protocol, Validation};
-use protobench_model::run::{PointConfig, PointKind};
-use protobench_model::stats::DEFAULT_NOISE_THRESHOLD;
+use protobench_model::run::PointKind;
 
 mod check;
+mod load_spec;
+mod machine;
+mod matrix;
 mod raw;
+mod search;
+mod top;
 
 use check::Checker;
-use raw::{OneOrMany, RawPreset, SizeValue};
+use raw::RawPreset;
 
 use crate::manifest::Catalog;
-use crate::plan::{DiscoverSpec, Plan, RampSpec, ServerGroup};
-use crate::units::{CpuSet, check_service_time, parse_size};
-
-/// The preset kinds, as written in `kind`.
-pub const KINDS: [&str; 4] = ["fixed", "discover", "ramp", "rate"];
+use crate::plan::Plan;
+use crate::units::CpuSet;
 
 /// One problem in a preset.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,10 +113,7 @@ pub fn resolve(text: &str, file: &str, ctx: &Context) -> Result<Plan, PresetErro
             }],
         }
     })?;
-    let mut c = Checker {
-        text,
-        issues: Vec::new(),
-    };
+    let mut c = Checker::new(text);
     let plan = build(&raw, file, ctx, &mut c);
     if c.issues.is_empty() {
         Ok(plan)
@@ -157,545 +150,27 @@ fn key_at(text: &str, offset: usize) -> String {
     }
 }
 
+/// Checks every section in file order and expands the matrix.
 fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Plan {
-    let stem = Path::new(file)
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "preset".into());
-    let name = raw.name.as_ref().map_or(stem, |n| n.get_ref().clone());
-    let kind = match c.choice(&raw.kind, "kind", &KINDS, "fixed").as_str() {
-        "discover" => PointKind::Discover,
-        "ramp" => PointKind::Ramp,
-        "rate" => PointKind::Rate,
-        _ => PointKind::Fixed,
-    };
-    let server_names: Vec<&str> = ctx.catalog.names();
-    let servers = c.names(&raw.servers, "servers", &server_names);
-    let protocol_names: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
-    let protocols: Vec<Protocol> = c
-        .names(&raw.protocols, "protocols", &protocol_names)
-        .iter()
-        .filter_map(|p| p.parse().ok())
-        .collect();
-    let workload_names: Vec<&str> = protobench_contract::workload::ALL.iter().map(|w| w.name).collect();
-    let workloads = c.names(&raw.workloads, "workloads", &workload_names);
-
-    let repetitions = c.positive(&raw.repetitions, "repetitions", 3, 1);
-    let warmup = c.duration(&raw.warmup, "warmup", Duration::from_secs(2));
-    let duration = c.duration(&raw.duration, "duration", Duration::from_secs(10));
-    if let Some(d) = &raw.duration
-        && duration.is_zero()
-    {
-        c.issue(d.span(), "duration", "must be longer than 0s");
-    }
-    let timeout = c.duration(&raw.timeout, "timeout", Duration::from_secs(10));
-    let connect_timeout = c.duration(&raw.connect_timeout, "connect_timeout", Duration::from_secs(5));
-    let tls_values = raw.tls.as_ref().map_or(vec![false], |t| t.get_ref().to_vec());
-    let noise_threshold = match &raw.noise_threshold {
-        Some(v) if *v.get_ref() <= 0.0 || !v.get_ref().is_finite() => {
-            c.issue(
-                v.span(),
-                "noise_threshold",
-                format!("must be above 0, found {}", v.get_ref()),
-            );
-            DEFAULT_NOISE_THRESHOLD
-        }
-        Some(v) => *v.get_ref(),
-        None => DEFAULT_NOISE_THRESHOLD,
-    };
-    let validate = match c
-        .choice(&raw.validate, "validate", &["status", "full"], "status")
-        .as_str()
-    {
-        "full" => Validation::Full,
-        _ => Validation::Status,
-    };
-
-    // [load]
-    let load = raw.load.as_ref().map(|l| l.get_ref());
-    let default_mode = if kind == PointKind::Rate { "open" } else { "closed" };
-    let mode = c.choice(
-        &load.and_then(|l| l.mode.clone()),
-        "load.mode",
-        &["closed", "open"],
-        default_mode,
-    );
-    let open = mode == "open";
-    if kind == PointKind::Rate
-        && !open
-        && let Some(m) = load.and_then(|l| l.mode.as_ref())
-    {
-        c.issue(
-            m.span(),
-            "load.mode",
-            "kind = \"rate\" is open loop: use mode = \"open\" or leave it out",
-        );
-    }
-    if matches!(kind, PointKind::Discover | PointKind::Ramp)
-        && let Some(m) = load.and_then(|l| l.mode.as_ref())
-        && open
-    {
-        c.issue(
-            m.span(),
-            "load.mode",
-            format!("kind = \"{}\" is closed loop: use mode = \"closed\"", kind.name()),
-        );
-    }
-    let arrival = match c
-        .choice(
-            &load.and_then(|l| l.arrival.clone()),
-            "load.arrival",
-            &["uniform", "poisson"],
-            "uniform",
-        )
-        .as_str()
-    {
-        "poisson" => Arrival::Poisson,
-        _ => Arrival::Uniform,
-    };
-    let mut counts = |v: Option<&Spanned<OneOrMany<i64>>>, key: &str| -> Option<Vec<u32>> {
-        let v = v?;
-        let list = v.get_ref().to_vec();
-        if list.is_empty() {
-            c.issue(v.span(), key, "is empty");
-        }
-        let mut out = Vec::new();
-        for n in list {
-            if !(1..=1_000_000).contains(&n) {
-                c.issue(v.span(), key, format!("must be between 1 and 1000000, found {n}"));
-            } else {
-                out.push(n as u32);
-            }
-        }
-        Some(out)
-    };
-    let concurrency = counts(load.and_then(|l| l.concurrency.as_ref()), "load.concurrency");
-    let connections = counts(load.and_then(|l| l.connections.as_ref()), "load.connections");
-    let rates: Option<Vec<f64>> = load.and_then(|l| l.rate.as_ref()).map(|v| {
-        let list = v.get_ref().to_vec();
-        if list.is_empty() {
-            c.issue(v.span(), "load.rate", "is empty");
-        }
-        list.into_iter()
-            .filter(|r| {
-                let ok = r.is_finite() && *r > 0.0;
-                if !ok {
-                    c.issue(v.span(), "load.rate", format!("must be above 0 calls/s, found {r}"));
-                }
-                ok
-            })
-            .collect()
-    });
-    let load_span = raw.load.as_ref().map_or(0..0, |l| l.span());
-    // Which load values each kind needs.
-    let (concurrency, rates) = match (kind, open) {
-        (PointKind::Fixed, false) => {
-            if let Some(r) = load.and_then(|l| l.rate.as_ref()) {
-                c.issue(
-                    r.span(),
-                    "load.rate",
-                    "is for open loop: set load.mode = \"open\" or remove it",
-                );
-            }
-            (
-                concurrency.unwrap_or_else(|| {
-                    c.issue(
-                        load_span.clone(),
-                        "load.concurrency",
-                        "missing: closed loop needs the calls in flight (e.g. concurrency = [1, 10, 50])",
-                    );
-                    vec![]
-                }),
-                vec![None],
-            )
-        }
-        (PointKind::Fixed | PointKind::Rate, true) => {
-            let rates = rates.unwrap_or_else(|| {
-                c.issue(
-                    load_span.clone(),
-                    "load.rate",
-                    "missing: open loop needs calls per second (e.g. rate = [1, 100, 1000])",
-                );
-                vec![]
-            });
-            let cap = concurrency.unwrap_or_else(|| vec![64]);
-            if cap.len() > 1
-                && let Some(v) = load.and_then(|l| l.concurrency.as_ref())
-            {
-                c.issue(
-                    v.span(),
-                    "load.concurrency",
-                    "open loop takes one concurrency cap, not a list",
-                );
-            }
-            (cap.into_iter().take(1).collect(), rates.into_iter().map(Some).collect())
-        }
-        (PointKind::Discover | PointKind::Ramp, _) => {
-            for (v, key) in [
-                (
-                    load.and_then(|l| l.concurrency.as_ref()).map(|v| v.span()),
-                    "load.concurrency",
-                ),
-                (load.and_then(|l| l.rate.as_ref()).map(|v| v.span()), "load.rate"),
-            ] {
-                if let Some(span) = v {
-                    c.issue(
-                        span,
-                        key,
-                        format!(
-                            "is chosen by the search with kind = \"{}\": remove it (set [{}] instead)",
-                            kind.name(),
-                            kind.name()
-                        ),
-                    );
-                }
-            }
-            (vec![0], vec![None])
-        }
-        (PointKind::Rate, false) => (vec![], vec![]),
-    };
-    let connections_list = connections.clone().unwrap_or_default();
-    if let (Some(conns), Some(v)) = (&connections, load.and_then(|l| l.connections.as_ref())) {
-        for &conn in conns {
-            for &conc in concurrency.iter().filter(|c| **c > 0) {
-                if conn > conc {
-                    c.issue(
-                        v.span(),
-                        "load.connections",
-                        format!("number of connections ({conn}) cannot be greater than load.concurrency ({conc})"),
-                    );
-                }
-            }
-        }
-    }
-
-    // [discover] / [ramp]
-    let discover = raw.discover.as_ref().map(|d| {
-        if kind != PointKind::Discover {
-            c.issue(
-                d.span(),
-                "discover",
-                format!(
-                    "is only used with kind = \"discover\" (this preset has kind = \"{}\")",
-                    kind.name()
-                ),
-            );
-        }
-        let d = d.get_ref();
-        DiscoverSpec {
-            start: c.positive(&d.start, "discover.start", 2, 1),
-            factor: c.positive(&d.factor, "discover.factor", 2, 2),
-            min_gain: c.fraction(&d.min_gain, "discover.min_gain", 0.02),
-            max: c.positive(&d.max, "discover.max", 1024, 1),
-            step_ns: c
-                .duration(&d.step_duration, "discover.step_duration", duration)
-                .as_nanos() as u64,
-        }
-    });
-    let discover = match (kind, discover) {
-        (PointKind::Discover, None) => Some(DiscoverSpec {
-            start: 2,
-            factor: 2,
-            min_gain: 0.02,
-            max: 1024,
-            step_ns: duration.as_nanos() as u64,
-        }),
-        (_, d) => d,
-    };
-    let ramp = raw.ramp.as_ref().map(|r| {
-        if kind != PointKind::Ramp {
-            c.issue(
-                r.span(),
-                "ramp",
-                format!(
-                    "is only used with kind = \"ramp\" (this preset has kind = \"{}\")",
-                    kind.name()
-                ),
-            );
-        }
-        let r = r.get_ref();
-        RampSpec {
-            start: c.positive(&r.start, "ramp.start", 1, 1),
-            step: c.positive(&r.step, "ramp.step", 15, 1),
-            step_ns: c
-                .duration(&r.step_duration, "ramp.step_duration", Duration::from_secs(1))
-                .as_nanos() as u64,
-            max: c.positive(&r.max, "ramp.max", 2000, 1),
-            min_gain: c.fraction(&r.min_gain, "ramp.min_gain", 0.01),
-            patience: c.positive(&r.patience, "ramp.patience", 3, 1),
-            max_error_rate: c.fraction(&r.max_error_rate, "ramp.max_error_rate", 0.01),
-        }
-    });
-    let ramp = match (kind, ramp) {
-        (PointKind::Ramp, None) => Some(RampSpec {
-            start: 1,
-            step: 15,
-            step_ns: 1_000_000_000,
-            max: 2000,
-            min_gain: 0.01,
-            patience: 3,
-            max_error_rate: 0.01,
-        }),
-        (_, r) => r,
-    };
-
-    // [server] / [generator]
-    let server = raw.server.as_ref().map(|s| s.get_ref());
-    let generator = raw.generator.as_ref().map(|g| g.get_ref());
-    let mut cpu_set = |v: Option<&Spanned<String>>, key: &str| -> Option<(CpuSet, Range<usize>)> {
-        let v = v?;
-        match CpuSet::parse(v.get_ref()) {
-            Ok(set) if !set.is_subset(&ctx.cpus) => {
-                c.issue(
-                    v.span(),
-                    key,
-                    format!("CPUs `{}` are not all available (available: {})", v.get_ref(), ctx.cpus),
-                );
-                None
-            }
-            Ok(set) => Some((set, v.span())),
-            Err(e) => {
-                c.issue(v.span(), key, e);
-                None
-            }
-        }
-    };
-    let server_cpus = cpu_set(server.and_then(|s| s.cpus.as_ref()), "server.cpus");
-    let generator_cpus = cpu_set(generator.and_then(|g| g.cpus.as_ref()), "generator.cpus");
+    let top = top::top_level(raw, file, ctx, c);
+    let load = load_spec::load_spec(raw.load.as_ref(), top.kind, c);
+    let discover = search::discover(raw.discover.as_ref(), top.kind, top.duration, c);
+    let ramp = search::ramp(raw.ramp.as_ref(), top.kind, c);
     let mut notes = Vec::new();
-    let (server_cpus, generator_cpus) = match (server_cpus, generator_cpus) {
-        (Some((s, _)), Some((g, span))) => {
-            if s.overlaps(&g) {
-                c.issue(
-                    span,
-                    "generator.cpus",
-                    format!("CPUs `{g}` overlap server.cpus `{s}`: server and generator must run on disjoint CPU sets"),
-                );
-            }
-            (Some(s), Some(g))
-        }
-        (Some((s, _)), None) => {
-            let rest = CpuSet(ctx.cpus.0.difference(&s.0).copied().collect());
-            if rest.is_empty() {
-                notes.push(format!(
-                    "server.cpus `{s}` leaves no CPU for the generator: the generator is not pinned"
-                ));
-                (Some(s), None)
-            } else {
-                (Some(s), Some(rest))
-            }
-        }
-        (None, Some((g, _))) => {
-            let rest = CpuSet(ctx.cpus.0.difference(&g.0).copied().collect());
-            if rest.is_empty() {
-                notes.push(format!(
-                    "generator.cpus `{g}` leaves no CPU for the server: the server is not pinned"
-                ));
-                (None, Some(g))
-            } else {
-                (Some(rest), Some(g))
-            }
-        }
-        (None, None) => default_cpu_split(&ctx.cpus, &mut notes),
+    let machine = machine::machine(raw.server.as_ref(), raw.generator.as_ref(), ctx, c, &mut notes);
+    let search_start = match top.kind {
+        PointKind::Discover => Some(discover.as_ref().map_or(2, |d| d.start)),
+        PointKind::Ramp => Some(ramp.as_ref().map_or(1, |r| r.start)),
+        PointKind::Fixed | PointKind::Rate => None,
     };
-    let workers = server
-        .and_then(|s| s.workers.as_ref())
-        .map(|_| c.positive(&server.and_then(|s| s.workers.clone()), "server.workers", 1, 1));
-    let generator_threads = c.positive(&generator.and_then(|g| g.threads.clone()), "generator.threads", 0, 0);
-    let cpu_limits: Vec<Option<f64>> = match server.and_then(|s| s.cpu_limit.as_ref()) {
-        None => vec![None],
-        Some(v) => v
-            .get_ref()
-            .to_vec()
-            .into_iter()
-            .filter_map(|x| {
-                if !(x.is_finite() && x > 0.0) {
-                    c.issue(
-                        v.span(),
-                        "server.cpu_limit",
-                        format!("must be a number of cores above 0, found {x}"),
-                    );
-                    None
-                } else {
-                    if x > ctx.cpus.len() as f64 {
-                        notes.push(format!(
-                            "server.cpu_limit {x} is more than the {} CPUs available",
-                            ctx.cpus.len()
-                        ));
-                    }
-                    Some(Some(x))
-                }
-            })
-            .collect(),
+    let dimensions = matrix::Dimensions {
+        top: &top,
+        load: &load,
+        machine: &machine,
+        search_start,
+        protocols_span: raw.protocols.as_ref().map(|p| p.span()),
     };
-    let memory_limits: Vec<Option<u64>> = match server.and_then(|s| s.memory_limit.as_ref()) {
-        None => vec![None],
-        Some(v) => v
-            .get_ref()
-            .to_vec()
-            .into_iter()
-            .filter_map(|x| {
-                let bytes = match x {
-                    SizeValue::Bytes(b) => Ok(b),
-                    SizeValue::Text(t) => parse_size(&t),
-                };
-                match bytes {
-                    Ok(b) if b >= 16 * 1024 * 1024 => Some(Some(b)),
-                    Ok(b) => {
-                        c.issue(
-                            v.span(),
-                            "server.memory_limit",
-                            format!("{b} bytes is below the 16MiB minimum"),
-                        );
-                        None
-                    }
-                    Err(e) => {
-                        c.issue(v.span(), "server.memory_limit", e);
-                        None
-                    }
-                }
-            })
-            .collect(),
-    };
-    let failure_rates: Vec<f64> = match server.and_then(|s| s.failure_rate.as_ref()) {
-        None => vec![0.0],
-        Some(v) => v
-            .get_ref()
-            .to_vec()
-            .into_iter()
-            .filter(|x| {
-                let ok = (0.0..=1.0).contains(x);
-                if !ok {
-                    c.issue(
-                        v.span(),
-                        "server.failure_rate",
-                        format!("must be a fraction between 0 and 1, found {x}"),
-                    );
-                }
-                ok
-            })
-            .collect(),
-    };
-    let failure_seed = match server.and_then(|s| s.failure_seed.as_ref()) {
-        None => 1,
-        Some(v) if *v.get_ref() < 0 => {
-            c.issue(
-                v.span(),
-                "server.failure_seed",
-                format!("must be an unsigned integer, found {}", v.get_ref()),
-            );
-            1
-        }
-        Some(v) => *v.get_ref() as u64,
-    };
-    let service_times: Vec<Option<String>> = match server.and_then(|s| s.service_time.as_ref()) {
-        None => vec![None],
-        Some(v) => v
-            .get_ref()
-            .to_vec()
-            .into_iter()
-            .filter_map(|s| match check_service_time(&s) {
-                Ok(()) => Some(Some(s)),
-                Err(e) => {
-                    c.issue(v.span(), "server.service_time", e);
-                    None
-                }
-            })
-            .collect(),
-    };
-
-    // Protocols each server serves.
-    let mut points = Vec::new();
-    let mut groups: Vec<ServerGroup> = Vec::new();
-    for s in &servers {
-        let Some(manifest) = ctx.catalog.servers.get(s) else {
-            continue;
-        };
-        let served: Vec<Protocol> = protocols
-            .iter()
-            .copied()
-            .filter(|p| manifest.protocols.contains(p))
-            .collect();
-        let serves = protobench_contract::protocol::names(&manifest.protocols, ", ");
-        for p in protocols.iter().filter(|p| !manifest.protocols.contains(p)) {
-            notes.push(format!("server `{s}` does not serve `{p}` (serves: {serves}): skipped"));
-        }
-        if served.is_empty() {
-            if let Some(list) = &raw.protocols
-                && !protocols.is_empty()
-            {
-                c.issue(
-                    list.span(),
-                    "protocols",
-                    format!("server `{s}` serves none of these (serves: {serves})"),
-                );
-            }
-            continue;
-        }
-        for &tls in &tls_values {
-            for &failure_rate in &failure_rates {
-                for service_time in &service_times {
-                    for &cpu_limit in &cpu_limits {
-                        for &memory_limit in &memory_limits {
-                            let mut group = ServerGroup {
-                                index: groups.len() as u32,
-                                server: s.clone(),
-                                tls,
-                                failure_rate,
-                                failure_seed,
-                                service_time: service_time.clone(),
-                                cpu_limit,
-                                memory_limit_bytes: memory_limit,
-                                workers,
-                                protocols: served.clone(),
-                                points: vec![],
-                            };
-                            for p in &served {
-                                for w in &workloads {
-                                    for &conc in &concurrency {
-                                        // HTTP/1.1 carries one call per connection at a
-                                        // time: its connections always equal concurrency.
-                                        let http1 = p.is_http1();
-                                        let conns: Vec<u32> = if http1 || connections_list.is_empty() {
-                                            vec![conc]
-                                        } else {
-                                            connections_list.clone()
-                                        };
-                                        for conn in conns {
-                                            for rate in &rates {
-                                                let index = points.len() as u32;
-                                                points.push(PointConfig {
-                                                    index,
-                                                    server: s.clone(),
-                                                    protocol: *p,
-                                                    workload: w.clone(),
-                                                    tls,
-                                                    kind,
-                                                    concurrency: match kind {
-                                                        PointKind::Discover => discover.as_ref().map_or(2, |d| d.start),
-                                                        PointKind::Ramp => ramp.as_ref().map_or(1, |r| r.start),
-                                                        _ => conc,
-                                                    },
-                                                    connections: conn.min(conc.max(1)),
-                                                    rate: *rate,
-                                                    failure_rate,
-                                                    service_time: service_time.clone(),
-                                                    cpu_limit,
-                                                    memory_limit_bytes: memory_limit,
-                                                });
-                                                group.points.push(index);
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                            groups.push(group);
-                        }
-                    }
-                }
-            }
-        }
-    }
+    let (points, groups) = matrix::expand(&dimensions, ctx, c, &mut notes);
     if c.issues.is_empty() && points.is_empty() {
         c.issue(
             0..0,
@@ -704,21 +179,21 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         );
     }
     Plan {
-        preset: name,
+        preset: top.name,
         preset_path: Some(file.to_string()),
         description: raw.description.clone().unwrap_or_default(),
-        kind,
-        repetitions,
-        warmup_ns: warmup.as_nanos() as u64,
-        duration_ns: duration.as_nanos() as u64,
-        timeout_ns: timeout.as_nanos() as u64,
-        connect_timeout_ns: connect_timeout.as_nanos() as u64,
-        validate,
-        arrival,
-        noise_threshold,
-        server_cpus,
-        generator_cpus,
-        generator_threads,
+        kind: top.kind,
+        repetitions: top.repetitions,
+        warmup_ns: top.warmup.as_nanos() as u64,
+        duration_ns: top.duration.as_nanos() as u64,
+        timeout_ns: top.timeout.as_nanos() as u64,
+        connect_timeout_ns: top.connect_timeout.as_nanos() as u64,
+        validate: top.validate,
+        arrival: load.arrival,
+        noise_threshold: top.noise_threshold,
+        server_cpus: machine.server_cpus,
+        generator_cpus: machine.generator_cpus,
+        generator_threads: machine.generator_threads,
         discover,
         ramp,
         points,
@@ -748,6 +223,8 @@ pub fn default_cpu_split(cpus: &CpuSet, notes: &mut Vec<String>) -> (Option<CpuS
 
 #[cfg(test)]
 mod tests {
+    use protobench_model::load::Protocol;
+
     use super::*;
 
     fn ctx() -> Context {
