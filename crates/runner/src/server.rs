@@ -229,147 +229,176 @@ fn status_text(s: ExitStatus) -> String {
     }
 }
 
+/// The server's start command, its output piped; run in the server's
+/// directory unless embedded.
+fn command(m: &Manifest, argv: &[String]) -> Command {
+    // A relative start path is relative to the server's directory.
+    let relative = !m.is_embedded() && argv[0].contains('/') && !Path::new(&argv[0]).is_absolute();
+    let program = if relative {
+        m.dir.join(&argv[0])
+    } else {
+        PathBuf::from(&argv[0])
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if !m.is_embedded() {
+        cmd.current_dir(&m.dir);
+    }
+    cmd
+}
+
+/// The contract's variables only; inherited `PROTOBENCH_*` are cleared.
+fn set_env(cmd: &mut Command, spec: &StartSpec) {
+    for (k, _) in std::env::vars() {
+        if k.starts_with("PROTOBENCH_") {
+            cmd.env_remove(k);
+        }
+    }
+    let g = &spec.group;
+    for p in &g.protocols {
+        cmd.env(p.addr_env(), "127.0.0.1:0");
+    }
+    let workers = g
+        .workers
+        .map(|w| w as usize)
+        .or(spec.cpus.as_ref().map(CpuSet::len))
+        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    cmd.env("PROTOBENCH_WORKERS", workers.to_string());
+    cmd.env("PROTOBENCH_FAILURE_RATE", g.failure_rate.to_string());
+    cmd.env("PROTOBENCH_FAILURE_SEED", g.failure_seed.to_string());
+    if let Some(st) = &g.service_time {
+        cmd.env("PROTOBENCH_SERVICE_TIME", st);
+    }
+    if let Some(t) = &spec.tls {
+        cmd.env("PROTOBENCH_TLS_CERT", &t.cert)
+            .env("PROTOBENCH_TLS_KEY", &t.key);
+    }
+    if let Some(d) = &spec.dataset {
+        cmd.env("PROTOBENCH_DATASET", d);
+    }
+    for (k, v) in &spec.extra_env {
+        cmd.env(k, v);
+    }
+}
+
+/// Spawns `cmd` from a thread pinned to `cpus` and inside `cgroup`, so
+/// everything the server creates inherits both. When that thread could not
+/// enter the cgroup, the process is moved into it (and killed if that fails).
+fn spawn_isolated(
+    cmd: &mut Command,
+    cpus: Option<&CpuSet>,
+    cgroup: Option<&Cgroup>,
+    server: &str,
+    command_line: String,
+) -> Result<Child, StartError> {
+    let spawn_result = std::thread::scope(|s| {
+        s.spawn(|| {
+            if let Some(c) = cpus {
+                isolation::pin_current_thread(c)?;
+            }
+            let mut entered = false;
+            if let Some(cg) = cgroup {
+                entered = cg.enter_current_thread().is_ok();
+            }
+            Ok::<_, isolation::IsolationError>((cmd.spawn(), entered))
+        })
+        .join()
+        .expect("spawn thread does not panic")
+    });
+    let (spawned, entered) = spawn_result.map_err(|source| StartError::Isolation {
+        server: server.to_string(),
+        source,
+    })?;
+    let mut child = spawned.map_err(|source| StartError::Spawn {
+        server: server.to_string(),
+        command: command_line,
+        source,
+    })?;
+    if let Some(cg) = cgroup
+        && !entered
+        && let Err(source) = cg.add_process(child.id())
+    {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(StartError::Isolation {
+            server: server.to_string(),
+            source,
+        });
+    }
+    Ok(child)
+}
+
 impl RunningServer {
     /// Starts the server, pinned and limited, and waits for its listening
     /// lines (at most `start_timeout_s`).
     pub fn start(spec: &StartSpec, cgroup: Option<Cgroup>) -> Result<RunningServer, StartError> {
         let m = &spec.manifest;
         let argv = m.start_command(&spec.exe);
-        let mut cmd = Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if !m.is_embedded() {
-            cmd.current_dir(&m.dir);
-            // A relative start path is relative to the server's directory.
-            if argv[0].contains('/') && !Path::new(&argv[0]).is_absolute() {
-                cmd = {
-                    let mut c = Command::new(m.dir.join(&argv[0]));
-                    c.args(&argv[1..])
-                        .current_dir(&m.dir)
-                        .stdin(Stdio::null())
-                        .stdout(Stdio::piped())
-                        .stderr(Stdio::piped());
-                    c
-                };
-            }
-        }
-        // The contract's variables only; inherited PROTOBENCH_* are cleared.
-        for (k, _) in std::env::vars() {
-            if k.starts_with("PROTOBENCH_") {
-                cmd.env_remove(k);
-            }
-        }
-        let g = &spec.group;
-        for p in &g.protocols {
-            cmd.env(p.addr_env(), "127.0.0.1:0");
-        }
-        let workers = g
-            .workers
-            .map(|w| w as usize)
-            .or(spec.cpus.as_ref().map(CpuSet::len))
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
-        cmd.env("PROTOBENCH_WORKERS", workers.to_string());
-        cmd.env("PROTOBENCH_FAILURE_RATE", g.failure_rate.to_string());
-        cmd.env("PROTOBENCH_FAILURE_SEED", g.failure_seed.to_string());
-        if let Some(st) = &g.service_time {
-            cmd.env("PROTOBENCH_SERVICE_TIME", st);
-        }
-        if let Some(t) = &spec.tls {
-            cmd.env("PROTOBENCH_TLS_CERT", &t.cert)
-                .env("PROTOBENCH_TLS_KEY", &t.key);
-        }
-        if let Some(d) = &spec.dataset {
-            cmd.env("PROTOBENCH_DATASET", d);
-        }
-        for (k, v) in &spec.extra_env {
-            cmd.env(k, v);
-        }
-        let command_line = argv.join(" ");
-        let server = m.name.clone();
-
-        // Spawn from a thread pinned to the server CPUs and inside the cgroups,
-        // so everything the server creates inherits both.
-        let cpus = spec.cpus.clone();
-        let spawn_result = std::thread::scope(|s| {
-            s.spawn(|| {
-                if let Some(c) = &cpus {
-                    isolation::pin_current_thread(c)?;
-                }
-                let mut entered = false;
-                if let Some(cg) = &cgroup {
-                    entered = cg.enter_current_thread().is_ok();
-                }
-                Ok::<_, isolation::IsolationError>((cmd.spawn(), entered))
-            })
-            .join()
-            .expect("spawn thread does not panic")
-        });
-        let (spawned, entered) = spawn_result.map_err(|source| StartError::Isolation {
-            server: server.clone(),
-            source,
-        })?;
-        let mut child = spawned.map_err(|source| StartError::Spawn {
-            server: server.clone(),
-            command: command_line,
-            source,
-        })?;
-        if let Some(cg) = &cgroup
-            && !entered
-            && let Err(source) = cg.add_process(child.id())
-        {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(StartError::Isolation { server, source });
-        }
+        let mut cmd = command(m, &argv);
+        set_env(&mut cmd, spec);
+        let mut child = spawn_isolated(&mut cmd, spec.cpus.as_ref(), cgroup.as_ref(), &m.name, argv.join(" "))?;
         let log = LogTail::default();
         let (tx, rx) = mpsc::channel();
         spawn_reader(child.stdout.take().expect("piped"), log.clone(), Some(tx));
         spawn_reader(child.stderr.take().expect("piped"), log.clone(), None);
 
         let mut running = RunningServer {
-            name: server.clone(),
+            name: m.name.clone(),
             child,
             listeners: BTreeMap::new(),
             log,
             cgroup,
             started: Instant::now(),
         };
-        let deadline = Instant::now() + Duration::from_secs(m.start_timeout_s);
-        while g.protocols.iter().any(|p| !running.listeners.contains_key(p)) {
-            if let Ok(Some(status)) = running.child.try_wait() {
+        running.wait_listening(&spec.group.protocols, m.start_timeout_s, &rx)?;
+        Ok(running)
+    }
+
+    /// Collects the listening lines of `protocols` from `rx` until each has
+    /// one; fails when the server exits first or after `timeout_s` (then
+    /// stopping it).
+    fn wait_listening(
+        &mut self,
+        protocols: &[Protocol],
+        timeout_s: u64,
+        rx: &mpsc::Receiver<Listening>,
+    ) -> Result<(), StartError> {
+        let deadline = Instant::now() + Duration::from_secs(timeout_s);
+        while protocols.iter().any(|p| !self.listeners.contains_key(p)) {
+            if let Ok(Some(status)) = self.child.try_wait() {
                 // Let the readers drain the last lines.
                 std::thread::sleep(Duration::from_millis(50));
                 return Err(StartError::Exited {
-                    server,
+                    server: self.name.clone(),
                     status: status_text(status),
-                    log_tail: running.log.text(),
+                    log_tail: self.log.text(),
                 });
             }
             let now = Instant::now();
             if now >= deadline {
-                let missing: Vec<&str> = g
-                    .protocols
+                let missing: Vec<&str> = protocols
                     .iter()
-                    .filter(|p| !running.listeners.contains_key(*p))
+                    .filter(|p| !self.listeners.contains_key(*p))
                     .map(|p| p.name())
                     .collect();
                 let missing = missing.join(", ");
-                let log_tail = running.log.text();
-                running.stop(Duration::from_secs(2));
+                let log_tail = self.log.text();
+                self.stop(Duration::from_secs(2));
                 return Err(StartError::Timeout {
-                    server,
+                    server: self.name.clone(),
                     missing,
-                    timeout_s: m.start_timeout_s,
+                    timeout_s,
                     log_tail,
                 });
             }
             if let Ok(l) = rx.recv_timeout((deadline - now).min(Duration::from_millis(50))) {
-                running.listeners.insert(l.protocol, l.addr);
+                self.listeners.insert(l.protocol, l.addr);
             }
         }
-        Ok(running)
+        Ok(())
     }
 
     /// Server name.

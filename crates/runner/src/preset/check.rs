@@ -1,0 +1,138 @@
+//! The checks shared by every section: each problem is recorded with its
+//! place and key, and a default stands in so that checking goes on.
+
+use std::ops::Range;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::raw::{Choice, DurationValue};
+use super::{Issue, line_col};
+use crate::units::parse_duration;
+
+/// The problems found so far in one preset text.
+pub(super) struct Checker<'a> {
+    text: &'a str,
+    pub(super) issues: Vec<Issue>,
+}
+
+impl<'a> Checker<'a> {
+    pub(super) fn new(text: &'a str) -> Self {
+        Checker {
+            text,
+            issues: Vec::new(),
+        }
+    }
+
+    /// Records a problem at `span`.
+    pub(super) fn issue(&mut self, span: Range<usize>, key: &str, message: impl Into<String>) {
+        let (line, column) = line_col(self.text, span.start);
+        self.issues.push(Issue {
+            line,
+            column,
+            key: key.into(),
+            message: message.into(),
+        });
+    }
+
+    /// A duration (seconds or text with a unit), or `default` when absent or wrong.
+    pub(super) fn duration(&mut self, v: Option<&Spanned<DurationValue>>, key: &str, default: Duration) -> Duration {
+        let Some(v) = v else { return default };
+        match v.get_ref() {
+            DurationValue::Seconds(s) if s.is_finite() && *s >= 0.0 => Duration::from_secs_f64(*s),
+            DurationValue::Seconds(s) => {
+                self.issue(
+                    v.span(),
+                    key,
+                    format!("{s} is not a duration (e.g. \"500ms\", \"2s\", or a number of seconds)"),
+                );
+                default
+            }
+            DurationValue::Text(t) => match parse_duration(t) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.issue(v.span(), key, e);
+                    default
+                }
+            },
+        }
+    }
+
+    /// An integer of at least `min` that fits a `u32`, or `default` when absent or wrong.
+    pub(super) fn positive(&mut self, v: Option<&Spanned<i64>>, key: &str, default: u32, min: i64) -> u32 {
+        let Some(v) = v else { return default };
+        let n = *v.get_ref();
+        if n < min || n > u32::MAX as i64 {
+            self.issue(
+                v.span(),
+                key,
+                format!("must be an integer of at least {min}, found {n}"),
+            );
+            return default;
+        }
+        n as u32
+    }
+
+    /// A fraction from 0 to 1, or `default` when absent or wrong.
+    pub(super) fn fraction(&mut self, v: Option<&Spanned<f64>>, key: &str, default: f64) -> f64 {
+        let Some(v) = v else { return default };
+        let x = *v.get_ref();
+        if !(0.0..=1.0).contains(&x) {
+            self.issue(v.span(), key, format!("must be a fraction between 0 and 1, found {x}"));
+            return default;
+        }
+        x
+    }
+
+    /// The value of a [`Choice`], or `default` when it is absent or unknown.
+    pub(super) fn choice<T: Copy>(&mut self, v: Option<&Spanned<Choice<T>>>, key: &str, default: T) -> T {
+        let Some(v) = v else { return default };
+        match v.get_ref() {
+            Choice::Known(x) => *x,
+            Choice::Unknown { written, accepted } => {
+                self.issue(
+                    v.span(),
+                    key,
+                    format!("unknown value `{written}` (accepted: {})", accepted.join(", ")),
+                );
+                default
+            }
+        }
+    }
+
+    /// A list of names from `accepted`, each once; missing or empty is a problem.
+    pub(super) fn names(
+        &mut self,
+        v: Option<&Spanned<Vec<Spanned<String>>>>,
+        key: &str,
+        accepted: &[&str],
+    ) -> Vec<String> {
+        let Some(list) = v else {
+            self.issue(0..0, key, format!("missing (accepted: {})", accepted.join(", ")));
+            return vec![];
+        };
+        if list.get_ref().is_empty() {
+            self.issue(
+                list.span(),
+                key,
+                format!("is empty (accepted: {})", accepted.join(", ")),
+            );
+        }
+        let mut out = Vec::new();
+        for (i, item) in list.get_ref().iter().enumerate() {
+            let name = item.get_ref();
+            if !accepted.contains(&name.as_str()) {
+                self.issue(
+                    item.span(),
+                    &format!("{key}[{i}]"),
+                    format!("unknown `{name}` (accepted: {})", accepted.join(", ")),
+                );
+            } else if out.contains(name) {
+                self.issue(item.span(), &format!("{key}[{i}]"), format!("`{name}` is listed twice"));
+            } else {
+                out.push(name.clone());
+            }
+        }
+        out
+    }
+}

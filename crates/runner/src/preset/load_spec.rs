@@ -1,0 +1,201 @@
+//! `[load]`: closed or open loop, the arrival of open-loop calls, and the
+//! concurrency, connections and rates each kind needs.
+
+use std::ops::Range;
+
+use toml::Spanned;
+
+use protobench_model::load::Arrival;
+use protobench_model::run::PointKind;
+
+use super::check::Checker;
+use super::raw::{Mode, OneOrMany, RawLoad};
+
+/// `[load]`, checked: the load dimensions of the matrix.
+pub(super) struct LoadSpec {
+    pub(super) arrival: Arrival,
+    /// Calls in flight (closed loop), the one cap (open loop), or `[0]`
+    /// when a search chooses it.
+    pub(super) concurrency: Vec<u32>,
+    /// Connections to try; empty = as many as the concurrency.
+    pub(super) connections: Vec<u32>,
+    /// Calls per second (open loop), or `[None]` (closed loop).
+    pub(super) rates: Vec<Option<f64>>,
+}
+
+/// Checks `[load]` against the preset's kind.
+pub(super) fn load_spec(raw: Option<&Spanned<RawLoad>>, kind: PointKind, c: &mut Checker<'_>) -> LoadSpec {
+    let empty = RawLoad::default();
+    let load = raw.map_or(&empty, |l| l.get_ref());
+    let open = mode(load, kind, c) == Mode::Open;
+    let arrival = c.choice(load.arrival.as_ref(), "load.arrival", Arrival::Uniform);
+    let concurrency = counts(load.concurrency.as_ref(), "load.concurrency", c);
+    let connections = counts(load.connections.as_ref(), "load.connections", c);
+    let rates = rates(load.rate.as_ref(), c);
+    let load_span = raw.map_or(0..0, |l| l.span());
+    let (concurrency, rates) = match (kind, open) {
+        (PointKind::Fixed, false) => closed_loop(load, load_span, concurrency, c),
+        (PointKind::Fixed | PointKind::Rate, true) => open_loop(load, load_span, concurrency, rates, c),
+        (PointKind::Discover | PointKind::Ramp, _) => searched(load, kind, c),
+        (PointKind::Rate, false) => (vec![], vec![]),
+    };
+    if let (Some(conns), Some(v)) = (&connections, &load.connections) {
+        for &conn in conns {
+            for &conc in concurrency.iter().filter(|c| **c > 0) {
+                if conn > conc {
+                    c.issue(
+                        v.span(),
+                        "load.connections",
+                        format!("number of connections ({conn}) cannot be greater than load.concurrency ({conc})"),
+                    );
+                }
+            }
+        }
+    }
+    LoadSpec {
+        arrival,
+        concurrency,
+        connections: connections.unwrap_or_default(),
+        rates,
+    }
+}
+
+/// `load.mode`: open loop by default with kind = "rate", else closed; the
+/// searches are closed loop and "rate" is open loop.
+fn mode(load: &RawLoad, kind: PointKind, c: &mut Checker<'_>) -> Mode {
+    let default = if kind == PointKind::Rate {
+        Mode::Open
+    } else {
+        Mode::Closed
+    };
+    let mode = c.choice(load.mode.as_ref(), "load.mode", default);
+    let Some(written) = &load.mode else { return mode };
+    match (kind, mode) {
+        (PointKind::Rate, Mode::Closed) => c.issue(
+            written.span(),
+            "load.mode",
+            "kind = \"rate\" is open loop: use mode = \"open\" or leave it out",
+        ),
+        (PointKind::Discover | PointKind::Ramp, Mode::Open) => c.issue(
+            written.span(),
+            "load.mode",
+            format!("kind = \"{}\" is closed loop: use mode = \"closed\"", kind.name()),
+        ),
+        _ => {}
+    }
+    mode
+}
+
+/// `load.concurrency` or `load.connections`: counts from 1 to 1000000.
+fn counts(v: Option<&Spanned<OneOrMany<i64>>>, key: &str, c: &mut Checker<'_>) -> Option<Vec<u32>> {
+    let v = v?;
+    let list = v.get_ref().to_vec();
+    if list.is_empty() {
+        c.issue(v.span(), key, "is empty");
+    }
+    let mut out = Vec::new();
+    for n in list {
+        if !(1..=1_000_000).contains(&n) {
+            c.issue(v.span(), key, format!("must be between 1 and 1000000, found {n}"));
+        } else {
+            out.push(n as u32);
+        }
+    }
+    Some(out)
+}
+
+/// `load.rate`: calls per second above 0.
+fn rates(v: Option<&Spanned<OneOrMany<f64>>>, c: &mut Checker<'_>) -> Option<Vec<f64>> {
+    let v = v?;
+    let list = v.get_ref().to_vec();
+    if list.is_empty() {
+        c.issue(v.span(), "load.rate", "is empty");
+    }
+    let rates = list
+        .into_iter()
+        .filter(|r| {
+            let ok = r.is_finite() && *r > 0.0;
+            if !ok {
+                c.issue(v.span(), "load.rate", format!("must be above 0 calls/s, found {r}"));
+            }
+            ok
+        })
+        .collect();
+    Some(rates)
+}
+
+/// Closed loop needs the concurrency and takes no rate.
+fn closed_loop(
+    load: &RawLoad,
+    load_span: Range<usize>,
+    concurrency: Option<Vec<u32>>,
+    c: &mut Checker<'_>,
+) -> (Vec<u32>, Vec<Option<f64>>) {
+    if let Some(r) = &load.rate {
+        c.issue(
+            r.span(),
+            "load.rate",
+            "is for open loop: set load.mode = \"open\" or remove it",
+        );
+    }
+    let concurrency = concurrency.unwrap_or_else(|| {
+        c.issue(
+            load_span,
+            "load.concurrency",
+            "missing: closed loop needs the calls in flight (e.g. concurrency = [1, 10, 50])",
+        );
+        vec![]
+    });
+    (concurrency, vec![None])
+}
+
+/// Open loop needs the rates and takes one concurrency cap (64 by default).
+fn open_loop(
+    load: &RawLoad,
+    load_span: Range<usize>,
+    concurrency: Option<Vec<u32>>,
+    rates: Option<Vec<f64>>,
+    c: &mut Checker<'_>,
+) -> (Vec<u32>, Vec<Option<f64>>) {
+    let rates = rates.unwrap_or_else(|| {
+        c.issue(
+            load_span,
+            "load.rate",
+            "missing: open loop needs calls per second (e.g. rate = [1, 100, 1000])",
+        );
+        vec![]
+    });
+    let cap = concurrency.unwrap_or_else(|| vec![64]);
+    if cap.len() > 1
+        && let Some(v) = &load.concurrency
+    {
+        c.issue(
+            v.span(),
+            "load.concurrency",
+            "open loop takes one concurrency cap, not a list",
+        );
+    }
+    (cap.into_iter().take(1).collect(), rates.into_iter().map(Some).collect())
+}
+
+/// The searches choose the concurrency themselves and take no rate.
+fn searched(load: &RawLoad, kind: PointKind, c: &mut Checker<'_>) -> (Vec<u32>, Vec<Option<f64>>) {
+    let written = [
+        (load.concurrency.as_ref().map(|v| v.span()), "load.concurrency"),
+        (load.rate.as_ref().map(|v| v.span()), "load.rate"),
+    ];
+    for (span, key) in written {
+        if let Some(span) = span {
+            c.issue(
+                span,
+                key,
+                format!(
+                    "is chosen by the search with kind = \"{}\": remove it (set [{}] instead)",
+                    kind.name(),
+                    kind.name()
+                ),
+            );
+        }
+    }
+    (vec![0], vec![None])
+}

@@ -1,0 +1,172 @@
+//! The matrix: servers x server variants (TLS, failure rate, service time,
+//! CPU and memory limits) make the server groups, one process each; each
+//! group's protocols x workloads x concurrency x connections x rates make
+//! its points.
+
+use std::ops::Range;
+
+use protobench_model::load::Protocol;
+use protobench_model::run::PointConfig;
+
+use super::Context;
+use super::check::Checker;
+use super::load_spec::LoadSpec;
+use super::machine::Machine;
+use super::top::TopLevel;
+use crate::manifest::Manifest;
+use crate::plan::ServerGroup;
+
+/// Everything the matrix is made of.
+pub(super) struct Dimensions<'a> {
+    pub(super) top: &'a TopLevel,
+    pub(super) load: &'a LoadSpec,
+    pub(super) machine: &'a Machine,
+    /// The first concurrency of a search (discover or ramp), when the kind is one.
+    pub(super) search_start: Option<u32>,
+    /// Where `protocols` is written, for the issue when a server serves none.
+    pub(super) protocols_span: Option<Range<usize>>,
+}
+
+/// The settings of one server process besides the server itself.
+struct Variant {
+    tls: bool,
+    failure_rate: f64,
+    service_time: Option<String>,
+    cpu_limit: Option<f64>,
+    memory_limit: Option<u64>,
+}
+
+/// The points and server groups, in plan order. Protocols a server does not
+/// serve are skipped with a note; a server that serves none is an issue.
+pub(super) fn expand(
+    d: &Dimensions<'_>,
+    ctx: &Context,
+    c: &mut Checker<'_>,
+    notes: &mut Vec<String>,
+) -> (Vec<PointConfig>, Vec<ServerGroup>) {
+    let mut points = Vec::new();
+    let mut groups: Vec<ServerGroup> = Vec::new();
+    let variants = variants(d);
+    for s in &d.top.servers {
+        let Some(manifest) = ctx.catalog.servers.get(s) else {
+            continue;
+        };
+        let served = served(d, s, manifest, c, notes);
+        if served.is_empty() {
+            continue;
+        }
+        for v in &variants {
+            let mut group = ServerGroup {
+                index: groups.len() as u32,
+                server: s.clone(),
+                tls: v.tls,
+                failure_rate: v.failure_rate,
+                failure_seed: d.machine.failure_seed,
+                service_time: v.service_time.clone(),
+                cpu_limit: v.cpu_limit,
+                memory_limit_bytes: v.memory_limit,
+                workers: d.machine.workers,
+                protocols: served.clone(),
+                points: vec![],
+            };
+            add_points(d, &mut group, &mut points);
+            groups.push(group);
+        }
+    }
+    (points, groups)
+}
+
+/// Every server variant, TLS outermost and memory limit innermost.
+fn variants(d: &Dimensions<'_>) -> Vec<Variant> {
+    let m = d.machine;
+    let mut out = Vec::new();
+    for &tls in &d.top.tls {
+        for &failure_rate in &m.failure_rates {
+            for service_time in &m.service_times {
+                for &cpu_limit in &m.cpu_limits {
+                    for &memory_limit in &m.memory_limits {
+                        out.push(Variant {
+                            tls,
+                            failure_rate,
+                            service_time: service_time.clone(),
+                            cpu_limit,
+                            memory_limit,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The preset's protocols that server `s` serves.
+fn served(
+    d: &Dimensions<'_>,
+    s: &str,
+    manifest: &Manifest,
+    c: &mut Checker<'_>,
+    notes: &mut Vec<String>,
+) -> Vec<Protocol> {
+    let protocols = &d.top.protocols;
+    let serves = protobench_contract::protocol::names(&manifest.protocols, ", ");
+    for p in protocols.iter().filter(|p| !manifest.protocols.contains(p)) {
+        notes.push(format!("server `{s}` does not serve `{p}` (serves: {serves}): skipped"));
+    }
+    let served: Vec<Protocol> = protocols
+        .iter()
+        .copied()
+        .filter(|p| manifest.protocols.contains(p))
+        .collect();
+    if served.is_empty()
+        && let Some(span) = &d.protocols_span
+        && !protocols.is_empty()
+    {
+        c.issue(
+            span.clone(),
+            "protocols",
+            format!("server `{s}` serves none of these (serves: {serves})"),
+        );
+    }
+    served
+}
+
+/// Adds the group's points: its protocols x workloads x concurrency x
+/// connections x rates.
+fn add_points(d: &Dimensions<'_>, group: &mut ServerGroup, points: &mut Vec<PointConfig>) {
+    let load = d.load;
+    for protocol in group.protocols.clone() {
+        for workload in &d.top.workloads {
+            for &conc in &load.concurrency {
+                // HTTP/1.1 carries one call per connection at a time: its
+                // connections always equal concurrency.
+                let conns = if protocol.is_http1() || load.connections.is_empty() {
+                    std::slice::from_ref(&conc)
+                } else {
+                    load.connections.as_slice()
+                };
+                for &conn in conns {
+                    for &rate in &load.rates {
+                        let index = points.len() as u32;
+                        points.push(PointConfig {
+                            index,
+                            server: group.server.clone(),
+                            protocol,
+                            workload: workload.clone(),
+                            tls: group.tls,
+                            kind: d.top.kind,
+                            concurrency: d.search_start.unwrap_or(conc),
+                            connections: conn.min(conc.max(1)),
+                            rate,
+                            failure_rate: group.failure_rate,
+                            service_time: group.service_time.clone(),
+                            cpu_limit: group.cpu_limit,
+                            memory_limit_bytes: group.memory_limit_bytes,
+                        });
+                        group.points.push(index);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! The preset file as written: what toml deserialises before any check.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::value::StrDeserializer;
+use serde::de::{self, DeserializeOwned, Deserializer};
+use toml::Spanned;
+
+use protobench_model::load::{Arrival, Validation};
+use protobench_model::run::PointKind;
+
+/// One of a fixed set of names (an enum that serde reads), or the name as
+/// written with the names serde accepts: a wrong value is reported by the
+/// checker with every other problem instead of stopping toml at the first.
+#[derive(Debug, Clone)]
+pub(super) enum Choice<T> {
+    Known(T),
+    Unknown {
+        written: String,
+        accepted: &'static [&'static str],
+    },
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Choice<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let written = String::deserialize(d)?;
+        match T::deserialize(StrDeserializer::<UnknownName>::new(&written)) {
+            Ok(v) => Ok(Choice::Known(v)),
+            Err(UnknownName(accepted)) => Ok(Choice::Unknown { written, accepted }),
+        }
+    }
+}
+
+/// Why a name is none of an enum's: the names it accepts, as serde lists them.
+#[derive(Debug)]
+struct UnknownName(&'static [&'static str]);
+
+impl de::Error for UnknownName {
+    fn custom<M: fmt::Display>(_: M) -> Self {
+        UnknownName(&[])
+    }
+
+    fn unknown_variant(_: &str, expected: &'static [&'static str]) -> Self {
+        UnknownName(expected)
+    }
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "accepted: {}", self.0.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+/// `load.mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(super) enum Mode {
+    /// A fixed number of calls in flight.
+    Closed,
+    /// Calls started at a fixed rate.
+    Open,
+}
+
+/// A number of seconds or a string with a unit.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum DurationValue {
+    Seconds(f64),
+    Text(String),
+}
+
+/// One value or a list (a matrix dimension).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T: Clone> OneOrMany<T> {
+    pub(super) fn to_vec(&self) -> Vec<T> {
+        match self {
+            OneOrMany::One(v) => vec![v.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        }
+    }
+}
+
+/// A size in bytes or a string with a unit.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum SizeValue {
+    Bytes(u64),
+    Text(String),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPreset {
+    pub(super) name: Option<Spanned<String>>,
+    pub(super) description: Option<String>,
+    pub(super) kind: Option<Spanned<Choice<PointKind>>>,
+    pub(super) servers: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) protocols: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) workloads: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) repetitions: Option<Spanned<i64>>,
+    pub(super) warmup: Option<Spanned<DurationValue>>,
+    pub(super) duration: Option<Spanned<DurationValue>>,
+    pub(super) timeout: Option<Spanned<DurationValue>>,
+    pub(super) connect_timeout: Option<Spanned<DurationValue>>,
+    pub(super) tls: Option<Spanned<OneOrMany<bool>>>,
+    pub(super) noise_threshold: Option<Spanned<f64>>,
+    pub(super) validate: Option<Spanned<Choice<Validation>>>,
+    pub(super) load: Option<Spanned<RawLoad>>,
+    pub(super) discover: Option<Spanned<RawDiscover>>,
+    pub(super) ramp: Option<Spanned<RawRamp>>,
+    pub(super) server: Option<Spanned<RawServer>>,
+    pub(super) generator: Option<Spanned<RawGenerator>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLoad {
+    pub(super) mode: Option<Spanned<Choice<Mode>>>,
+    pub(super) concurrency: Option<Spanned<OneOrMany<i64>>>,
+    pub(super) connections: Option<Spanned<OneOrMany<i64>>>,
+    pub(super) rate: Option<Spanned<OneOrMany<f64>>>,
+    pub(super) arrival: Option<Spanned<Choice<Arrival>>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDiscover {
+    pub(super) start: Option<Spanned<i64>>,
+    pub(super) factor: Option<Spanned<i64>>,
+    pub(super) min_gain: Option<Spanned<f64>>,
+    pub(super) max: Option<Spanned<i64>>,
+    pub(super) step_duration: Option<Spanned<DurationValue>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRamp {
+    pub(super) start: Option<Spanned<i64>>,
+    pub(super) step: Option<Spanned<i64>>,
+    pub(super) step_duration: Option<Spanned<DurationValue>>,
+    pub(super) max: Option<Spanned<i64>>,
+    pub(super) min_gain: Option<Spanned<f64>>,
+    pub(super) patience: Option<Spanned<i64>>,
+    pub(super) max_error_rate: Option<Spanned<f64>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawServer {
+    pub(super) cpus: Option<Spanned<String>>,
+    pub(super) workers: Option<Spanned<i64>>,
+    pub(super) cpu_limit: Option<Spanned<OneOrMany<f64>>>,
+    pub(super) memory_limit: Option<Spanned<OneOrMany<SizeValue>>>,
+    pub(super) failure_rate: Option<Spanned<OneOrMany<f64>>>,
+    pub(super) failure_seed: Option<Spanned<i64>>,
+    pub(super) service_time: Option<Spanned<OneOrMany<String>>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGenerator {
+    pub(super) cpus: Option<Spanned<String>>,
+    pub(super) threads: Option<Spanned<i64>>,
+}

@@ -1,0 +1,81 @@
+//! `[discover]` and `[ramp]`: the settings of the two searches, each only
+//! with its own kind, and with defaults when the kind is set but the table
+//! is not.
+
+use std::time::Duration;
+
+use toml::Spanned;
+
+use protobench_model::run::PointKind;
+
+use super::check::Checker;
+use super::raw::{RawDiscover, RawRamp};
+use crate::plan::{DiscoverSpec, RampSpec};
+
+/// `[discover]`, present with kind = "discover" (a step lasts `duration`
+/// unless set).
+pub(super) fn discover(
+    table: Option<&Spanned<RawDiscover>>,
+    kind: PointKind,
+    duration: Duration,
+    c: &mut Checker<'_>,
+) -> Option<DiscoverSpec> {
+    let empty = RawDiscover::default();
+    let d = section(table, PointKind::Discover, kind, &empty, c)?;
+    Some(DiscoverSpec {
+        start: c.positive(d.start.as_ref(), "discover.start", 2, 1),
+        factor: c.positive(d.factor.as_ref(), "discover.factor", 2, 2),
+        min_gain: c.fraction(d.min_gain.as_ref(), "discover.min_gain", 0.02),
+        max: c.positive(d.max.as_ref(), "discover.max", 1024, 1),
+        step_ns: c
+            .duration(d.step_duration.as_ref(), "discover.step_duration", duration)
+            .as_nanos() as u64,
+    })
+}
+
+/// `[ramp]`, present with kind = "ramp".
+pub(super) fn ramp(table: Option<&Spanned<RawRamp>>, kind: PointKind, c: &mut Checker<'_>) -> Option<RampSpec> {
+    let empty = RawRamp::default();
+    let r = section(table, PointKind::Ramp, kind, &empty, c)?;
+    Some(RampSpec {
+        start: c.positive(r.start.as_ref(), "ramp.start", 1, 1),
+        step: c.positive(r.step.as_ref(), "ramp.step", 15, 1),
+        step_ns: c
+            .duration(r.step_duration.as_ref(), "ramp.step_duration", Duration::from_secs(1))
+            .as_nanos() as u64,
+        max: c.positive(r.max.as_ref(), "ramp.max", 2000, 1),
+        min_gain: c.fraction(r.min_gain.as_ref(), "ramp.min_gain", 0.01),
+        patience: c.positive(r.patience.as_ref(), "ramp.patience", 3, 1),
+        max_error_rate: c.fraction(r.max_error_rate.as_ref(), "ramp.max_error_rate", 0.01),
+    })
+}
+
+/// The table of the search `owner` as written (an issue when the preset
+/// has another kind), `empty` (every value its default) when the kind is
+/// `owner` but the table is absent, else nothing.
+fn section<'t, T>(
+    table: Option<&'t Spanned<T>>,
+    owner: PointKind,
+    kind: PointKind,
+    empty: &'t T,
+    c: &mut Checker<'_>,
+) -> Option<&'t T> {
+    match table {
+        Some(t) => {
+            if kind != owner {
+                c.issue(
+                    t.span(),
+                    owner.name(),
+                    format!(
+                        "is only used with kind = \"{}\" (this preset has kind = \"{}\")",
+                        owner.name(),
+                        kind.name()
+                    ),
+                );
+            }
+            Some(t.get_ref())
+        }
+        None if kind == owner => Some(empty),
+        None => None,
+    }
+}

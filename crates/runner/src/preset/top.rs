@@ -1,0 +1,110 @@
+//! The top-level values of a preset: its name and kind, the servers,
+//! protocols and workloads of its matrix, repetitions, durations, TLS, the
+//! noise threshold and validation.
+
+use std::path::Path;
+use std::time::Duration;
+
+use protobench_model::load::{
+    DEFAULT_CONNECT_TIMEOUT_NS, DEFAULT_DURATION_NS, DEFAULT_TIMEOUT_NS, Protocol, Validation,
+};
+use protobench_model::run::PointKind;
+use protobench_model::stats::DEFAULT_NOISE_THRESHOLD;
+
+use super::Context;
+use super::check::Checker;
+use super::raw::RawPreset;
+
+/// The top-level values, checked.
+pub(super) struct TopLevel {
+    pub(super) name: String,
+    pub(super) kind: PointKind,
+    pub(super) servers: Vec<String>,
+    pub(super) protocols: Vec<Protocol>,
+    pub(super) workloads: Vec<String>,
+    pub(super) repetitions: u32,
+    pub(super) warmup: Duration,
+    pub(super) duration: Duration,
+    pub(super) timeout: Duration,
+    pub(super) connect_timeout: Duration,
+    pub(super) tls: Vec<bool>,
+    pub(super) noise_threshold: f64,
+    pub(super) validate: Validation,
+}
+
+/// Checks the top-level values; a preset without `name` is named after its file.
+pub(super) fn top_level(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> TopLevel {
+    let stem = Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "preset".into());
+    let name = raw.name.as_ref().map_or(stem, |n| n.get_ref().clone());
+    let kind = c.choice(raw.kind.as_ref(), "kind", PointKind::Fixed);
+    let (servers, protocols, workloads) = dimensions(raw, ctx, c);
+    let repetitions = c.positive(raw.repetitions.as_ref(), "repetitions", 3, 1);
+    let warmup = c.duration(raw.warmup.as_ref(), "warmup", Duration::from_secs(2));
+    let duration = c.duration(
+        raw.duration.as_ref(),
+        "duration",
+        Duration::from_nanos(DEFAULT_DURATION_NS),
+    );
+    if let Some(d) = &raw.duration
+        && duration.is_zero()
+    {
+        c.issue(d.span(), "duration", "must be longer than 0s");
+    }
+    let timeout = c.duration(
+        raw.timeout.as_ref(),
+        "timeout",
+        Duration::from_nanos(DEFAULT_TIMEOUT_NS),
+    );
+    let connect_timeout = c.duration(
+        raw.connect_timeout.as_ref(),
+        "connect_timeout",
+        Duration::from_nanos(DEFAULT_CONNECT_TIMEOUT_NS),
+    );
+    TopLevel {
+        name,
+        kind,
+        servers,
+        protocols,
+        workloads,
+        repetitions,
+        warmup,
+        duration,
+        timeout,
+        connect_timeout,
+        tls: raw.tls.as_ref().map_or(vec![false], |t| t.get_ref().to_vec()),
+        noise_threshold: noise_threshold(raw, c),
+        validate: c.choice(raw.validate.as_ref(), "validate", Validation::Status),
+    }
+}
+
+/// `servers`, `protocols` and `workloads`: each listed once, each known.
+fn dimensions(raw: &RawPreset, ctx: &Context, c: &mut Checker<'_>) -> (Vec<String>, Vec<Protocol>, Vec<String>) {
+    let servers = c.names(raw.servers.as_ref(), "servers", &ctx.catalog.names());
+    let protocol_names: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
+    let protocols = c
+        .names(raw.protocols.as_ref(), "protocols", &protocol_names)
+        .iter()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let workload_names: Vec<&str> = protobench_contract::workload::ALL.iter().map(|w| w.name).collect();
+    let workloads = c.names(raw.workloads.as_ref(), "workloads", &workload_names);
+    (servers, protocols, workloads)
+}
+
+fn noise_threshold(raw: &RawPreset, c: &mut Checker<'_>) -> f64 {
+    match &raw.noise_threshold {
+        Some(v) if *v.get_ref() <= 0.0 || !v.get_ref().is_finite() => {
+            c.issue(
+                v.span(),
+                "noise_threshold",
+                format!("must be above 0, found {}", v.get_ref()),
+            );
+            DEFAULT_NOISE_THRESHOLD
+        }
+        Some(v) => *v.get_ref(),
+        None => DEFAULT_NOISE_THRESHOLD,
+    }
+}
