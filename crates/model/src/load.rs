@@ -215,6 +215,23 @@ pub struct LoadResult {
 }
 
 impl LoadResult {
+    /// Successful calls in each whole second of the measured window (a last,
+    /// partial second is left out).
+    pub fn rates_per_second(&self) -> Vec<f64> {
+        let whole = (self.duration_ns / 1_000_000_000) as u32;
+        self.timeline
+            .iter()
+            .filter(|p| p.second < whole)
+            .map(|p| p.successes as f64)
+            .collect()
+    }
+
+    /// The drift of the measured window (rules in `steady`): `None` when its
+    /// rate was steady or the window too short to judge.
+    pub fn drift(&self) -> Option<crate::steady::Drift> {
+        crate::steady::drift(&self.rates_per_second(), crate::steady::DEFAULT_DRIFT_THRESHOLD)
+    }
+
     /// Calls that failed.
     pub fn error_count(&self) -> u64 {
         self.errors.iter().map(|e| e.count).sum()

@@ -425,6 +425,11 @@ pub struct PointAggregate {
     /// 10% (e.g. a 1 call/s point).
     #[serde(default)]
     pub server_cpu_coarse: bool,
+    /// The rate of some repetition's measured window moved in one direction
+    /// by more than the noise allows (`steady::drift`): the largest such
+    /// drift. A warm-up that was too short shows here as a rising rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<crate::steady::Drift>,
     /// Distinct failure reasons.
     pub failures: Vec<String>,
 }
@@ -470,6 +475,10 @@ impl PointAggregate {
             knee_rate: sum(searches.iter().filter_map(|s| s.knee_rate).collect()),
             generator_bound: results.iter().any(|r| r.generator.generator_bound),
             server_cpu_coarse: costs.iter().any(|c| c.cpu_ns < SERVER_CPU_RESOLUTION_NS),
+            drift: results
+                .iter()
+                .filter_map(|r| r.drift())
+                .max_by(|a, b| a.change.abs().total_cmp(&b.change.abs())),
             failures,
         }
     }

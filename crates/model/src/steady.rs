@@ -145,9 +145,21 @@ mod tests {
         let rows: Vec<(&str, Vec<f64>, Option<bool>)> = vec![
             // (what the server does, its timeline, Some(rising?) or None for no drift)
             ("flat", timeline(10, |_| 1000.0), None),
-            ("noisy flat (±25% per second)", timeline(10, |i| 1000.0 + wobble(i, 250.0)), None),
-            ("rising throughout (JIT: 5k to 17k)", timeline(10, |i| 5000.0 + 1300.0 * i as f64), Some(true)),
-            ("falling (leak: -4%/s)", timeline(10, |i| 1000.0 * (1.0 - 0.04 * i as f64)), Some(false)),
+            (
+                "noisy flat (±25% per second)",
+                timeline(10, |i| 1000.0 + wobble(i, 250.0)),
+                None,
+            ),
+            (
+                "rising throughout (JIT: 5k to 17k)",
+                timeline(10, |i| 5000.0 + 1300.0 * i as f64),
+                Some(true),
+            ),
+            (
+                "falling (leak: -4%/s)",
+                timeline(10, |i| 1000.0 * (1.0 - 0.04 * i as f64)),
+                Some(false),
+            ),
             (
                 "a significant but tiny trend (1% over the window) is not drift",
                 timeline(20, |i| 1000.0 + 0.5 * i as f64),
@@ -165,14 +177,36 @@ mod tests {
 
     #[test]
     fn steady_table() {
-        let rising_then_flat = |i: usize| if i < 8 { 2000.0 * (i + 1) as f64 } else { 16_000.0 + wobble(i, 400.0) };
+        let rising_then_flat = |i: usize| {
+            if i < 8 {
+                2000.0 * (i + 1) as f64
+            } else {
+                16_000.0 + wobble(i, 400.0)
+            }
+        };
         let rows: Vec<(&str, Vec<f64>, bool)> = vec![
-            ("flat from the start: steady once the window is full", timeline(5, |_| 900.0), true),
+            (
+                "flat from the start: steady once the window is full",
+                timeline(5, |_| 900.0),
+                true,
+            ),
             ("not enough seconds yet", timeline(4, |_| 900.0), false),
             ("still rising", timeline(12, |i| 1000.0 * (i + 1) as f64), false),
-            ("rising then flat: the last 5 s are steady", timeline(14, rising_then_flat), true),
-            ("rising then flat, window still on the rise", timeline(10, rising_then_flat), false),
-            ("falling counts as steady (more warm-up will not help)", timeline(8, |i| 1000.0 - 50.0 * i as f64), true),
+            (
+                "rising then flat: the last 5 s are steady",
+                timeline(14, rising_then_flat),
+                true,
+            ),
+            (
+                "rising then flat, window still on the rise",
+                timeline(10, rising_then_flat),
+                false,
+            ),
+            (
+                "falling counts as steady (more warm-up will not help)",
+                timeline(8, |i| 1000.0 - 50.0 * i as f64),
+                true,
+            ),
             ("noisy flat", timeline(10, |i| 1000.0 + wobble(i, 300.0)), true),
         ];
         for (why, rates, want) in rows {

@@ -508,7 +508,9 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
         "</tbody></table><p>Medians over repetitions; ± is the 95% confidence interval (Student t). \
          A point is <em>noisy</em> when the coefficient of variation of its rate exceeds the run's threshold. \
          <em>CPU/call coarse</em>: the server used under 0.2 s of CPU in a window, and /proc counts CPU in 10 ms ticks, \
-         so its CPU per call is known to worse than 10%.</p></section>",
+         so its CPU per call is known to worse than 10%. \
+         <em>drifting</em>: the rate within a measured window rose or fell by more than 10% with a \
+         trend the noise cannot explain (a rising rate means the warm-up was too short).</p></section>",
     );
     let failures: Vec<_> = run.measurements.iter().filter(|m| m.failure.is_some()).collect();
     if !failures.is_empty() {

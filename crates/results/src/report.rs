@@ -67,6 +67,9 @@ fn flags(a: &PointAggregate) -> String {
     if a.server_cpu_coarse {
         f.push("CPU/call coarse".into());
     }
+    if let Some(d) = &a.drift {
+        f.push(format!("drifting {:+.0}%", d.change * 100.0));
+    }
     if let Some(c) = &a.chosen_concurrency {
         f.push(format!("at c={:.0}", c.median));
     }
@@ -295,6 +298,7 @@ pub fn csv(run: &RunRecord) -> String {
             "noisy",
             "generator_bound",
             "server_cpu_coarse",
+            "drift_change",
             "chosen_concurrency",
             "knee_rate",
             "failures",
@@ -343,6 +347,7 @@ pub fn csv(run: &RunRecord) -> String {
         row.push(a.noisy.to_string());
         row.push(a.generator_bound.to_string());
         row.push(a.server_cpu_coarse.to_string());
+        row.push(opt(a.drift.map(|d| d.change.to_string())));
         row.push(opt(a.chosen_concurrency.as_ref().map(|s| s.median.to_string())));
         row.push(opt(a.knee_rate.as_ref().map(|s| s.median.to_string())));
         row.push(a.failures.join("; "));

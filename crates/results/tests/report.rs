@@ -251,3 +251,49 @@ fn cpu_per_call_from_a_few_ticks_is_flagged_coarse() {
     let csv = report::csv(&r);
     assert!(csv.lines().next().unwrap().contains("server_cpu_coarse"));
 }
+
+/// Issue 16: a repetition whose rate rose through its window is flagged
+/// `drifting` in the table, the CSV and the JSON; a flat one is not.
+#[test]
+fn a_window_whose_rate_rises_is_flagged_drifting() {
+    let flat = testing::point(0, "grpc", "inventory.m");
+    let jit = testing::point(1, "grpc", "inventory.l");
+    let mut rising = testing::measurement(&jit, 1, 10_000.0);
+    let r = rising.result.as_mut().unwrap();
+    r.duration_ns = 10_000_000_000;
+    r.timeline = (0..10)
+        .map(|s| protobench_model::load::TimelinePoint {
+            second: s,
+            successes: 5_000 + 1_300 * u64::from(s),
+            errors: 0,
+            p50_ns: 1_000_000,
+            p99_ns: 2_000_000,
+        })
+        .collect();
+    let run = testing::record(
+        vec![flat.clone(), jit],
+        vec![testing::measurement(&flat, 1, 1000.0), rising],
+    );
+    let a = run.aggregates();
+    assert!(a[0].drift.is_none(), "{:?}", a[0].drift);
+    let d = a[1].drift.expect("the rising window drifts");
+    assert!(d.change > 1.0, "5k -> 16.7k is +{:.0}%", d.change * 100.0);
+    let table = report::text_table(&run);
+    let row = table.lines().find(|l| l.contains("inventory.l")).unwrap();
+    assert!(row.contains("drifting +"), "{row}");
+    assert!(
+        !table
+            .lines()
+            .find(|l| l.contains("inventory.m"))
+            .unwrap()
+            .contains("drifting")
+    );
+    let csv = report::csv(&run);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "drift_change").unwrap();
+    let jit_row: Vec<&str> = csv.lines().nth(2).unwrap().split(',').collect();
+    assert!(jit_row[col].parse::<f64>().unwrap() > 1.0);
+    let json: serde_json::Value = serde_json::from_str(&report::json(&run)).unwrap();
+    assert!(json["aggregates"][1]["drift"]["change"].as_f64().unwrap() > 1.0);
+    assert!(json["aggregates"][0].get("drift").is_none());
+}
