@@ -252,6 +252,16 @@ pub struct SearchStep {
     pub p99_ns: u64,
 }
 
+/// How a steady-state warm-up went.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Warmup {
+    /// How long it ran.
+    pub duration_ns: u64,
+    /// Whether the rate stopped rising before the maximum (a point that never
+    /// became steady is measured anyway, and flagged).
+    pub steady: bool,
+}
+
 /// The trace of a `discover` or `ramp` search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Search {
@@ -287,6 +297,10 @@ pub struct Measurement {
     /// Server resident memory per second of the window (bytes), when sampled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_rss_timeline: Vec<u64>,
+    /// A steady-state warm-up (`warmup = "steady"`): how long it took and
+    /// whether the rate became steady before its maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<Warmup>,
     /// The search trace of `discover` and `ramp` points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<Search>,

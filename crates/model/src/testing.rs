@@ -133,6 +133,7 @@ pub fn measurement(point: &PointConfig, repetition: u32, rate: f64) -> Measureme
         server_rss_timeline: vec![29 << 20, 30 << 20],
         result: Some(r),
         search: None,
+        warmup: None,
         started_at: "2026-01-01T00:00:00Z".into(),
         finished_at: "2026-01-01T00:00:02Z".into(),
     }

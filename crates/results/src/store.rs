@@ -14,11 +14,11 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
 use protobench_model::load::{LoadResult, TimelinePoint};
 use protobench_model::run::{
-    Failure, Measurement, MeasurementStatus, PointConfig, RunEnvironment, RunRecord, RunStatus, Search, ServerCost,
+    Failure, Measurement, MeasurementStatus, PointConfig, RunEnvironment, RunRecord, RunStatus, Search, ServerCost, Warmup,
 };
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The default database file.
 pub const DEFAULT_DB: &str = "protobench-results.db";
@@ -96,6 +96,8 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX measurements_run ON measurements(run_id, point_index);
     "#,
+    // 1 -> 2: how a steady-state warm-up went (issue 16).
+    "ALTER TABLE measurements ADD COLUMN warmup_json TEXT;",
 ];
 
 /// What went wrong with the database. Each names the file.
@@ -405,8 +407,8 @@ impl Store {
         tx.execute(
             "INSERT INTO measurements (run_id, point_index, repetition, status, failure_reason, log_tail,
                  started_at, finished_at, rate, calls, errors, p50_ns, p90_ns, p99_ns, server_cpu_ns,
-                 server_cpu_ns_per_call, rss_peak_bytes, rss_mean_bytes, generator_cpu_ns, result_json, search_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
+                 server_cpu_ns_per_call, rss_peak_bytes, rss_mean_bytes, generator_cpu_ns, result_json, search_json, warmup_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
             params![
                 run_id,
                 m.point,
@@ -429,6 +431,7 @@ impl Store {
                 r.map(|r| r.generator.cpu_ns as i64),
                 stripped.as_ref().map(json),
                 m.search.as_ref().map(json),
+                m.warmup.as_ref().map(json),
             ],
         )
         .map_err(c)?;
@@ -637,6 +640,10 @@ impl Store {
                 .search_json
                 .map(|s| self.parse::<Search>(&s, "search trace"))
                 .transpose()?,
+            warmup: row
+                .warmup_json
+                .map(|s| self.parse::<Warmup>(&s, "warm-up record"))
+                .transpose()?,
             started_at: row.started_at,
             finished_at: row.finished_at,
         })
@@ -736,6 +743,7 @@ struct MeasurementRow {
     finished_at: String,
     result_json: Option<String>,
     search_json: Option<String>,
+    warmup_json: Option<String>,
     server_cpu_ns: Option<i64>,
     server_cpu_ns_per_call: Option<f64>,
     rss_peak_bytes: Option<i64>,
@@ -747,7 +755,7 @@ impl MeasurementRow {
     const SELECT: &str =
         "SELECT m.id, m.point_index, m.repetition, m.status, m.failure_reason, m.log_tail, m.started_at,
                                  m.finished_at, m.result_json, m.search_json, m.server_cpu_ns, m.server_cpu_ns_per_call,
-                                 m.rss_peak_bytes, m.rss_mean_bytes, h.data
+                                 m.rss_peak_bytes, m.rss_mean_bytes, h.data, m.warmup_json
                           FROM measurements m LEFT JOIN histograms h ON h.measurement_id = m.id
                           WHERE m.run_id = ?1 ORDER BY m.repetition, m.point_index";
 
@@ -768,6 +776,7 @@ impl MeasurementRow {
             rss_peak_bytes: r.get(12)?,
             rss_mean_bytes: r.get(13)?,
             histogram: r.get(14)?,
+            warmup_json: r.get(15)?,
         })
     }
 }

@@ -62,6 +62,7 @@ fn runs_round_trip_with_histograms_and_time_series() {
         server_cost: None,
         server_rss_timeline: vec![],
         search: None,
+        warmup: None,
         started_at: "a".into(),
         finished_at: "b".into(),
     };

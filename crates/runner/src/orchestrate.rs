@@ -230,6 +230,7 @@ impl<E: Engine> Ctx<'_, E> {
             server_cost: None,
             server_rss_timeline: vec![],
             search: None,
+            warmup: None,
             started_at: now.clone(),
             finished_at: now,
         });
@@ -599,6 +600,7 @@ async fn measure_and_record<E: Engine>(
         server_cost: Some(m.cost),
         server_rss_timeline: m.rss,
         search: m.search,
+        warmup: None,
         started_at,
         finished_at: now_rfc3339(),
     });
