@@ -23,9 +23,11 @@ import javax.xml.stream.XMLStreamReader;
 /**
  * Reads a SOAP request body once with a StAX pull parser (the JDK's own, DTDs and external
  * entities off) before SAAJ builds its DOM: counts the elements and stops at the first one over
- * the limit, refuses a DOCTYPE and malformed XML, and keeps the bytes it read so that the
- * message factory can parse the same body afterwards. Memory: the body's bytes plus the
- * parser's small buffer; a refused body is read only up to the offending element.
+ * the limit; refuses a DOCTYPE, an entity reference, malformed XML and a root that is not the
+ * SOAP 1.1 Envelope; and keeps the bytes it read so that the message factory can parse the same
+ * body afterwards. Memory: the body's bytes plus the parser's small buffers; a refused body is
+ * kept only up to the point of refusal. The shared factory only creates readers (the JDK's
+ * factory makes a new reader with its own copy of the settings each time).
  */
 public final class ElementLimit {
 
@@ -54,6 +56,8 @@ public final class ElementLimit {
 
     /** Why a body was refused; the message names the problem for a soap:Client faultstring. */
     public static final class Refused extends Exception {
+        private static final long serialVersionUID = 1L;
+
         public Refused(String message) {
             super(message, null, false, false);
         }

@@ -3,6 +3,7 @@ package dev.protobench.server.web;
 import dev.protobench.server.rest.RestErrors;
 import jakarta.servlet.RequestDispatcher;
 import jakarta.servlet.http.HttpServletRequest;
+import java.util.Locale;
 import org.springframework.boot.web.servlet.error.ErrorController;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.HttpStatusCode;
@@ -30,7 +31,7 @@ public final class ContainerErrors implements ErrorController {
             case 500 -> "internal error";
             default -> {
                 HttpStatus known = HttpStatus.resolve(status);
-                yield known == null ? "error" : known.getReasonPhrase().toLowerCase(java.util.Locale.ROOT);
+                yield known == null ? "error" : known.getReasonPhrase().toLowerCase(Locale.ROOT);
             }
         };
         return RestErrors.body(HttpStatusCode.valueOf(status), message, null);
