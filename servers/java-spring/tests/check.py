@@ -1048,7 +1048,7 @@ def check_descriptor_exhaustion(server, label, limit):
                 try:
                     s.connect((host, int(port)))
                 except OSError as e:
-                    print(f"   {p}: connection {_} failed: {e!r}", flush=True)
+                    print(f"   flood: {p} took {_} connections, then {e!r}", flush=True)
                     s.close()
                     break
                 flood.append(s)
