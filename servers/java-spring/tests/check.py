@@ -1087,12 +1087,12 @@ def check_descriptor_exhaustion(server, label, limit):
 
 
 def check_bad_limit_values():
-    """A bad PROTOBENCH_IDLE_TIMEOUT / READ_TIMEOUT / MAX_STREAMS stops the server at start,
-    with a message naming the variable and what it accepts (no stack trace)."""
+    """A bad PROTOBENCH_IDLE_TIMEOUT / READ_TIMEOUT / MAX_STREAMS (or other variable) stops the
+    server at start, with a message naming the variable and what it accepts (no stack trace)."""
     cases = [("PROTOBENCH_IDLE_TIMEOUT", "60"), ("PROTOBENCH_IDLE_TIMEOUT", "0s"),
              ("PROTOBENCH_READ_TIMEOUT", "-1s"), ("PROTOBENCH_READ_TIMEOUT", "1m"),
              ("PROTOBENCH_MAX_STREAMS", "0"), ("PROTOBENCH_MAX_STREAMS", "4294967296"),
-             ("PROTOBENCH_MAX_STREAMS", "many")]
+             ("PROTOBENCH_MAX_STREAMS", "many"), ("PROTOBENCH_WORKERS", "abc"), ("PROTOBENCH_REST_ADDR", "x:99999")]
     for var, value in cases:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROTOBENCH_")}
         env.update({"PROTOBENCH_REST_ADDR": "127.0.0.1:0", var: value})

@@ -231,19 +231,25 @@ public final class BenchConfig {
     static Listener parseAddr(Protocol p, String addr) {
         int colon = addr.lastIndexOf(':');
         if (colon < 0) {
-            throw new IllegalArgumentException(p.envVar + " must be host:port, got " + addr);
+            throw new IllegalArgumentException(invalid(p.envVar, addr, "expected host:port"));
         }
         String host = addr.substring(0, colon);
         if (host.startsWith("[") && host.endsWith("]")) {
             host = host.substring(1, host.length() - 1);
         }
-        int port = (int) parseLong(p.envVar, addr.substring(colon + 1), 0, 65535,
-                "expected host:port with a port from 0 to 65535");
+        int port;
+        try {
+            port = (int) parseLong(p.envVar, addr.substring(colon + 1), 0, 65535, "");
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                    invalid(p.envVar, addr, "expected host:port with a port from 0 to 65535"));
+        }
         try {
             InetAddress address = InetAddress.getByName(host.isEmpty() ? "127.0.0.1" : host);
             return new Listener(p, host, address, port);
         } catch (UnknownHostException e) {
-            throw new IllegalArgumentException(p.envVar + ": unknown host " + host, e);
+            throw new IllegalArgumentException(invalid(p.envVar, addr, "expected host:port with a known host"),
+                    e);
         }
     }
 
