@@ -23,7 +23,8 @@ public final class ReadTimeoutValve extends ValveBase {
     @Override
     public void invoke(Request request, Response response) throws IOException, ServletException {
         getNext().invoke(request, response);
-        if (response.getStatus() == HttpServletResponse.SC_REQUEST_TIMEOUT && !"HTTP/2.0".equals(request.getProtocol())) {
+        if (response.getStatus() == HttpServletResponse.SC_REQUEST_TIMEOUT
+                && !"HTTP/2.0".equals(request.getProtocol())) {
             request.getCoyoteRequest().action(ActionCode.DISABLE_SWALLOW_INPUT, null);
         }
     }
