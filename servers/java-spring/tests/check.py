@@ -7,8 +7,11 @@ Prints one line per failed check, a summary per section, and a final "N passed, 
 """
 import base64
 import concurrent.futures
+import http.client
 import json
 import os
+import re
+import resource
 import shutil
 import signal
 import socket
@@ -67,14 +70,14 @@ def start_command():
 
 
 class Server:
-    def __init__(self, env_extra, protocols=("rest", "rest-h2", "soap", "grpc")):
+    def __init__(self, env_extra, protocols=("rest", "rest-h2", "soap", "grpc"), wrap=()):
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROTOBENCH_")}
         for p in protocols:
             env["PROTOBENCH_" + p.upper().replace("-", "_") + "_ADDR"] = "127.0.0.1:0"
         env.update(env_extra)
         self.protocols = protocols
         self.stderr = open(os.path.join(WORK, "server-stderr.log"), "ab")
-        self.proc = subprocess.Popen(start_command(), cwd=SERVER_DIR, env=env, stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen(list(wrap) + start_command(), cwd=SERVER_DIR, env=env, stdout=subprocess.PIPE,
                                      stderr=self.stderr)
         self.addrs = {}
         self.tls = None
@@ -296,13 +299,24 @@ def check_alpn(server, label):
             check(f"{label} {p} ALPN", False, repr(e))
 
 
+INTERNALS = re.compile(r"Exception\b|Error:|\bat [a-z]+\.[a-z]|\.java\b|\b(org|com|java|javax|jakarta|jdk|io)"
+                       r"\.[a-z]+\.[a-zA-Z]|springframework|Caused by|\$[A-Z]\w*\b|SAAJ\d|Traceback")
+
+
+def leak(text):
+    """The part of an error text that names our code or a library's (a stack frame, an exception
+    class, a package), or None: errors must say what was wrong with the input, nothing else."""
+    m = INTERNALS.search(text or "")
+    return m.group(0) if m else None
+
+
 def rest_error(r, status):
     try:
         body = r.json()
     except Exception:  # noqa: BLE001
         return False
     return (r.status_code == status and body.get("code") == status and isinstance(body.get("message"), str)
-            and r.headers.get("content-type", "").startswith("application/json"))
+            and r.headers.get("content-type", "").startswith("application/json") and leak(r.text) is None)
 
 
 def check_rest_errors(server, label):
@@ -384,7 +398,7 @@ def check_soap_errors(server, label):
         except Exception as e:  # noqa: BLE001
             return check(name, False, f"{r.status_code} not a fault: {e!r} {r.text[:300]}")
         ok = (r.status_code == 500 and f is not None and f[0] == "Client" and f[1] == SOAP_ENV
-              and r.headers.get("content-type", "").startswith("text/xml"))
+              and r.headers.get("content-type", "").startswith("text/xml") and leak(f[2]) is None)
         if must_not_contain is not None and must_not_contain in r.text:
             ok = False
         return check(name, ok, f"{r.status_code} {r.text[:300]}")
@@ -441,12 +455,14 @@ def check_soap_errors(server, label):
 
 def check_grpc_errors(server, label):
     ch = grpc_channel(server)
+    details = []
 
     def code_of(fn):
         try:
             fn()
             return grpc.StatusCode.OK
         except grpc.RpcError as e:
+            details.append(e.details() or "")
             return e.code()
 
     c = code_of(lambda: grpc_raw(ch, "/protobench.v1.Bench/Echo", b"\xff\xff\xff\xff\xff"))
@@ -463,6 +479,8 @@ def check_grpc_errors(server, label):
     req = protobench_pb2.CloneRequest(text="a", times=-1).SerializeToString()
     c = code_of(lambda: grpc_raw(ch, "/protobench.v1.Bench/CloneText", req))
     check(f"{label} grpc times -1 -> INVALID_ARGUMENT", c == grpc.StatusCode.INVALID_ARGUMENT, str(c))
+    leaks = [(d, leak(d)) for d in details if leak(d)]
+    check(f"{label} grpc error messages name the problem, no internals", not leaks, repr(leaks))
     ch.close()
 
 
@@ -667,6 +685,427 @@ def check_grpcurl(server, label):
 
 # ---------------------------------------------------------------- main
 
+# ---------------------------------------------------------------- limits (server-limits contract)
+#
+# PROTOBENCH_IDLE_TIMEOUT / PROTOBENCH_READ_TIMEOUT / PROTOBENCH_MAX_STREAMS, descriptor
+# exhaustion, the SOAP element limit, gRPC framing. The limits server runs with IDLE 2 s and
+# READ 3 s (different, so that each check shows which timeout Tomcat applied), MAX_STREAMS 7.
+
+IDLE_S, READ_S, MAX_STREAMS = 2, 3, 7
+LIMITS_ENV = {"PROTOBENCH_IDLE_TIMEOUT": f"{IDLE_S}s", "PROTOBENCH_READ_TIMEOUT": f"{READ_S}s",
+              "PROTOBENCH_MAX_STREAMS": str(MAX_STREAMS), "PROTOBENCH_WORKERS": "1"}
+SLACK_S = 3  # how much later than its timeout a close may come on this shared machine
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+EMPTY_SETTINGS = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def raw_socket(server, protocol, handshake=True, alpn=None):
+    """A connection to a listener; with TLS, handshaken (ALPN alpn) unless handshake=False."""
+    host, port = server.addrs[protocol].rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=10)
+    if server.tls and handshake:
+        ctx = ssl.create_default_context(cafile=CERT)
+        if alpn:
+            ctx.set_alpn_protocols([alpn])
+        s = ctx.wrap_socket(s, server_hostname="localhost")
+    return s
+
+
+def seconds_until_closed(sock, limit, on_data=None):
+    """(seconds until the server closed the connection, or None if it was still open after
+    limit seconds; the bytes received). on_data(bytes) may answer (e.g. HTTP/2 PING acks)."""
+    t0 = time.monotonic()
+    sock.settimeout(0.2)
+    data = b""
+    while time.monotonic() - t0 < limit:
+        try:
+            chunk = sock.recv(65536)
+        except (socket.timeout, ssl.SSLWantReadError):
+            continue
+        except OSError:
+            return time.monotonic() - t0, data
+        if not chunk:
+            return time.monotonic() - t0, data
+        data += chunk
+        if on_data:
+            on_data(chunk)
+    return None, data
+
+
+def check_closed(name, sock, timeout_s, send=b"", must_contain=None, earliest=None, limit=None, on_data=None):
+    """Sends send, then checks the server closes the connection between earliest (default: half
+    the timeout) and timeout + SLACK_S seconds later. Returns the bytes received."""
+    try:
+        if send:
+            sock.sendall(send)
+        bound = limit if limit is not None else timeout_s + SLACK_S
+        t, data = seconds_until_closed(sock, bound, on_data)
+        low = timeout_s / 2 if earliest is None else earliest
+        ok = t is not None and t >= low and (must_contain is None or must_contain in data)
+        check(name, ok, f"closed after {t if t is None else round(t, 2)} s (want {low}..{bound} s), "
+                        f"received {data[:200]!r}")
+        return data
+    except Exception as e:  # noqa: BLE001
+        check(name, False, repr(e))
+        return b""
+    finally:
+        sock.close()
+
+
+def h2_connection(sock):
+    import h2.config
+    import h2.connection
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    return conn
+
+
+def h2_until(sock, conn, done, limit=10):
+    """Feeds received bytes to conn (sending what it answers, e.g. SETTINGS and PING acks) until
+    done(events so far) is true; returns the events."""
+    events = []
+    sock.settimeout(0.5)
+    t0 = time.monotonic()
+    while not done(events) and time.monotonic() - t0 < limit:
+        try:
+            chunk = sock.recv(65536)
+        except (socket.timeout, ssl.SSLWantReadError):
+            continue
+        if not chunk:
+            break
+        events.extend(conn.receive_data(chunk))
+        out = conn.data_to_send()
+        if out:
+            sock.sendall(out)
+    return events
+
+
+def ping_answerer(sock):
+    """on_data for seconds_until_closed, for a connection whose frames from now on are read
+    raw: answers every PING as an HTTP/2 client must, also after a GOAWAY (h2's state machine
+    refuses frames once GOAWAY is received, real clients keep answering PINGs)."""
+    buf = bytearray()
+
+    def on_data(chunk):
+        buf.extend(chunk)
+        while len(buf) >= 9:
+            length = int.from_bytes(buf[0:3], "big")
+            if len(buf) < 9 + length:
+                return
+            ftype, flags, payload = buf[3], buf[4], bytes(buf[9:9 + length])
+            del buf[:9 + length]
+            if ftype == 0x6 and not flags & 0x1:
+                try:
+                    sock.sendall(b"\x00\x00\x08\x06\x01\x00\x00\x00\x00" + payload)
+                except OSError:
+                    return
+    return on_data
+
+
+def h2_request(sock, conn, headers, body=b""):
+    """Sends one request on a new stream; returns (response headers, data, trailers) when it ends."""
+    import h2.events
+    sid = conn.get_next_available_stream_id()
+    conn.send_headers(sid, headers, end_stream=not body)
+    if body:
+        conn.send_data(sid, body, end_stream=True)
+    sock.sendall(conn.data_to_send())
+    events = h2_until(sock, conn, lambda ev: any(isinstance(e, (h2.events.StreamEnded, h2.events.StreamReset))
+                                                 and e.stream_id == sid for e in ev))
+    resp = {}
+    trailers = {}
+    data = b""
+    for e in events:
+        if isinstance(e, h2.events.ResponseReceived) and e.stream_id == sid:
+            resp = dict(e.headers)
+        elif isinstance(e, h2.events.TrailersReceived) and e.stream_id == sid:
+            trailers = dict(e.headers)
+        elif isinstance(e, h2.events.DataReceived) and e.stream_id == sid:
+            data += e.data
+            conn.acknowledge_received_data(e.flow_controlled_length, sid)
+    return resp, data, trailers
+
+
+def grpc_headers(server, path, content_type="application/grpc"):
+    h = [(":method", "POST"), (":scheme", "https" if server.tls else "http"), (":path", path),
+         (":authority", server.addrs["grpc"]), ("te", "trailers")]
+    if content_type is not None:
+        h.append(("content-type", content_type))
+    return h
+
+
+def grpc_frame(message):
+    return b"\x00" + len(message).to_bytes(4, "big") + message
+
+
+def check_idle_and_read_timeouts(server, label):
+    """Every listener closes idle connections, stalled requests and unfinished handshakes."""
+    import h2.events
+    import h2.settings
+    tls = server.tls
+    jobs = []  # (name, check): run at the same time, each waits on its own connection
+    get = b"GET /v1/tasks/integer HTTP/1.1\r\nHost: x\r\n\r\n"
+    for p in ("rest", "soap"):
+        path = b"/soap" if p == "soap" else b"/v1/products/echo"
+        ctype = b"text/xml" if p == "soap" else b"application/json"
+        partial_body = (b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: " + ctype
+                        + b"\r\nContent-Length: 100\r\n\r\n<a")
+        # Tomcat: connectionTimeout (= READ) until the first byte of the first request
+        jobs.append((None, lambda p=p: check_closed(
+            f"{label} {p}: a connection that sends nothing is closed (read timeout)", raw_socket(server, p), READ_S)))
+        jobs.append((None, lambda p=p: check_closed(
+            f"{label} {p}: unfinished request headers -> closed after the read timeout",
+            raw_socket(server, p), READ_S, send=b"GET /v1/tasks/integer HTTP/1.1\r\nHost: x\r\n")))
+        # the body stops: 408 naming the problem, then closed at once (not after a second
+        # read timeout spent swallowing the rest of the body)
+        jobs.append((None, lambda p=p, b=partial_body: check_408(server, p, label, b)))
+    jobs.append((None, lambda: check_closed(
+        f"{label} rest: a kept-alive connection is closed after the idle timeout",
+        raw_socket(server, "rest"), IDLE_S, send=get, must_contain=b"2147483647", limit=IDLE_S + SLACK_S,
+        earliest=IDLE_S * 0.75)))
+    if tls:
+        for p in ("rest", "rest-h2", "soap", "grpc"):
+            # Tomcat bounds the handshake with connectionTimeout (READ), grpc-java with its
+            # handshakeTimeout (IDLE)
+            t = IDLE_S if p == "grpc" else READ_S
+            jobs.append((None, lambda p=p, t=t: check_closed(
+                f"{label} {p}: a TLS handshake that never starts is closed", raw_socket(server, p, handshake=False), t)))
+            jobs.append((None, lambda p=p, t=t: check_closed(
+                f"{label} {p}: a TLS handshake that stops after a partial ClientHello is closed",
+                raw_socket(server, p, handshake=False), t, send=b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")))
+    for p in ("rest-h2", "grpc"):
+        # nothing at all: Tomcat's HTTP/1.1 parser (READ) waits for the h2c preface; with TLS
+        # the h2 connection itself (IDLE); grpc-java: handshakeTimeout (IDLE)
+        t = READ_S if (p == "rest-h2" and not tls) else IDLE_S
+        jobs.append((None, lambda p=p, t=t: check_closed(
+            f"{label} {p}: an HTTP/2 connection that sends nothing is closed", raw_socket(server, p, alpn="h2"), t)))
+        jobs.append((None, lambda p=p: check_closed(
+            f"{label} {p}: an HTTP/2 connection that sends only the preface is closed after the idle timeout",
+            raw_socket(server, p, alpn="h2"), IDLE_S, send=PREFACE)))
+        jobs.append((None, lambda p=p: check_h2_idle_after_request(server, p, label)))
+    # grpc-java closes an idle connection by GOAWAY + PING and waits up to 10 s for the PING's
+    # answer: a peer that never answers is closed after IDLE + 10 s
+    jobs.append((None, lambda: check_closed(
+        f"{label} grpc: a connection that sends preface and SETTINGS but never answers PING is closed",
+        raw_socket(server, "grpc", alpn="h2"), IDLE_S, send=PREFACE + EMPTY_SETTINGS, limit=IDLE_S + 10 + SLACK_S,
+        must_contain=b"max_idle")))
+    with concurrent.futures.ThreadPoolExecutor(len(jobs)) as ex:
+        list(ex.map(lambda j: j[1](), jobs))
+
+    # SETTINGS_MAX_CONCURRENT_STREAMS on both HTTP/2 listeners
+    for p in ("rest-h2", "grpc"):
+        try:
+            sock = raw_socket(server, p, alpn="h2")
+            conn = h2_connection(sock)
+            events = h2_until(sock, conn, lambda ev: any(isinstance(e, h2.events.RemoteSettingsChanged) for e in ev))
+            got = None
+            for e in events:
+                if isinstance(e, h2.events.RemoteSettingsChanged):
+                    cs = e.changed_settings.get(h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS)
+                    got = cs.new_value if cs else None
+            check(f"{label} {p}: SETTINGS_MAX_CONCURRENT_STREAMS = PROTOBENCH_MAX_STREAMS", got == MAX_STREAMS,
+                  f"advertised {got}, want {MAX_STREAMS}")
+            sock.close()
+        except Exception as e:  # noqa: BLE001
+            check(f"{label} {p}: SETTINGS_MAX_CONCURRENT_STREAMS = PROTOBENCH_MAX_STREAMS", False, repr(e))
+
+
+def check_408(server, p, label, partial_body):
+    name = f"{label} {p}: a body that stops arriving -> 408 naming the problem, closed right after"
+    data = check_closed(name, raw_socket(server, p), READ_S, send=partial_body, must_contain=b" 408 ",
+                        limit=READ_S + 1.5)
+    body = data.split(b"\r\n\r\n", 1)[-1].decode("latin-1")
+    check(f"{name}: body without internals", "408" in body and "timeout" in body and leak(body) is None, body[:200])
+
+
+def check_h2_idle_after_request(server, p, label):
+    """A real HTTP/2 client (answers SETTINGS and PING) makes one request, then stays idle: the
+    server closes the connection after the idle timeout."""
+    name = f"{label} {p}: an HTTP/2 connection idle after a request is closed after the idle timeout"
+    try:
+        sock = raw_socket(server, p, alpn="h2")
+        conn = h2_connection(sock)
+        if p == "grpc":
+            resp, data, trailers = h2_request(sock, conn, grpc_headers(server, "/protobench.v1.Bench/GetInteger"),
+                                              grpc_frame(b""))
+            ok = trailers.get("grpc-status") == "0"
+        else:
+            scheme = "https" if server.tls else "http"
+            resp, data, trailers = h2_request(sock, conn, [(":method", "GET"), (":scheme", scheme),
+                                                           (":path", "/v1/tasks/integer"),
+                                                           (":authority", server.addrs[p])])
+            ok = resp.get(":status") == "200"
+        if not check(f"{name}: request answered", ok, f"{resp} {data[:100]!r} {trailers}"):
+            return
+        check_closed(name, sock, IDLE_S, earliest=IDLE_S * 0.75, on_data=ping_answerer(sock))
+    except Exception as e:  # noqa: BLE001
+        check(name, False, repr(e))
+
+
+def check_grpc_framing(server, label):
+    """415 for a missing or non-gRPC content-type; a second message on a unary call is not OK."""
+    for ctype in (None, "application/json"):
+        name = f"{label} grpc: content-type {ctype or 'missing'} -> HTTP 415"
+        try:
+            sock = raw_socket(server, "grpc", alpn="h2")
+            conn = h2_connection(sock)
+            resp, data, trailers = h2_request(sock, conn, grpc_headers(server, "/protobench.v1.Bench/GetInteger",
+                                                                       ctype), grpc_frame(b""))
+            msg = resp.get("grpc-message", "") + trailers.get("grpc-message", "")
+            check(name, resp.get(":status") == "415" and leak(msg) is None, f"{resp} {trailers}")
+            sock.close()
+        except Exception as e:  # noqa: BLE001
+            check(name, False, repr(e))
+    ch = grpc_channel(server)
+    two = ch.stream_unary("/protobench.v1.Bench/Echo", request_serializer=lambda b: b,
+                          response_deserializer=lambda b: b)
+    one = protobench_pb2.EchoMessage(payload="a").SerializeToString()
+    try:
+        two(iter([one, one]), timeout=10)
+        code, details = grpc.StatusCode.OK, ""
+    except grpc.RpcError as e:
+        code, details = e.code(), e.details() or ""
+    check(f"{label} grpc: a second request message on a unary call -> not OK",
+          code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNIMPLEMENTED) and leak(details) is None,
+          f"{code} {details!r}")
+    out = ch.stream_unary("/protobench.v1.Bench/Echo", request_serializer=lambda b: b,
+                          response_deserializer=lambda b: b)(iter([one]), timeout=10)
+    check(f"{label} grpc: one message on the same path still works", out == one, repr(out))
+    ch.close()
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1)) / 1024
+
+
+def check_soap_element_limit(server, label):
+    """More than 10,000 elements -> soap:Client fault before any DOM; 8 MB of <a/> costs little."""
+    def envelope(inner_elements):
+        return soap_envelope(f'<EchoRequest xmlns="{NS}"><payload>x</payload>{inner_elements}</EchoRequest>')
+
+    with http_client(server, "soap") as c:
+        # Envelope, Body, EchoRequest, payload = 4 elements
+        r = soap_post(c, server, envelope("<a/>" * (10_000 - 4)))
+        f = soap_fault(r.content)
+        check(f"{label} soap: 10,000 elements are not refused for their number",
+              f is not None and "too many" not in (f[2] or ""), f"{r.status_code} {r.text[:200]}")
+        r = soap_post(c, server, envelope("<a/>" * (10_001 - 4)))
+        f = soap_fault(r.content)
+        check(f"{label} soap: 10,001 elements -> Client fault 'too many XML elements: more than 10000'",
+              r.status_code == 500 and f is not None and f[0] == "Client"
+              and f[2] == "too many XML elements: more than 10000", f"{r.status_code} {r.text[:300]}")
+    big = envelope("<a/>" * ((8_000_000 - 250) // 4))
+    with http_client(server, "soap") as c:
+        soap_post(c, server, envelope(""))  # the connection is open and the path warm
+        before = rss_mib(server.proc.pid)
+        t0 = time.monotonic()
+        r = soap_post(c, server, big)
+        dt = time.monotonic() - t0
+        after = rss_mib(server.proc.pid)
+    f = soap_fault(r.content)
+    check(f"{label} soap: 8 MB of <a/> -> Client fault", f is not None and f[0] == "Client"
+          and f[2] == "too many XML elements: more than 10000", f"{r.status_code} {r.text[:300]}")
+    print(f"   soap 8 MB <a/> request ({len(big):,} bytes): server RSS {before:.1f} MiB before, {after:.1f} MiB "
+          f"after (+{after - before:.1f} MiB), answered in {dt:.2f} s", flush=True)
+    check(f"{label} soap: 8 MB of <a/> grows the server's RSS by less than 48 MiB", after - before < 48,
+          f"{before:.1f} -> {after:.1f} MiB")
+
+
+def check_descriptor_exhaustion(server, label, limit):
+    """With every descriptor in use, the accept loops back off (low CPU), established
+    connections are still served, and new ones are accepted once descriptors are free again."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4 * limit + 256)), hard))
+    pid = server.proc.pid
+
+    def cpu_seconds():
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    host, port = server.addrs["rest"].rsplit(":", 1)
+    rest = http.client.HTTPConnection(host, int(port), timeout=10)  # one connection, kept
+
+    def rest_get():
+        rest.request("GET", "/v1/tasks/integer")
+        r = rest.getresponse()
+        r.read()
+        return r.status
+
+    ch = grpc_channel(server)
+    flood = []
+    try:
+        status = rest_get()
+        grpc_raw(ch, "/protobench.v1.Bench/GetInteger", b"", timeout=10)
+        check(f"{label} before exhaustion: rest and grpc answer", status == 200)
+        for p in ("rest", "grpc", "rest-h2"):
+            host, port = server.addrs[p].rsplit(":", 1)
+            for _ in range(limit):
+                s = socket.socket()
+                s.settimeout(2)
+                try:
+                    s.connect((host, int(port)))
+                except OSError as e:
+                    print(f"   flood: {p} took {_} connections, then {e!r}", flush=True)
+                    s.close()
+                    break
+                flood.append(s)
+        time.sleep(1)
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+        check(f"{label} the flood used up the server's descriptors", fds >= limit - 5, f"{fds} of {limit} in use")
+        c0, t0 = cpu_seconds(), time.monotonic()
+        time.sleep(3)
+        cpu = (cpu_seconds() - c0) / (time.monotonic() - t0)
+        print(f"   descriptors exhausted ({fds} of {limit}): server CPU {cpu * 100:.0f}% of one core", flush=True)
+        check(f"{label} accept loops back off while descriptors are exhausted (CPU < 30% of a core)", cpu < 0.3,
+              f"{cpu * 100:.0f}%")
+        status = rest_get()
+        check(f"{label} an established rest connection is still served", status == 200, f"{status}")
+        out = protobench_pb2.IntegerValue.FromString(grpc_raw(ch, "/protobench.v1.Bench/GetInteger", b"", timeout=10))
+        check(f"{label} an established grpc connection is still served", out.value == 2147483647, str(out))
+        check(f"{label} the server is still running", server.proc.poll() is None)
+    except Exception as e:  # noqa: BLE001
+        check(f"{label} descriptor exhaustion", False, repr(e))
+    finally:
+        for s in flood:
+            s.close()
+        rest.close()
+        ch.close()
+    time.sleep(2)
+    try:
+        with http_client(server, "rest") as c:
+            r = c.get(server.url("rest", "/v1/tasks/integer"))
+        ch = grpc_channel(server)
+        out = protobench_pb2.IntegerValue.FromString(grpc_raw(ch, "/protobench.v1.Bench/GetInteger", b"", timeout=10))
+        ch.close()
+        check(f"{label} new connections are accepted again once descriptors are free",
+              r.status_code == 200 and out.value == 2147483647, f"{r.status_code} {out}")
+    except Exception as e:  # noqa: BLE001
+        check(f"{label} new connections are accepted again once descriptors are free", False, repr(e))
+
+
+def check_bad_limit_values():
+    """A bad PROTOBENCH_IDLE_TIMEOUT / READ_TIMEOUT / MAX_STREAMS (or other variable) stops the
+    server at start, with a message naming the variable and what it accepts (no stack trace)."""
+    cases = [("PROTOBENCH_IDLE_TIMEOUT", "60"), ("PROTOBENCH_IDLE_TIMEOUT", "0s"),
+             ("PROTOBENCH_READ_TIMEOUT", "-1s"), ("PROTOBENCH_READ_TIMEOUT", "1m"),
+             ("PROTOBENCH_MAX_STREAMS", "0"), ("PROTOBENCH_MAX_STREAMS", "4294967296"),
+             ("PROTOBENCH_MAX_STREAMS", "many"), ("PROTOBENCH_WORKERS", "abc"), ("PROTOBENCH_REST_ADDR", "x:99999")]
+    for var, value in cases:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PROTOBENCH_")}
+        env.update({"PROTOBENCH_REST_ADDR": "127.0.0.1:0", var: value})
+        try:
+            p = subprocess.run(start_command(), cwd=SERVER_DIR, env=env, capture_output=True, timeout=60)
+            err = p.stderr.decode(errors="replace")
+            check(f"bad value {var}={value} -> exit non-zero naming the variable",
+                  p.returncode != 0 and var in err and "expected" in err and leak(err) is None and not p.stdout,
+                  f"exit {p.returncode}, stderr {err[:300]!r}")
+        except subprocess.TimeoutExpired:
+            check(f"bad value {var}={value} -> exit non-zero naming the variable", False, "still running after 60 s")
+
+
 CERT = os.path.join(WORK, "cert.pem")
 KEY = os.path.join(WORK, "key.pem")
 
@@ -707,11 +1146,38 @@ def main():
     finally:
         s.stop("tls")
 
-    section("size limit")
+    section("limits: bad values")
+    check_bad_limit_values()
+
+    section("limits: timeouts, HTTP/2 settings, gRPC framing, SOAP element limit, descriptor exhaustion")
+    s = Server(LIMITS_ENV)
+    try:
+        check_idle_and_read_timeouts(s, "limits")
+        check_grpc_framing(s, "limits")
+        check_soap_element_limit(s, "limits")
+    finally:
+        s.stop("limits")
+
+    section("limits over TLS: handshakes, timeouts, HTTP/2 settings, gRPC framing")
+    s = Server({**LIMITS_ENV, "PROTOBENCH_TLS_CERT": CERT, "PROTOBENCH_TLS_KEY": KEY})
+    try:
+        check_idle_and_read_timeouts(s, "limits-tls")
+        check_grpc_framing(s, "limits-tls")
+    finally:
+        s.stop("limits-tls")
+
+    section("size limit; descriptor exhaustion")
     limit = 4096
-    s = Server({"PROTOBENCH_MAX_REQUEST_BYTES": str(limit)})
+    # default timeouts here, so that the flood's silent connections stay open
+    fd_limit = 256  # the JVM itself holds ~30 descriptors once started
+    wrap = ["prlimit", f"--nofile={fd_limit}:{fd_limit}"] if shutil.which("prlimit") else []
+    s = Server({"PROTOBENCH_MAX_REQUEST_BYTES": str(limit)}, wrap=wrap)
     try:
         check_oversize(s, "limit", limit)
+        if wrap:
+            check_descriptor_exhaustion(s, "limit", fd_limit)
+        else:
+            skip("descriptor exhaustion", "prlimit (util-linux) is not installed")
     finally:
         s.stop("limit")
 

@@ -62,6 +62,18 @@ public final class BenchConfig {
     public final long serviceTimeNanos;
     public final int maxRequestBytes;
     public final Path dataset;
+    /** PROTOBENCH_IDLE_TIMEOUT: a connection with no request in progress is closed after this long. */
+    public final Duration idleTimeout;
+    /** PROTOBENCH_READ_TIMEOUT: an HTTP/1.1 request must keep arriving within this long. */
+    public final Duration readTimeout;
+    /** PROTOBENCH_MAX_STREAMS: SETTINGS_MAX_CONCURRENT_STREAMS of every HTTP/2 listener (1..2^32-1). */
+    public final long maxStreams;
+
+    public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofSeconds(60);
+    public static final Duration DEFAULT_READ_TIMEOUT = Duration.ofSeconds(30);
+    public static final long DEFAULT_MAX_STREAMS = 1000;
+    private static final String DURATION_ACCEPTED =
+            "expected a duration above 0 with a unit ns, us, ms or s, e.g. 60s or 500ms";
 
     private BenchConfig(Map<String, String> env) {
         List<Listener> ls = new ArrayList<>();
@@ -76,10 +88,7 @@ public final class BenchConfig {
         String w = env.get("PROTOBENCH_WORKERS");
         int workers = Runtime.getRuntime().availableProcessors();
         if (w != null && !w.isBlank()) {
-            workers = Integer.parseInt(w.trim());
-            if (workers < 1) {
-                throw new IllegalArgumentException("PROTOBENCH_WORKERS must be >= 1");
-            }
+            workers = (int) parseLong("PROTOBENCH_WORKERS", w, 1, Integer.MAX_VALUE, "expected a whole number >= 1");
         }
         this.workers = workers;
 
@@ -94,12 +103,25 @@ public final class BenchConfig {
         }
 
         String rate = env.get("PROTOBENCH_FAILURE_RATE");
-        this.failureRate = rate == null || rate.isBlank() ? 0.0 : Double.parseDouble(rate.trim());
-        if (!(failureRate >= 0.0 && failureRate <= 1.0)) {
-            throw new IllegalArgumentException("PROTOBENCH_FAILURE_RATE must be in 0..1");
+        double failureRate = 0.0;
+        if (rate != null && !rate.isBlank()) {
+            try {
+                failureRate = Double.parseDouble(rate.trim());
+            } catch (NumberFormatException e) {
+                failureRate = Double.NaN;
+            }
         }
+        if (!(failureRate >= 0.0 && failureRate <= 1.0)) {
+            throw new IllegalArgumentException(invalid("PROTOBENCH_FAILURE_RATE", rate, "expected a number in 0..1"));
+        }
+        this.failureRate = failureRate;
         String seed = env.get("PROTOBENCH_FAILURE_SEED");
-        this.failureSeed = seed == null || seed.isBlank() ? 1L : Long.parseUnsignedLong(seed.trim());
+        try {
+            this.failureSeed = seed == null || seed.isBlank() ? 1L : Long.parseUnsignedLong(seed.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(invalid("PROTOBENCH_FAILURE_SEED", seed,
+                    "expected an unsigned 64-bit integer"));
+        }
 
         String st = env.get("PROTOBENCH_SERVICE_TIME");
         if (st == null || st.isBlank() || st.trim().equals("none")) {
@@ -108,28 +130,86 @@ public final class BenchConfig {
         } else {
             String s = st.trim();
             int colon = s.indexOf(':');
-            if (colon < 0) {
-                throw new IllegalArgumentException("PROTOBENCH_SERVICE_TIME must be sleep:<d> or spin:<d>");
+            String kind = colon < 0 ? "" : s.substring(0, colon);
+            long nanos = -1;
+            try {
+                nanos = colon < 0 ? -1 : parseDuration(s.substring(colon + 1)).toNanos();
+            } catch (IllegalArgumentException e) {
+                nanos = -1;
             }
-            String kind = s.substring(0, colon);
-            long nanos = parseDuration(s.substring(colon + 1)).toNanos();
-            switch (kind) {
+            switch (nanos < 0 ? "" : kind) {
                 case "sleep" -> this.serviceTimeKind = ServiceTimeKind.SLEEP;
                 case "spin" -> this.serviceTimeKind = ServiceTimeKind.SPIN;
-                default -> throw new IllegalArgumentException("PROTOBENCH_SERVICE_TIME kind must be sleep or spin");
+                default -> throw new IllegalArgumentException(invalid("PROTOBENCH_SERVICE_TIME", st,
+                        "expected none, sleep:<duration> or spin:<duration> (ns, us, ms or s), e.g. sleep:5ms"));
             }
             this.serviceTimeNanos = nanos;
         }
 
         String max = env.get("PROTOBENCH_MAX_REQUEST_BYTES");
-        long maxBytes = max == null || max.isBlank() ? 8388608L : Long.parseLong(max.trim());
-        if (maxBytes < 0) {
-            throw new IllegalArgumentException("PROTOBENCH_MAX_REQUEST_BYTES must be >= 0");
-        }
+        long maxBytes = max == null || max.isBlank() ? 8388608L
+                : parseLong("PROTOBENCH_MAX_REQUEST_BYTES", max, 0, Long.MAX_VALUE, "expected a whole number of bytes");
         this.maxRequestBytes = (int) Math.min(maxBytes, Integer.MAX_VALUE - 8);
 
         String ds = env.get("PROTOBENCH_DATASET");
         this.dataset = ds == null || ds.isBlank() ? findDataset() : Paths.get(ds);
+
+        this.idleTimeout = positiveDuration(env, "PROTOBENCH_IDLE_TIMEOUT", DEFAULT_IDLE_TIMEOUT);
+        this.readTimeout = positiveDuration(env, "PROTOBENCH_READ_TIMEOUT", DEFAULT_READ_TIMEOUT);
+        String streams = env.get("PROTOBENCH_MAX_STREAMS");
+        long maxStreams = DEFAULT_MAX_STREAMS;
+        if (streams != null && !streams.isBlank()) {
+            try {
+                maxStreams = Long.parseLong(streams.trim());
+            } catch (NumberFormatException e) {
+                maxStreams = -1;
+            }
+            if (maxStreams < 1 || maxStreams > 0xFFFF_FFFFL) {
+                throw new IllegalArgumentException(invalid("PROTOBENCH_MAX_STREAMS", streams,
+                        "expected a whole number of streams from 1 to 4294967295"));
+            }
+        }
+        this.maxStreams = maxStreams;
+    }
+
+    private static long parseLong(String var, String value, long min, long max, String accepted) {
+        long v;
+        try {
+            v = Long.parseLong(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(invalid(var, value, accepted));
+        }
+        if (v < min || v > max) {
+            throw new IllegalArgumentException(invalid(var, value, accepted));
+        }
+        return v;
+    }
+
+    /** The message of a start-up error: which variable, its value and what is accepted. */
+    static String invalid(String var, String value, String accepted) {
+        return var + "=\"" + value + "\": " + accepted;
+    }
+
+    private static Duration positiveDuration(Map<String, String> env, String var, Duration dflt) {
+        String v = env.get(var);
+        if (v == null || v.isBlank()) {
+            return dflt;
+        }
+        Duration d;
+        try {
+            d = parseDuration(v);
+        } catch (IllegalArgumentException e) {
+            d = Duration.ZERO;
+        }
+        if (d.isZero() || d.isNegative()) {
+            throw new IllegalArgumentException(invalid(var, v, DURATION_ACCEPTED));
+        }
+        return d;
+    }
+
+    /** A duration as whole milliseconds for the stacks that take milliseconds (at least 1). */
+    public static int millis(Duration d) {
+        return (int) Math.max(1, Math.min(Integer.MAX_VALUE, d.toMillis()));
     }
 
     public static BenchConfig fromEnvironment() {
@@ -151,21 +231,25 @@ public final class BenchConfig {
     static Listener parseAddr(Protocol p, String addr) {
         int colon = addr.lastIndexOf(':');
         if (colon < 0) {
-            throw new IllegalArgumentException(p.envVar + " must be host:port, got " + addr);
+            throw new IllegalArgumentException(invalid(p.envVar, addr, "expected host:port"));
         }
         String host = addr.substring(0, colon);
         if (host.startsWith("[") && host.endsWith("]")) {
             host = host.substring(1, host.length() - 1);
         }
-        int port = Integer.parseInt(addr.substring(colon + 1));
-        if (port < 0 || port > 65535) {
-            throw new IllegalArgumentException(p.envVar + ": bad port " + port);
+        int port;
+        try {
+            port = (int) parseLong(p.envVar, addr.substring(colon + 1), 0, 65535, "");
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(
+                    invalid(p.envVar, addr, "expected host:port with a port from 0 to 65535"));
         }
         try {
             InetAddress address = InetAddress.getByName(host.isEmpty() ? "127.0.0.1" : host);
             return new Listener(p, host, address, port);
         } catch (UnknownHostException e) {
-            throw new IllegalArgumentException(p.envVar + ": unknown host " + host, e);
+            throw new IllegalArgumentException(invalid(p.envVar, addr, "expected host:port with a known host"),
+                    e);
         }
     }
 
@@ -178,6 +262,9 @@ public final class BenchConfig {
                 String num = t.substring(0, t.length() - u[0].length());
                 if (u[0].equals("s") && (num.endsWith("m") || num.endsWith("u") || num.endsWith("n"))) {
                     continue;
+                }
+                if (!num.matches("[0-9]+(\\.[0-9]+)?")) {
+                    throw new IllegalArgumentException("bad duration " + s);
                 }
                 double v = Double.parseDouble(num);
                 if (v < 0) {

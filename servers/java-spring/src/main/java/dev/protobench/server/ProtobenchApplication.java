@@ -32,7 +32,8 @@ import sun.misc.Signal;
 @Import({TomcatConfig.class, SoapConfig.class, RestErrors.class, ListeningLines.class})
 public class ProtobenchApplication {
 
-    private static final BenchConfig CONFIG = BenchConfig.fromEnvironment();
+    /** Read in main() before Spring starts; a bad PROTOBENCH_* value ends the process there. */
+    private static BenchConfig CONFIG;
 
     @Bean
     public BenchConfig benchConfig() {
@@ -83,6 +84,12 @@ public class ProtobenchApplication {
     }
 
     public static void main(String[] args) throws Exception {
+        try {
+            CONFIG = BenchConfig.fromEnvironment();
+        } catch (IllegalArgumentException e) {
+            System.err.println("protobench-java-spring: " + e.getMessage());
+            System.exit(2);
+        }
         // SIGTERM / SIGINT: exit 0 after Spring's shutdown hook has drained Tomcat and gRPC.
         Signal.handle(new Signal("TERM"), s -> System.exit(0));
         Signal.handle(new Signal("INT"), s -> System.exit(0));

@@ -91,6 +91,15 @@ public final class GrpcServerLifecycle implements SmartLifecycle {
                 .workerEventLoopGroup(workers)
                 .executor(executor)
                 .maxInboundMessageSize(config.maxRequestBytes)
+                // PROTOBENCH_IDLE_TIMEOUT, before the client's first SETTINGS frame (a TCP or TLS
+                // handshake that never completes, a connection that sends nothing or only the
+                // preface): the transport is closed outright
+                .handshakeTimeout(config.idleTimeout.toNanos(), TimeUnit.NANOSECONDS)
+                // ...and after it, with no call open: GOAWAY, then closed once the client has
+                // answered the GOAWAY's PING (grpc-java waits at most 10 s for that answer)
+                .maxConnectionIdle(config.idleTimeout.toNanos(), TimeUnit.NANOSECONDS)
+                // PROTOBENCH_MAX_STREAMS as SETTINGS_MAX_CONCURRENT_STREAMS (grpc-java takes an int)
+                .maxConcurrentCallsPerConnection((int) Math.min(config.maxStreams, Integer.MAX_VALUE))
                 .addService(ParseErrors.invalidArgument(new BenchGrpcService(data, responder).bindService()))
                 .addService(ParseErrors.invalidArgument(new GreeterGrpcService(responder).bindService()))
                 .addService(ProtoReflectionServiceV1.newInstance())

@@ -70,7 +70,7 @@ public class TomcatConfig implements WebMvcConfigurer {
                     configure(c, l, config, executor, registry);
                     factory.addAdditionalTomcatConnectors(c);
                 }
-                factory.addEngineValves(new ProtocolTagValve(registry));
+                factory.addEngineValves(new ProtocolTagValve(registry), new ReadTimeoutValve());
             }
 
             @Override
@@ -87,8 +87,21 @@ public class TomcatConfig implements WebMvcConfigurer {
         p.setExecutor(executor);
         // keep connections open for any number of requests (Tomcat's default closes after 100)
         p.setMaxKeepAliveRequests(-1);
+        // PROTOBENCH_READ_TIMEOUT: Tomcat's connectionTimeout is the socket read timeout while a
+        // request's line, headers and body are read (per read: an inactivity timeout)
+        p.setConnectionTimeout(BenchConfig.millis(config.readTimeout));
+        // PROTOBENCH_IDLE_TIMEOUT: the wait for the next request on a kept-alive connection
+        p.setKeepAliveTimeout(BenchConfig.millis(config.idleTimeout));
         if (l.protocol() == Protocol.REST_H2) {
-            c.addUpgradeProtocol(new Http2Protocol());
+            Http2Protocol h2 = new Http2Protocol();
+            // no open stream: the connection is closed after the idle timeout
+            h2.setKeepAliveTimeout(BenchConfig.millis(config.idleTimeout));
+            // a frame that has started must be complete within the read timeout, and a handler
+            // reading a request body waits at most that long for its next DATA frame
+            h2.setReadTimeout(BenchConfig.millis(config.readTimeout));
+            h2.setStreamReadTimeout(BenchConfig.millis(config.readTimeout));
+            h2.setMaxConcurrentStreams(config.maxStreams);
+            c.addUpgradeProtocol(h2);
         }
         if (config.tls()) {
             c.setScheme("https");
@@ -104,6 +117,11 @@ public class TomcatConfig implements WebMvcConfigurer {
             c.addUpgradeProtocol(new Http11AlpnMarker());
         }
         registry.put(c, l);
+    }
+
+    @Bean
+    public ContainerErrors containerErrors() {
+        return new ContainerErrors();
     }
 
     @Bean
