@@ -146,7 +146,7 @@ def h1_exchange(target, raw, within=10.0):
         data += chunk
     s.close()
     head, _, rest = data.partition(b"\r\n\r\n")
-    if re.search(rb"(?im)^transfer-encoding:\s*chunked", head) and not rest.endswith(b"0\r\n\r\n"):
+    if re.search(rb"(?im)^transfer-encoding:\s*chunked", head):
         rest = dechunk(rest)
     return status_line(data), head.decode("latin-1"), rest, time.monotonic() - start, closed
 
@@ -281,7 +281,7 @@ def tree_cpu_s(pid):
 
 def probe_soap(t, pid):
     cat = "xml"
-    client = re.compile(r"^(?:\w+:)?Client$")
+    client = re.compile(r"^(?:[\w.-]+:)?Client$")
     cases = [
         ("DOCTYPE/XXE", ('<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>'
                          '<soap:Envelope xmlns:soap="' + SOAP_NS + '"><soap:Body><EchoRequest xmlns="urn:protobench:v1">'
