@@ -444,6 +444,13 @@ pub struct PointAggregate {
     /// drift. A warm-up that was too short shows here as a rising rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<crate::steady::Drift>,
+    /// Steady-state warm-up: how long it took (seconds), across repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_s: Option<Summary>,
+    /// Steady-state warm-up: some repetition reached the maximum without the
+    /// rate becoming steady (it was measured anyway).
+    #[serde(default)]
+    pub warmup_unsteady: bool,
     /// Distinct failure reasons.
     pub failures: Vec<String>,
 }
@@ -489,6 +496,11 @@ impl PointAggregate {
             knee_rate: sum(searches.iter().filter_map(|s| s.knee_rate).collect()),
             generator_bound: results.iter().any(|r| r.generator.generator_bound),
             server_cpu_coarse: costs.iter().any(|c| c.cpu_ns < SERVER_CPU_RESOLUTION_NS),
+            warmup_s: sum(ms
+                .iter()
+                .filter_map(|m| m.warmup.map(|w| w.duration_ns as f64 / 1e9))
+                .collect()),
+            warmup_unsteady: ms.iter().any(|m| m.warmup.is_some_and(|w| !w.steady)),
             drift: results
                 .iter()
                 .filter_map(|r| r.drift())

@@ -67,6 +67,12 @@ fn flags(a: &PointAggregate) -> String {
     if a.server_cpu_coarse {
         f.push("CPU/call coarse".into());
     }
+    if let Some(w) = &a.warmup_s {
+        f.push(format!("warm-up {:.0}s", w.median));
+    }
+    if a.warmup_unsteady {
+        f.push("never steady".into());
+    }
     if let Some(d) = &a.drift {
         f.push(format!("drifting {:+.0}%", d.change * 100.0));
     }
@@ -299,6 +305,8 @@ pub fn csv(run: &RunRecord) -> String {
             "generator_bound",
             "server_cpu_coarse",
             "drift_change",
+            "warmup_s",
+            "warmup_unsteady",
             "chosen_concurrency",
             "knee_rate",
             "failures",
@@ -348,6 +356,8 @@ pub fn csv(run: &RunRecord) -> String {
         row.push(a.generator_bound.to_string());
         row.push(a.server_cpu_coarse.to_string());
         row.push(opt(a.drift.map(|d| d.change.to_string())));
+        row.push(opt(a.warmup_s.as_ref().map(|s| s.median.to_string())));
+        row.push(a.warmup_unsteady.to_string());
         row.push(opt(a.chosen_concurrency.as_ref().map(|s| s.median.to_string())));
         row.push(opt(a.knee_rate.as_ref().map(|s| s.median.to_string())));
         row.push(a.failures.join("; "));

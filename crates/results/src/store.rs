@@ -14,7 +14,8 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
 use protobench_model::load::{LoadResult, TimelinePoint};
 use protobench_model::run::{
-    Failure, Measurement, MeasurementStatus, PointConfig, RunEnvironment, RunRecord, RunStatus, Search, ServerCost, Warmup,
+    Failure, Measurement, MeasurementStatus, PointConfig, RunEnvironment, RunRecord, RunStatus, Search, ServerCost,
+    Warmup,
 };
 
 /// The schema version this build writes (`PRAGMA user_version`).

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use protobench_model::format::error_chain;
 use protobench_model::load::{EndReason, LoadResult, Protocol};
 use protobench_model::run::{
-    Failure, Measurement, MeasurementStatus, PointConfig, PointKind, RunStatus, Search, ServerCost,
+    Failure, Measurement, MeasurementStatus, PointConfig, PointKind, RunStatus, Search, ServerCost, Warmup,
 };
 use protobench_model::time::now_rfc3339;
 use protobench_results::store::Store;
@@ -600,7 +600,7 @@ async fn measure_and_record<E: Engine>(
         server_cost: Some(m.cost),
         server_rss_timeline: m.rss,
         search: m.search,
-        warmup: None,
+        warmup: m.warmup,
         started_at,
         finished_at: now_rfc3339(),
     });
@@ -687,6 +687,7 @@ struct Measured {
     cost: ServerCost,
     rss: Vec<u64>,
     search: Option<Search>,
+    warmup: Option<Warmup>,
 }
 
 /// Where a point is measured: the point, its server's address, the server
@@ -698,8 +699,71 @@ struct Site<'a> {
     sampler: &'a Sampler,
 }
 
-/// One engine call with the server's cost over its measured window.
+/// One engine call with the server's cost over its measured window. With
+/// `warmup = "steady"` the warm-up is a run of its own, stopped as soon as
+/// the rate has stopped rising (at most `warmup_ns`), and the measured run
+/// follows it at once.
 async fn run_once<E: Engine>(
+    ctx: &Ctx<'_, E>,
+    site: &Site<'_>,
+    concurrency: u32,
+    duration_ns: u64,
+    warmup_ns: u64,
+) -> Result<Measured, MeasureError> {
+    let (warmup_ns, warmup) = match ctx.plan.warmup_steady {
+        Some(spec) if warmup_ns > 0 => (0, Some(steady_warmup(ctx, site, concurrency, warmup_ns, spec).await?)),
+        _ => (warmup_ns, None),
+    };
+    let mut m = measure_once(ctx, site, concurrency, duration_ns, warmup_ns).await?;
+    m.warmup = warmup;
+    Ok(m)
+}
+
+/// Warms up until the per-second rate has stopped rising
+/// (`protobench_model::steady::steady`) or `max_ns` has passed.
+async fn steady_warmup<E: Engine>(
+    ctx: &Ctx<'_, E>,
+    site: &Site<'_>,
+    concurrency: u32,
+    max_ns: u64,
+    spec: crate::plan::SteadyWarmup,
+) -> Result<Warmup, MeasureError> {
+    let plan = ctx.plan.load_plan(site.point, site.target, concurrency, max_ns, 0);
+    let (tx, mut rx) = unbounded_channel();
+    let stop = ctx.cancel.child_token();
+    let watcher = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut rates = Vec::new();
+            let mut steady = false;
+            while let Some(e) = rx.recv().await {
+                // A second past the end is the partial one the run ends
+                // with: its low count would read as a fall.
+                if let Event::Progress { rate, elapsed_ns, .. } = e
+                    && elapsed_ns <= max_ns
+                {
+                    rates.push(rate);
+                    if !steady && protobench_model::steady::steady(&rates, spec.window_s as usize, spec.threshold) {
+                        steady = true;
+                        stop.cancel();
+                    }
+                }
+            }
+            steady
+        })
+    };
+    let started = Instant::now();
+    let result = ctx.engine.measure(plan, Some(tx), stop).await;
+    let steady = watcher.await.unwrap_or(false);
+    result?;
+    Ok(Warmup {
+        duration_ns: started.elapsed().as_nanos() as u64,
+        steady,
+    })
+}
+
+/// One engine call with the server's cost over its measured window.
+async fn measure_once<E: Engine>(
     ctx: &Ctx<'_, E>,
     site: &Site<'_>,
     concurrency: u32,
@@ -735,6 +799,7 @@ async fn run_once<E: Engine>(
             cost: ServerCost::default(),
             rss: vec![],
             search: None,
+            warmup: None,
         });
     }
     let window = Duration::from_nanos(result.duration_ns);
@@ -754,6 +819,7 @@ async fn run_once<E: Engine>(
         cost,
         rss,
         search: None,
+        warmup: None,
     })
 }
 

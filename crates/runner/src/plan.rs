@@ -26,6 +26,25 @@ pub struct DiscoverSpec {
     pub step_ns: u64,
 }
 
+/// How a steady-state warm-up decides the server has stopped getting faster
+/// (`protobench_model::steady::steady`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SteadyWarmup {
+    /// Seconds of per-second rates judged at a time.
+    pub window_s: u32,
+    /// A rise over the window below this fraction of its mean rate counts as steady.
+    pub threshold: f64,
+}
+
+impl Default for SteadyWarmup {
+    fn default() -> Self {
+        SteadyWarmup {
+            window_s: 5,
+            threshold: 0.02,
+        }
+    }
+}
+
 /// `ramp` settings (Hedelin 2024).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RampSpec {
@@ -85,8 +104,12 @@ pub struct Plan {
     pub kind: PointKind,
     /// Repetitions of every point.
     pub repetitions: u32,
-    /// Warm-up before each measured window.
+    /// Warm-up before each measured window (with `warmup_steady`: its maximum).
     pub warmup_ns: u64,
+    /// `warmup = "steady"`: warm up until the rate stops rising, at most
+    /// `warmup_ns`, instead of for a fixed time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup_steady: Option<SteadyWarmup>,
     /// Measured window of each point.
     pub duration_ns: u64,
     /// Time limit of one call.

@@ -65,11 +65,21 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Checks a service time: `sleep:<duration>` or `spin:<duration>`.
 pub fn check_service_time(s: &str) -> Result<(), String> {
-    let (mode, d) = s
-        .split_once(':')
-        .ok_or_else(|| format!("`{s}` is not a service time (accepted: sleep:<duration>, spin:<duration>)"))?;
+    let (mode, d) = s.split_once(':').ok_or_else(|| {
+        format!("`{s}` is not a service time (accepted: sleep:<duration>, spin:<duration>, sleep:<from>..<to>/<over>)")
+    })?;
     if mode != "sleep" && mode != "spin" {
         return Err(format!("unknown service time mode `{mode}` (accepted: sleep, spin)"));
+    }
+    // A ramp (the built-in server only): from..to/over.
+    if let Some((from, rest)) = d.split_once("..") {
+        let (to, over) = rest
+            .split_once('/')
+            .ok_or_else(|| format!("`{s}`: a ramped service time needs its length, e.g. sleep:5ms..200us/10s"))?;
+        for part in [from, to, over] {
+            parse_duration(part)?;
+        }
+        return Ok(());
     }
     parse_duration(d).map(|_| ())
 }
@@ -226,6 +236,13 @@ mod tests {
                 .contains("accepted: sleep, spin")
         );
         assert!(check_service_time("1ms").is_err());
+        assert!(check_service_time("sleep:5ms..200us/10s").is_ok());
+        assert!(
+            check_service_time("sleep:5ms..200us")
+                .unwrap_err()
+                .contains("needs its length")
+        );
+        assert!(check_service_time("sleep:5ms..zz/1s").is_err());
     }
 
     #[test]

@@ -73,6 +73,39 @@ pub enum ServiceTime {
     Sleep(Duration),
     /// `spin:<duration>`: a busy loop on the thread handling the call.
     Spin(Duration),
+    /// `sleep:<from>..<to>/<over>` or `spin:...`: a service time that moves
+    /// linearly from `from` to `to` over the first `over` after start-up,
+    /// then stays at `to` — a server that warms up (or degrades) on purpose,
+    /// for testing warm-up and drift detection.
+    Ramp {
+        /// Busy loop instead of sleep.
+        spin: bool,
+        /// At start-up.
+        from: Duration,
+        /// From `over` on.
+        to: Duration,
+        /// How long the change takes.
+        over: Duration,
+    },
+}
+
+impl ServiceTime {
+    /// The service time `since_start` after start-up, and whether to spin.
+    pub fn at(&self, since_start: Duration) -> (Duration, bool) {
+        match *self {
+            ServiceTime::Sleep(d) => (d, false),
+            ServiceTime::Spin(d) => (d, true),
+            ServiceTime::Ramp { spin, from, to, over } => {
+                let f = if over.is_zero() {
+                    1.0
+                } else {
+                    (since_start.as_secs_f64() / over.as_secs_f64()).min(1.0)
+                };
+                let ns = from.as_nanos() as f64 + (to.as_nanos() as f64 - from.as_nanos() as f64) * f;
+                (Duration::from_nanos(ns.max(0.0) as u64), spin)
+            }
+        }
+    }
 }
 
 /// An environment variable with a value the server cannot use.
@@ -281,15 +314,29 @@ impl FromStr for ServiceTime {
     /// `sleep:<duration>` or `spin:<duration>`, the duration a decimal number
     /// with a unit `ns`, `us`, `ms` or `s` (`sleep:50ms`, `spin:1.5ms`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        const EXPECTED: &str =
-            "expected sleep:<duration> or spin:<duration> with a unit ns, us, ms or s, e.g. sleep:50ms";
+        const EXPECTED: &str = "expected sleep:<duration> or spin:<duration> with a unit ns, us, ms or s, \
+             e.g. sleep:50ms, or a ramp sleep:<from>..<to>/<over>, e.g. sleep:5ms..200us/10s";
         let (kind, duration) = s.trim().split_once(':').ok_or(EXPECTED)?;
-        let duration = parse_duration(duration).ok_or(EXPECTED)?;
-        match kind {
-            "sleep" => Ok(ServiceTime::Sleep(duration)),
-            "spin" => Ok(ServiceTime::Spin(duration)),
-            _ => Err(EXPECTED.to_owned()),
+        let spin = match kind {
+            "sleep" => false,
+            "spin" => true,
+            _ => return Err(EXPECTED.to_owned()),
+        };
+        if let Some((from, rest)) = duration.split_once("..") {
+            let (to, over) = rest.split_once('/').ok_or(EXPECTED)?;
+            return Ok(ServiceTime::Ramp {
+                spin,
+                from: parse_duration(from).ok_or(EXPECTED)?,
+                to: parse_duration(to).ok_or(EXPECTED)?,
+                over: parse_duration(over).ok_or(EXPECTED)?,
+            });
         }
+        let duration = parse_duration(duration).ok_or(EXPECTED)?;
+        Ok(if spin {
+            ServiceTime::Spin(duration)
+        } else {
+            ServiceTime::Sleep(duration)
+        })
     }
 }
 
@@ -298,6 +345,14 @@ impl fmt::Display for ServiceTime {
         match self {
             ServiceTime::Sleep(d) => write!(f, "sleep:{}ns", d.as_nanos()),
             ServiceTime::Spin(d) => write!(f, "spin:{}ns", d.as_nanos()),
+            ServiceTime::Ramp { spin, from, to, over } => write!(
+                f,
+                "{}:{}ns..{}ns/{}ns",
+                if *spin { "spin" } else { "sleep" },
+                from.as_nanos(),
+                to.as_nanos(),
+                over.as_nanos()
+            ),
         }
     }
 }
@@ -424,6 +479,18 @@ mod tests {
     }
 
     #[test]
+    fn a_ramped_service_time_moves_linearly_then_stays() {
+        let ramp: ServiceTime = "spin:5ms..1ms/4s".parse().unwrap();
+        let ms = |s: f64| ramp.at(Duration::from_secs_f64(s)).0.as_secs_f64() * 1e3;
+        assert_eq!(ramp.at(Duration::ZERO), (Duration::from_millis(5), true));
+        assert!((ms(2.0) - 3.0).abs() < 1e-6, "halfway: {}", ms(2.0));
+        assert!((ms(4.0) - 1.0).abs() < 1e-6);
+        assert!((ms(60.0) - 1.0).abs() < 1e-6, "stays at the end value");
+        let fixed: ServiceTime = "sleep:2ms".parse().unwrap();
+        assert_eq!(fixed.at(Duration::from_secs(9)), (Duration::from_millis(2), false));
+    }
+
+    #[test]
     fn service_times_parse_with_every_unit() {
         let cases = [
             ("sleep:50ms", Some(ServiceTime::Sleep(Duration::from_millis(50)))),
@@ -431,12 +498,22 @@ mod tests {
             ("sleep:2s", Some(ServiceTime::Sleep(Duration::from_secs(2)))),
             ("sleep:10ns", Some(ServiceTime::Sleep(Duration::from_nanos(10)))),
             ("spin:200us", Some(ServiceTime::Spin(Duration::from_micros(200)))),
-            ("sleep:50", None),    // no unit
-            ("nap:50ms", None),    // unknown kind
-            ("sleep:ms", None),    // no number
-            ("sleep:-5ms", None),  // negative
-            ("50ms", None),        // no kind
-            ("sleep:1e3ms", None), // no exponents
+            (
+                "sleep:5ms..200us/10s",
+                Some(ServiceTime::Ramp {
+                    spin: false,
+                    from: Duration::from_millis(5),
+                    to: Duration::from_micros(200),
+                    over: Duration::from_secs(10),
+                }),
+            ),
+            ("sleep:5ms..200us", None), // a ramp needs its length
+            ("sleep:50", None),         // no unit
+            ("nap:50ms", None),         // unknown kind
+            ("sleep:ms", None),         // no number
+            ("sleep:-5ms", None),       // negative
+            ("50ms", None),             // no kind
+            ("sleep:1e3ms", None),      // no exponents
         ];
         for (text, expected) in cases {
             assert_eq!(text.parse::<ServiceTime>().ok(), expected, "{text}");

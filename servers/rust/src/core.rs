@@ -81,6 +81,8 @@ pub(crate) struct Core {
     /// How long an HTTP/1.1 request body may take to arrive.
     pub(crate) read_timeout: std::time::Duration,
     service_time: Option<ServiceTime>,
+    /// When the server started (a ramped service time counts from here).
+    started: std::time::Instant,
     failures: FailureDraw,
     in_flight: AtomicU64,
 }
@@ -139,6 +141,7 @@ impl Core {
             max_request_bytes: config.max_request_bytes,
             read_timeout: config.read_timeout,
             service_time: config.service_time,
+            started: std::time::Instant::now(),
             failures: FailureDraw::new(config.failure_rate, config.failure_seed),
             in_flight: AtomicU64::new(0),
         }
@@ -161,13 +164,14 @@ impl Core {
     /// The part every valid call goes through before its response is built:
     /// the injected service time, then the failure draw.
     async fn admit(&self) -> Result<(), CallError> {
-        match self.service_time {
-            None => {}
-            Some(ServiceTime::Sleep(d)) => tokio::time::sleep(d).await,
-            Some(ServiceTime::Spin(d)) => {
-                let start = Instant::now();
-                while start.elapsed() < d {
-                    std::hint::spin_loop();
+        if let Some(st) = self.service_time {
+            match st.at(self.started.elapsed()) {
+                (d, false) => tokio::time::sleep(d).await,
+                (d, true) => {
+                    let start = Instant::now();
+                    while start.elapsed() < d {
+                        std::hint::spin_loop();
+                    }
                 }
             }
         }

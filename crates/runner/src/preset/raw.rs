@@ -108,6 +108,7 @@ pub(super) struct RawPreset {
     pub(super) workloads: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) repetitions: Option<Spanned<i64>>,
     pub(super) warmup: Option<Spanned<DurationValue>>,
+    pub(super) warmup_max: Option<Spanned<DurationValue>>,
     pub(super) duration: Option<Spanned<DurationValue>>,
     pub(super) timeout: Option<Spanned<DurationValue>>,
     pub(super) connect_timeout: Option<Spanned<DurationValue>>,

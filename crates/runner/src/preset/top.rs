@@ -24,12 +24,43 @@ pub(super) struct TopLevel {
     pub(super) workloads: Vec<String>,
     pub(super) repetitions: u32,
     pub(super) warmup: Duration,
+    /// `warmup = "steady"`: warm up until steady, at most `warmup`.
+    pub(super) warmup_steady: bool,
     pub(super) duration: Duration,
     pub(super) timeout: Duration,
     pub(super) connect_timeout: Duration,
     pub(super) tls: Vec<bool>,
     pub(super) noise_threshold: f64,
     pub(super) validate: Validation,
+}
+
+/// The longest steady-state warm-up when `warmup_max` is not given.
+pub(super) const DEFAULT_WARMUP_MAX: Duration = Duration::from_secs(120);
+
+/// `warmup`: a duration, or `"steady"` (until the rate stops rising, at
+/// most `warmup_max`); `warmup_max` only goes with `"steady"`.
+fn warmup(raw: &RawPreset, c: &mut Checker<'_>) -> (Duration, bool) {
+    let steady = raw
+        .warmup
+        .as_ref()
+        .is_some_and(|w| matches!(w.get_ref(), super::raw::DurationValue::Text(t) if t == "steady"));
+    if steady {
+        let max = c.duration(raw.warmup_max.as_ref(), "warmup_max", DEFAULT_WARMUP_MAX);
+        if max.is_zero()
+            && let Some(m) = &raw.warmup_max
+        {
+            c.issue(m.span(), "warmup_max", "must be longer than 0s");
+        }
+        return (max, true);
+    }
+    if let Some(m) = &raw.warmup_max {
+        c.issue(
+            m.span(),
+            "warmup_max",
+            "only goes with warmup = \"steady\" (the longest a steady-state warm-up may take)",
+        );
+    }
+    (c.duration(raw.warmup.as_ref(), "warmup", Duration::from_secs(2)), false)
 }
 
 /// Checks the top-level values; a preset without `name` is named after its file.
@@ -42,7 +73,7 @@ pub(super) fn top_level(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Chec
     let kind = c.choice(raw.kind.as_ref(), "kind", PointKind::Fixed);
     let (servers, protocols, workloads) = dimensions(raw, ctx, c);
     let repetitions = c.positive(raw.repetitions.as_ref(), "repetitions", 3, 1);
-    let warmup = c.duration(raw.warmup.as_ref(), "warmup", Duration::from_secs(2));
+    let (warmup, warmup_steady) = warmup(raw, c);
     let duration = c.duration(
         raw.duration.as_ref(),
         "duration",
@@ -71,6 +102,7 @@ pub(super) fn top_level(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Chec
         workloads,
         repetitions,
         warmup,
+        warmup_steady,
         duration,
         timeout,
         connect_timeout,
