@@ -208,3 +208,64 @@ fn a_run_prints_json_csv_and_writes_an_hgrm_file() {
     let _ = server.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The flags of a run against a port nothing listens on (every check here
+/// must refuse the plan before any connection).
+fn load_args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "load",
+        "--protocol",
+        "rest",
+        "--target",
+        "127.0.0.1:9",
+        "--workload",
+        "tasks.int",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn durations_and_rates_out_of_range_are_refused_naming_the_flag_and_the_range() {
+    let clap = |value: &str, flag: &str, rule: &str| {
+        format!("error: invalid value '{value}' for '{flag}': {rule}\n\nFor more information, try '--help'.\n")
+    };
+    let max = "must be at most 1000000s (11.6 days)";
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        // Used to panic (exit 101).
+        (
+            vec!["--duration", "100000000000000000000000s"],
+            clap("100000000000000000000000s", "--duration <DURATION>", max),
+        ),
+        (
+            vec!["--warmup", "100000000000000000000000s"],
+            clap("100000000000000000000000s", "--warmup <WARMUP>", max),
+        ),
+        // Used to wrap past 2^64 ns and run 0.29 s.
+        (
+            vec!["--duration", "18446744074s"],
+            clap("18446744074s", "--duration <DURATION>", max),
+        ),
+        (
+            vec!["--timeout", "1000001s"],
+            clap("1000001s", "--timeout <TIMEOUT>", max),
+        ),
+        (
+            vec!["--connect-timeout", "300h"],
+            clap("300h", "--connect-timeout <CONNECT_TIMEOUT>", max),
+        ),
+        (
+            vec!["--rate", "1e30"],
+            "error: --rate must be between 0.001 and 10000000 calls/s, got 1000000000000000000000000000000\n".into(),
+        ),
+        (
+            vec!["--rate", "0.0001"],
+            "error: --rate must be between 0.001 and 10000000 calls/s, got 0.0001\n".into(),
+        ),
+    ];
+    for (extra, want) in cases {
+        let o = protobench(&load_args(&extra));
+        assert_eq!(stderr(&o), want, "{extra:?}");
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+    }
+}

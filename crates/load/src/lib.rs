@@ -47,7 +47,7 @@ pub use crate::driver::http2::Http2Error;
 pub use crate::driver::net::TlsError;
 pub use crate::error::{HistogramError, LoadError, PlanError};
 pub use crate::export::hgrm;
-pub use crate::validate::validate;
+pub use crate::validate::{MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};
 pub use crate::verify::{Outcome, VerifyReport, WorkloadVerdict, verify};
 
 /// What the engine reports while it runs.

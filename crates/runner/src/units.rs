@@ -216,7 +216,10 @@ mod tests {
         );
         assert!(parse_duration("10000000000000000h").is_err());
         // Past 2^64 ns but within Duration: parsed exactly; callers range-check.
-        assert_eq!(parse_duration("18446744074s").unwrap(), Duration::from_secs(18_446_744_074));
+        assert_eq!(
+            parse_duration("18446744074s").unwrap(),
+            Duration::from_secs(18_446_744_074)
+        );
     }
 
     #[test]

@@ -109,19 +109,19 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value_t = ArrivalArg::Uniform)]
     arrival: ArrivalArg,
     /// Measured time, e.g. 10s, 500ms, 2m (default 10s unless --requests).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = duration_arg)]
     duration: Option<Duration>,
     /// Stop after this many measured calls.
     #[arg(long)]
     requests: Option<u64>,
     /// Warm-up before measuring (not counted).
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    #[arg(long, value_parser = duration_arg, default_value = "0s")]
     warmup: Duration,
     /// Time limit of one call.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_parser = duration_arg, default_value = "10s")]
     timeout: Duration,
     /// Time limit of one connection attempt.
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_parser = duration_arg, default_value = "5s")]
     connect_timeout: Duration,
     /// Response checks: status (and size) or full (decode and compare).
     #[arg(long, value_enum, default_value_t = ValidateArg::Status)]
@@ -168,6 +168,31 @@ pub(crate) struct Args {
 
 pub(crate) use protobench_runner::units::parse_duration;
 
+/// A duration flag of `load` and `verify`: `parse_duration`, at most
+/// [`protobench_load::MAX_DURATION_NS`] (clap names the flag and the value).
+pub(crate) fn duration_arg(s: &str) -> Result<Duration, String> {
+    let max = Duration::from_nanos(protobench_load::MAX_DURATION_NS);
+    match parse_duration(s) {
+        Ok(d) if d <= max => Ok(d),
+        Ok(_) => Err(format!("must be {}", protobench_load::MAX_DURATION_TEXT)),
+        Err(e) if e.ends_with("too long a duration") => Err(format!("must be {}", protobench_load::MAX_DURATION_TEXT)),
+        Err(e) => Err(e),
+    }
+}
+
+/// A duration flag that must also be positive (`verify --timeout`).
+pub(crate) fn positive_duration_arg(s: &str) -> Result<Duration, String> {
+    match duration_arg(s)? {
+        Duration::ZERO => Err(format!("must be positive and {}", protobench_load::MAX_DURATION_TEXT)),
+        d => Ok(d),
+    }
+}
+
+/// Nanoseconds of a duration `duration_arg` accepted (at most 10^6 s, so it fits).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(2)
@@ -196,13 +221,13 @@ impl Args {
         };
         plan.requests = self.requests;
         plan.duration_ns = match (self.duration, self.requests) {
-            (Some(d), _) => Some(d.as_nanos() as u64),
+            (Some(d), _) => Some(nanos(d)),
             (None, Some(_)) => None,
             (None, None) => Some(protobench_model::load::DEFAULT_DURATION_NS),
         };
-        plan.warmup_ns = self.warmup.as_nanos() as u64;
-        plan.timeout_ns = self.timeout.as_nanos() as u64;
-        plan.connect_timeout_ns = self.connect_timeout.as_nanos() as u64;
+        plan.warmup_ns = nanos(self.warmup);
+        plan.timeout_ns = nanos(self.timeout);
+        plan.connect_timeout_ns = nanos(self.connect_timeout);
         plan.validate = match self.validate {
             ValidateArg::Status => Validation::Status,
             ValidateArg::Full => Validation::Full,
