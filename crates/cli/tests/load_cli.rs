@@ -269,3 +269,63 @@ fn durations_and_rates_out_of_range_are_refused_naming_the_flag_and_the_range() 
         assert_eq!(o.status.code(), Some(2), "{extra:?}");
     }
 }
+
+#[test]
+fn an_unwritable_histogram_file_fails_before_any_connection() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let dir = std::env::temp_dir().join(format!("protobench-load-cli-nodir-{}", std::process::id()));
+    let path = dir.join("latency.hgrm");
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "grpc",
+        "--target",
+        &addr,
+        "--workload",
+        "tasks.int",
+        "--histogram",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: cannot write --histogram {}: No such file or directory (os error 2)\n",
+            path.display()
+        )
+    );
+    assert_eq!(o.status.code(), Some(3));
+    assert!(o.stdout.is_empty());
+    let err = listener.accept().expect_err("no connection was made");
+    assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock);
+}
+
+#[test]
+fn a_histogram_that_fails_to_write_after_the_run_still_prints_the_result() {
+    let (mut server, addr) = serve("grpc", &[]);
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "grpc",
+        "--target",
+        &addr,
+        "--workload",
+        "tasks.int",
+        "--requests",
+        "20",
+        "--output",
+        "json",
+        "--histogram",
+        "/dev/full",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        stderr(&o),
+        "error: cannot write --histogram /dev/full: No space left on device (os error 28); the result is printed above\n"
+    );
+    assert_eq!(o.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["successes"], 20);
+}

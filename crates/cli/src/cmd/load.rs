@@ -277,6 +277,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Err(e) = protobench_load::validate(&plan) {
         return Ok(usage(e));
     }
+    // Every output file must be writable before the run, not after it.
+    let histogram = match args.histogram.as_deref().map(OutputFile::open).transpose() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(3));
+        }
+    };
     let progress = !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -336,17 +344,21 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             | LoadError::Tls(_)
             | LoadError::Request(_)),
         ) => {
+            if let Some(h) = histogram {
+                h.discard();
+            }
             return Ok(usage(error_chain(&e)));
         }
         Err(e) => {
+            if let Some(h) = histogram {
+                h.discard();
+            }
             eprintln!("error: {}", error_chain(&e));
             return Ok(ExitCode::from(3));
         }
     };
-    if let Some(path) = &args.histogram {
-        let text = protobench_load::hgrm(&result)?;
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-    }
+    // Written before printing; a failure here still prints the result.
+    let unwritten = histogram.and_then(|h| h.write(&result).err());
     let mut out = std::io::stdout().lock();
     match args.output {
         Output::Text => out.write_all(summary(&result).as_bytes())?,
@@ -357,11 +369,61 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Output::Csv => out.write_all(csv(&result).as_bytes())?,
     }
     out.flush()?;
+    drop(out);
+    if let Some(e) = unwritten {
+        eprintln!("error: {e}; the result is printed above");
+        return Ok(ExitCode::from(3));
+    }
     Ok(if result.end_reason == protobench_load::EndReason::Interrupted {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// An output file opened (not truncated) before the run, so that a path that
+/// cannot be written fails the run before any connection.
+struct OutputFile {
+    path: PathBuf,
+    file: std::fs::File,
+    /// Created by us: removed again when the run fails to start.
+    created: bool,
+}
+
+impl OutputFile {
+    fn open(path: &std::path::Path) -> Result<OutputFile, String> {
+        let fail = |e: std::io::Error| format!("cannot write --histogram {}: {e}", path.display());
+        let (file, created) = match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                (std::fs::OpenOptions::new().write(true).open(path).map_err(fail)?, false)
+            }
+            Err(e) => return Err(fail(e)),
+        };
+        Ok(OutputFile {
+            path: path.to_owned(),
+            file,
+            created,
+        })
+    }
+
+    /// Replaces the file's content with the result's `.hgrm` text.
+    fn write(mut self, result: &LoadResult) -> Result<(), String> {
+        let fail = |e: &dyn std::fmt::Display| format!("cannot write --histogram {}: {e}", self.path.display());
+        let text = protobench_load::hgrm(result).map_err(|e| fail(&e))?;
+        if self.file.metadata().is_ok_and(|m| m.is_file()) {
+            self.file.set_len(0).map_err(|e| fail(&e))?;
+        }
+        self.file.write_all(text.as_bytes()).map_err(|e| fail(&e))?;
+        self.file.flush().map_err(|e| fail(&e))
+    }
+
+    /// The run did not happen: leave no empty file behind.
+    fn discard(self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 fn latency_line(label: &str, l: &protobench_load::LatencySummary) -> String {
