@@ -329,3 +329,34 @@ fn a_histogram_that_fails_to_write_after_the_run_still_prints_the_result() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["successes"], 20);
 }
+
+#[test]
+fn cr_lf_in_a_header_value_is_refused_for_every_protocol_before_any_connection() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    for protocol in ["rest", "soap", "rest-h2", "grpc"] {
+        let mut args = vec![
+            "load",
+            "--protocol",
+            protocol,
+            "--target",
+            &addr,
+            "--workload",
+            "tasks.int",
+        ];
+        if protocol == "rest" || protocol == "soap" {
+            args.extend_from_slice(&["--concurrency", "1"]);
+        }
+        args.extend_from_slice(&["-H", "X-A: 1\r\nX-Injected: 2"]);
+        let o = protobench(&args);
+        assert_eq!(
+            stderr(&o),
+            "error: -H \"X-A\": the value contains CR, LF or another control character\n",
+            "{protocol}"
+        );
+        assert_eq!(o.status.code(), Some(2), "{protocol}");
+    }
+    let err = listener.accept().expect_err("no connection was made");
+    assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock);
+}

@@ -66,6 +66,7 @@ pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
             Some(c) => validate_custom(p, c)?,
         }
     }
+    validate_http(plan)?;
     if plan.concurrency == 0 {
         return Err(PlanError::OutOfRange {
             flag: "--concurrency",
@@ -167,6 +168,54 @@ pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
     Ok(())
 }
 
+/// Headers, method and target as HTTP allows them, for every protocol: the
+/// HTTP/1.1 driver writes them to the wire as they are.
+fn validate_http(plan: &LoadPlan) -> Result<(), PlanError> {
+    if plan.target.chars().any(char::is_control) {
+        return Err(PlanError::NotHttp {
+            flag: "--target",
+            value: plan.target.clone(),
+            why: "contains a control character",
+        });
+    }
+    let Some(c) = &plan.custom else { return Ok(()) };
+    for h in &c.headers {
+        if http::HeaderName::from_bytes(h.name.as_bytes()).is_err() {
+            return Err(PlanError::NotHttp {
+                flag: "-H",
+                value: h.name.clone(),
+                why: "not a valid header name",
+            });
+        }
+        if http::HeaderValue::from_bytes(h.value.as_bytes()).is_err() {
+            return Err(PlanError::NotHttp {
+                flag: "-H",
+                value: h.name.clone(),
+                why: "the value contains CR, LF or another control character",
+            });
+        }
+    }
+    if let Some(a) = &c.soap_action
+        && http::HeaderValue::from_bytes(a.as_bytes()).is_err()
+    {
+        return Err(PlanError::NotHttp {
+            flag: "--soap-action",
+            value: a.clone(),
+            why: "contains CR, LF or another control character",
+        });
+    }
+    if let Some(m) = &c.method
+        && http::Method::from_bytes(m.as_bytes()).is_err()
+    {
+        return Err(PlanError::NotHttp {
+            flag: "--method",
+            value: m.clone(),
+            why: "not a valid HTTP method",
+        });
+    }
+    Ok(())
+}
+
 fn only_headers(c: &CustomCall) -> bool {
     CustomCall {
         headers: Vec::new(),
@@ -223,7 +272,7 @@ fn validate_custom(protocol: Protocol, c: &CustomCall) -> Result<(), PlanError> 
 mod tests {
     use super::*;
     use crate::plan_defaults;
-    use protobench_model::load::TlsPlan;
+    use protobench_model::load::{Header, TlsPlan};
 
     fn plan() -> LoadPlan {
         let mut p = plan_defaults(Protocol::Rest, "127.0.0.1:1");
@@ -271,6 +320,44 @@ mod tests {
             (
                 Box::new(|p| p.rate = Some(0.0)),
                 "--rate must be a positive number, got 0",
+            ),
+            (
+                Box::new(|p| {
+                    p.custom = Some(CustomCall {
+                        headers: vec![Header {
+                            name: "X-A".into(),
+                            value: "1\r\nX-Injected: 2".into(),
+                        }],
+                        ..CustomCall::default()
+                    })
+                }),
+                "-H \"X-A\": the value contains CR, LF or another control character",
+            ),
+            (
+                Box::new(|p| {
+                    p.custom = Some(CustomCall {
+                        headers: vec![Header {
+                            name: "X A".into(),
+                            value: "1".into(),
+                        }],
+                        ..CustomCall::default()
+                    })
+                }),
+                "-H \"X A\": not a valid header name",
+            ),
+            (
+                Box::new(|p| {
+                    p.workload = None;
+                    p.custom = Some(CustomCall {
+                        method: Some("GET / HTTP/1.1\r\nX: y".into()),
+                        ..CustomCall::default()
+                    })
+                }),
+                "--method \"GET / HTTP/1.1\\r\\nX: y\": not a valid HTTP method",
+            ),
+            (
+                Box::new(|p| p.target = "http://127.0.0.1:1/a\r\nX: y".into()),
+                "--target \"http://127.0.0.1:1/a\\r\\nX: y\": contains a control character",
             ),
             (
                 Box::new(|p| p.rate = Some(1e30)),
