@@ -360,3 +360,66 @@ fn cr_lf_in_a_header_value_is_refused_for_every_protocol_before_any_connection()
     let err = listener.accept().expect_err("no connection was made");
     assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock);
 }
+
+#[test]
+fn ctrl_c_while_connecting_exits_130_at_once() {
+    // Accepts TCP and never answers: the TLS handshake hangs until
+    // --connect-timeout (60 s) unless Ctrl-C ends it.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (accepted_tx, accepted_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in listener.incoming().flatten() {
+            held.push(s);
+            let _ = accepted_tx.send(());
+        }
+    });
+    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .args([
+            "load",
+            "--protocol",
+            "grpc",
+            "--target",
+            &addr,
+            "--workload",
+            "tasks.int",
+            "--insecure",
+            "--connect-timeout",
+            "60s",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    accepted_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the engine connects");
+    std::thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if signalled.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still connecting 10 s after SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let waited = signalled.elapsed();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        stderr(&o),
+        format!("error: interrupted while connecting to {addr}: no call was made\n")
+    );
+    assert_eq!(status.code(), Some(130));
+    assert!(waited < Duration::from_secs(2), "exited {waited:?} after SIGINT");
+}

@@ -74,7 +74,19 @@ async fn run_with<D: driver::Driver + Send + Sync>(
     let mut connected = 0u64;
     let mut first_error = None;
     while ready < threads {
-        match rx.recv().await {
+        let msg = tokio::select! {
+            m = rx.recv() => m,
+            () = cancel.cancelled() => {
+                // Ctrl-C while connecting: the threads drop their connection
+                // attempts on the same token; do not wait for the timeout.
+                let _ = start_tx.send(Some(None));
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(LoadError::Interrupted { target: addr.to_string() });
+            }
+        };
+        match msg {
             Some(engine::Msg::Ready {
                 connected: c,
                 first_error: e,

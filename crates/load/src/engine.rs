@@ -226,12 +226,16 @@ async fn worker<D: Driver>(
     });
     // Open the initial connections, all at once.
     let cells: Vec<Rc<ConnCell<D>>> = (0..ctx.plan.connections).map(|_| Rc::new(ConnCell::new())).collect();
-    let opened = futures_join_all(cells.iter().map(|cell| {
+    let opening = futures_join_all(cells.iter().map(|cell| {
         let cell = cell.clone();
         let ctx = ctx.clone();
         async move { cell.acquire(&ctx).await }
-    }))
-    .await;
+    }));
+    let opened = tokio::select! {
+        opened = opening => opened,
+        // Ctrl-C while connecting: give up now, not at the connect timeout.
+        () = cancel.cancelled() => return None,
+    };
     let mut first_error = None;
     let mut connected = 0;
     let mut handles: Vec<Option<D::Conn>> = Vec::new();

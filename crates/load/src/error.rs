@@ -134,6 +134,13 @@ pub enum LoadError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// Cancelled (Ctrl-C) while the initial connections were opening: no
+    /// call was made, so there is no result.
+    #[error("interrupted while connecting to {target}: no call was made")]
+    Interrupted {
+        /// The address being connected to.
+        target: String,
+    },
     /// An engine thread could not be started.
     #[error("cannot start an engine thread")]
     Thread(#[source] std::io::Error),

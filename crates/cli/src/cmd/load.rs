@@ -349,6 +349,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             return Ok(usage(error_chain(&e)));
         }
+        Err(e @ LoadError::Interrupted { .. }) => {
+            if let Some(h) = histogram {
+                h.discard();
+            }
+            eprintln!("error: {}", error_chain(&e));
+            return Ok(ExitCode::from(130));
+        }
         Err(e) => {
             if let Some(h) = histogram {
                 h.discard();
