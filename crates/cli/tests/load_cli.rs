@@ -423,3 +423,29 @@ fn ctrl_c_while_connecting_exits_130_at_once() {
     assert_eq!(status.code(), Some(130));
     assert!(waited < Duration::from_secs(2), "exited {waited:?} after SIGINT");
 }
+
+#[test]
+fn grpc_against_an_http2_rest_port_counts_the_http_status() {
+    let (mut server, addr) = serve("rest-h2", &[]);
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "grpc",
+        "--target",
+        &addr,
+        "--workload",
+        "tasks.int",
+        "--requests",
+        "5",
+        "--output",
+        "json",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["errors"],
+        serde_json::json!([{"kind": "http_status", "count": 5, "sample": "http status 404 (expected 200)"}])
+    );
+}
