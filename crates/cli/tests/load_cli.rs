@@ -449,3 +449,51 @@ fn grpc_against_an_http2_rest_port_counts_the_http_status() {
         serde_json::json!([{"kind": "http_status", "count": 5, "sample": "http status 404 (expected 200)"}])
     );
 }
+
+#[test]
+fn generator_cpu_covers_the_measured_window_and_short_windows_are_not_judged() {
+    let (mut server, addr) = serve("grpc", &[]);
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "load",
+            "--protocol",
+            "grpc",
+            "--target",
+            &addr,
+            "--workload",
+            "tasks.int",
+            "--concurrency",
+            "8",
+            "--connections",
+            "8",
+            "--threads",
+            "2",
+            "--output",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        let o = protobench(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    // Used to print "185% busy, generator-bound" with 0 calls.
+    let v = run(&["--duration", "1ns"]);
+    let g = &v["generator"];
+    assert_eq!(g["generator_bound"], false);
+    let reason = g["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("window too short to judge (") && reason.ends_with("; needs at least 1 s and 100 calls)"),
+        "{reason}"
+    );
+    assert!(g["cpu_utilization"].as_f64().unwrap() <= 1.0, "{g}");
+    // With a warm-up: the per-call figure is the total over the measured calls.
+    let v = run(&["--requests", "150", "--warmup", "300ms"]);
+    let g = &v["generator"];
+    assert_eq!(v["calls"], 150);
+    let (cpu, per_call) = (g["cpu_ns"].as_f64().unwrap(), g["cpu_ns_per_call"].as_f64().unwrap());
+    assert!(cpu > 0.0);
+    assert!((per_call * 150.0 - cpu).abs() <= 1.0, "{g}");
+    assert!(g["cpu_utilization"].as_f64().unwrap() <= 1.0, "{g}");
+    let _ = server.kill();
+    let _ = server.wait();
+}

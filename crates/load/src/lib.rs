@@ -42,7 +42,7 @@ pub use protobench_model::load::{
 };
 use protobench_model::load::{DEFAULT_CONNECT_TIMEOUT_NS, DEFAULT_DURATION_NS, DEFAULT_TIMEOUT_NS};
 
-pub use crate::coordinator::{CPU_BOUND_UTILIZATION, LAG_BOUND_NS, run};
+pub use crate::coordinator::{CPU_BOUND_UTILIZATION, LAG_BOUND_NS, MIN_JUDGED_CALLS, MIN_JUDGED_WINDOW_NS, run};
 pub use crate::driver::http2::Http2Error;
 pub use crate::driver::net::TlsError;
 pub use crate::error::{HistogramError, LoadError, PlanError};

@@ -505,7 +505,7 @@ fn summary(r: &LoadResult) -> String {
     );
     let g = &r.generator;
     s += &format!(
-        "{:<10} cpu {} ({}/call, {:.0}% of {} thread{}), schedule lag p99 {}\n",
+        "{:<10} cpu {} in the measured window ({}/call, {:.0}% of {} thread{}), schedule lag p99 {}\n",
         "generator",
         fmt_ns(g.cpu_ns as f64),
         fmt_ns(g.cpu_ns_per_call),
@@ -518,8 +518,11 @@ fn summary(r: &LoadResult) -> String {
             fmt_ns(g.schedule_lag.p99_ns as f64)
         }
     );
-    if g.generator_bound {
-        s += &format!("{:<10} GENERATOR-BOUND: {}\n", "", g.reason.clone().unwrap_or_default());
+    match (&g.reason, g.generator_bound) {
+        (reason, true) => s += &format!("{:<10} GENERATOR-BOUND: {}\n", "", reason.clone().unwrap_or_default()),
+        // Not judged (a window too short).
+        (Some(reason), false) => s += &format!("{:<10} not judged: {reason}\n", ""),
+        (None, false) => {}
     }
     s
 }
