@@ -135,3 +135,29 @@ fn unknown_workload_is_bad_usage() {
     );
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn timeout_out_of_range_is_refused_naming_the_flag_and_the_range() {
+    for (value, rule) in [
+        ("100000000000000000000000s", "must be at most 1000000s (11.6 days)"),
+        ("18446744074s", "must be at most 1000000s (11.6 days)"),
+        ("0s", "must be positive and at most 1000000s (11.6 days)"),
+    ] {
+        let o = protobench(&[
+            "verify",
+            "--protocol",
+            "rest",
+            "--target",
+            "127.0.0.1:9",
+            "--timeout",
+            value,
+        ]);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr),
+            format!(
+                "error: invalid value '{value}' for '--timeout <TIMEOUT>': {rule}\n\nFor more information, try '--help'.\n"
+            )
+        );
+        assert_eq!(o.status.code(), Some(2));
+    }
+}

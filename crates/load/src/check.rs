@@ -117,6 +117,17 @@ impl Check {
                         format!("http status {} (expected 200)", resp.status),
                     ));
                 }
+                // The driver sets the content type of every gRPC response it
+                // did not read as gRPC (None: not kept, read as gRPC).
+                if let Some(ct) = &resp.content_type
+                    && !crate::driver::http2::is_grpc_content_type(ct.as_bytes())
+                {
+                    let ct = if ct.is_empty() { "none" } else { ct.as_str() };
+                    return Err(CallError::new(
+                        ErrorKind::HttpStatus,
+                        format!("http status 200 with content-type {ct} (expected application/grpc)"),
+                    ));
+                }
                 let status = resp
                     .grpc
                     .as_ref()
@@ -228,6 +239,50 @@ mod tests {
         let err = grpc_check().judge(&resp, &CheckState::default()).unwrap_err();
         assert_eq!(err.kind, ErrorKind::GrpcStatus);
         assert_eq!(err.message, "grpc status 14 (UNAVAILABLE): injected failure");
+    }
+
+    #[test]
+    fn a_grpc_call_answered_without_grpc_is_an_http_status_error() {
+        let cases = [
+            (404, Some("text/plain"), "http status 404 (expected 200)"),
+            (
+                200,
+                Some("application/json"),
+                "http status 200 with content-type application/json (expected application/grpc)",
+            ),
+            (
+                200,
+                Some(""),
+                "http status 200 with content-type none (expected application/grpc)",
+            ),
+        ];
+        for (status, ct, want) in cases {
+            let resp = Response {
+                status,
+                content_type: ct.map(str::to_owned),
+                ..Response::default()
+            };
+            let err = grpc_check().judge(&resp, &CheckState::default()).unwrap_err();
+            assert_eq!((err.kind, err.message.as_str()), (ErrorKind::HttpStatus, want));
+        }
+        for ct in [
+            "application/grpc",
+            "application/grpc+proto",
+            "application/grpc; charset=x",
+        ] {
+            let resp = Response {
+                status: 200,
+                content_type: Some(ct.into()),
+                grpc: Some(GrpcStatus {
+                    code: 0,
+                    message: String::new(),
+                }),
+                grpc_messages: 1,
+                ..Response::default()
+            };
+            grpc_check().judge(&resp, &CheckState::default()).unwrap();
+        }
+        assert!(!crate::driver::http2::is_grpc_content_type(b"application/grpcx"));
     }
 
     #[test]

@@ -74,7 +74,19 @@ async fn run_with<D: driver::Driver + Send + Sync>(
     let mut connected = 0u64;
     let mut first_error = None;
     while ready < threads {
-        match rx.recv().await {
+        let msg = tokio::select! {
+            m = rx.recv() => m,
+            () = cancel.cancelled() => {
+                // Ctrl-C while connecting: the threads drop their connection
+                // attempts on the same token; do not wait for the timeout.
+                let _ = start_tx.send(Some(None));
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(LoadError::Interrupted { target: addr.to_string() });
+            }
+        };
+        match msg {
             Some(engine::Msg::Ready {
                 connected: c,
                 first_error: e,
@@ -166,8 +178,8 @@ fn assemble(
     let mut lag = record::histogram();
     let mut connect = record::histogram();
     let mut errors = record::Errors::default();
-    let (mut successes, mut failures, mut started, mut all_calls, mut starved) = (0, 0, 0, 0, 0);
-    let (mut sent, mut received, mut cpu_ns, mut opened, mut last) = (0, 0, 0, 0, 0);
+    let (mut successes, mut failures, mut started, mut starved) = (0, 0, 0, 0);
+    let (mut sent, mut received, mut cpu_ns, mut window_ns, mut opened, mut last) = (0, 0, 0, 0, 0, 0);
     for r in reports {
         let rec = r.recorder;
         let _ = latency.add(&rec.latency);
@@ -178,13 +190,13 @@ fn assemble(
         successes += rec.successes;
         failures += rec.failures;
         started += rec.started;
-        all_calls += rec.all_calls;
         starved += rec.starved;
         opened += rec.connections_opened;
         last = last.max(rec.last_completion_ns);
         sent += r.bytes_sent;
         received += r.bytes_received;
         cpu_ns += r.cpu_ns;
+        window_ns += r.window_ns;
     }
     let run_ns = ended.saturating_duration_since(t0).as_nanos() as u64;
     let end_reason = if interrupted {
@@ -205,7 +217,13 @@ fn assemble(
     let per_call = |b: u64| {
         if calls == 0 { 0.0 } else { b as f64 / calls as f64 }
     };
-    let cpu_utilization = cpu_ns as f64 / (run_ns.max(1) as f64 * threads as f64);
+    // CPU and wall time over the same window, per thread: a thread cannot be
+    // busier than its wall time (the clamp only absorbs clock granularity).
+    let cpu_utilization = if window_ns == 0 {
+        0.0
+    } else {
+        (cpu_ns as f64 / window_ns as f64).min(1.0)
+    };
     let started_rate = started as f64 / secs;
     let (generator_bound, reason) = generator_verdict(&Verdict {
         target_rate: plan.rate,
@@ -216,6 +234,7 @@ fn assemble(
         calls,
         errors: errors.total(),
         starved,
+        window_ns: duration_ns,
     });
     let mut encoded = Vec::new();
     let _ = hdrhistogram::serialization::V2DeflateSerializer::new().serialize(&latency, &mut encoded);
@@ -242,11 +261,7 @@ fn assemble(
         generator: Generator {
             threads: threads as u32,
             cpu_ns,
-            cpu_ns_per_call: if all_calls == 0 {
-                0.0
-            } else {
-                cpu_ns as f64 / all_calls as f64
-            },
+            cpu_ns_per_call: if calls == 0 { 0.0 } else { cpu_ns as f64 / calls as f64 },
             cpu_utilization,
             schedule_lag: record::summary(&lag),
             generator_bound,
@@ -268,7 +283,14 @@ pub(crate) struct Verdict {
     pub(crate) calls: u64,
     pub(crate) errors: u64,
     pub(crate) starved: u64,
+    /// The measured window.
+    pub(crate) window_ns: u64,
 }
+
+/// The shortest measured window the generator-bound rule judges.
+pub const MIN_JUDGED_WINDOW_NS: u64 = 1_000_000_000;
+/// The fewest measured calls the generator-bound rule judges.
+pub const MIN_JUDGED_CALLS: u64 = 100;
 
 /// CPU share of its threads above which the engine counts as saturated.
 pub const CPU_BOUND_UTILIZATION: f64 = 0.9;
@@ -281,7 +303,22 @@ pub const LAG_BOUND_NS: u64 = 10_000_000;
 ///    held back by the concurrency limit (< 1% found every caller busy), yet
 ///    calls started below 95% of the target rate or the schedule lag p99
 ///    exceeded 10 ms.
+///
+/// A window under 1 s or with fewer than 100 calls is not judged
+/// (`generator_bound` false, the reason says so): start-up and the last
+/// calls' drain dominate it.
 pub(crate) fn generator_verdict(v: &Verdict) -> (bool, Option<String>) {
+    if v.window_ns < MIN_JUDGED_WINDOW_NS || v.calls < MIN_JUDGED_CALLS {
+        return (
+            false,
+            Some(format!(
+                "window too short to judge ({}, {} call{}; needs at least 1 s and 100 calls)",
+                protobench_model::format::fmt_ns(v.window_ns as f64),
+                v.calls,
+                if v.calls == 1 { "" } else { "s" }
+            )),
+        );
+    }
     if v.cpu_utilization >= CPU_BOUND_UTILIZATION {
         return (
             true,
@@ -335,6 +372,7 @@ mod tests {
             calls: 10_000,
             errors: 0,
             starved: 0,
+            window_ns: 10_000_000_000,
         };
         let rows: Vec<(Verdict, bool, &str)> = vec![
             (base, false, "on schedule, idle CPU: the server set the pace"),
@@ -398,9 +436,46 @@ mod tests {
                 false,
                 "closed loop has no target rate",
             ),
+            (
+                Verdict {
+                    cpu_utilization: 1.0,
+                    window_ns: 1,
+                    calls: 0,
+                    ..base
+                },
+                false,
+                "--duration 1ns: nothing to judge",
+            ),
+            (
+                Verdict {
+                    cpu_utilization: 1.0,
+                    calls: 99,
+                    ..base
+                },
+                false,
+                "too few calls to judge",
+            ),
+            (
+                Verdict {
+                    cpu_utilization: 1.0,
+                    window_ns: 999_999_999,
+                    ..base
+                },
+                false,
+                "under a second",
+            ),
         ];
         for (v, want, why) in rows {
             assert_eq!(generator_verdict(&v).0, want, "{why}");
         }
+        let short = Verdict {
+            window_ns: 1,
+            calls: 0,
+            ..base
+        };
+        assert_eq!(
+            generator_verdict(&short).1.unwrap(),
+            "window too short to judge (1ns, 0 calls; needs at least 1 s and 100 calls)"
+        );
     }
 }

@@ -58,7 +58,11 @@ pub(crate) struct ThreadReport {
     pub(crate) recorder: Recorder,
     pub(crate) bytes_sent: u64,
     pub(crate) bytes_received: u64,
+    /// CPU time of the thread over its measured window.
     pub(crate) cpu_ns: u64,
+    /// Wall time of that window: from the end of the warm-up to the thread's
+    /// last call (0 when the run ended before the warm-up did).
+    pub(crate) window_ns: u64,
 }
 
 /// The start signal: `Some(instant)` to go, `None` to abort.
@@ -84,7 +88,6 @@ pub(crate) fn thread_main<D: Driver + Send + Sync>(
     start: StartSignal,
     cancel: CancellationToken,
 ) {
-    let cpu0 = thread_cpu_ns();
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -102,8 +105,7 @@ pub(crate) fn thread_main<D: Driver + Send + Sync>(
     let report = local.block_on(&rt, worker(driver, check, plan, tx.clone(), start, cancel));
     drop(local);
     drop(rt);
-    if let Some(mut report) = report {
-        report.cpu_ns = thread_cpu_ns().saturating_sub(cpu0);
+    if let Some(report) = report {
         let _ = tx.send(Msg::Done(report));
     }
 }
@@ -226,12 +228,16 @@ async fn worker<D: Driver>(
     });
     // Open the initial connections, all at once.
     let cells: Vec<Rc<ConnCell<D>>> = (0..ctx.plan.connections).map(|_| Rc::new(ConnCell::new())).collect();
-    let opened = futures_join_all(cells.iter().map(|cell| {
+    let opening = futures_join_all(cells.iter().map(|cell| {
         let cell = cell.clone();
         let ctx = ctx.clone();
         async move { cell.acquire(&ctx).await }
-    }))
-    .await;
+    }));
+    let opened = tokio::select! {
+        opened = opening => opened,
+        // Ctrl-C while connecting: give up now, not at the connect timeout.
+        () = cancel.cancelled() => return None,
+    };
     let mut first_error = None;
     let mut connected = 0;
     let mut handles: Vec<Option<D::Conn>> = Vec::new();
@@ -269,6 +275,19 @@ async fn worker<D: Driver>(
         })
     };
     PreciseTimer::new().sleep_until(start_at).await;
+    // The measured window starts when the warm-up ends: CPU and wall time
+    // are taken there (on this thread: its CPU clock is per thread).
+    let window_start: Rc<Cell<Option<(u64, Instant)>>> = Rc::new(Cell::new(None));
+    let measure_start = start_at + Duration::from_nanos(ctx.plan.warmup_ns);
+    let window_marker = {
+        let window_start = window_start.clone();
+        tokio::task::spawn_local(async move {
+            // (tokio's timer: a millisecond late is of no matter here)
+            tokio::time::sleep_until(measure_start.into()).await;
+            window_start.set(Some((thread_cpu_ns(), Instant::now())));
+        })
+    };
+    tokio::task::yield_now().await;
     // HTTP/1.1: each caller owns the connection it was given; HTTP/2: the
     // initial handle goes back, callers share the cell's connection.
     let mut callers = Vec::with_capacity(ctx.plan.callers);
@@ -283,6 +302,12 @@ async fn worker<D: Driver>(
     }
     ticker.abort();
     let _ = ticker.await;
+    window_marker.abort();
+    let _ = window_marker.await;
+    let (cpu_ns, window_ns) = match window_start.get() {
+        Some((cpu0, t0)) => (thread_cpu_ns().saturating_sub(cpu0), t0.elapsed().as_nanos() as u64),
+        None => (0, 0),
+    };
     let mut rec = ctx.recorder.borrow_mut();
     let until = ctx.elapsed_ns().max(rec.last_completion_ns);
     let closed = rec.roll_to(until);
@@ -297,7 +322,8 @@ async fn worker<D: Driver>(
         recorder,
         bytes_sent: ctx.counters.sent.get() - s0,
         bytes_received: ctx.counters.received.get() - r0,
-        cpu_ns: 0,
+        cpu_ns,
+        window_ns,
     }))
 }
 
@@ -383,7 +409,6 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
         let connect_failed = matches!(&outcome, Err(e) if e.kind == ErrorKind::Connect);
         {
             let mut rec = ctx.recorder.borrow_mut();
-            rec.all_calls += 1;
             if measured {
                 let closed = rec.roll_to(ended_ns);
                 ctx.send_seconds(closed);

@@ -67,6 +67,17 @@ pub enum PlanError {
         /// `rest` or `soap`.
         protocol: Protocol,
     },
+    /// A header (`-H`, `--soap-action`), method or target that is not valid
+    /// HTTP: CR or LF in it would end the line on the HTTP/1.1 wire.
+    #[error("{flag} {value:?}: {why}")]
+    NotHttp {
+        /// The flag, e.g. `-H`.
+        flag: &'static str,
+        /// The header name (or the method, the target).
+        value: String,
+        /// What is wrong.
+        why: &'static str,
+    },
     /// More engine threads than connections.
     #[error("--threads ({threads}) cannot be greater than --connections ({connections})")]
     MoreThreadsThanConnections {
@@ -122,6 +133,13 @@ pub enum LoadError {
         /// Why.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Cancelled (Ctrl-C) while the initial connections were opening: no
+    /// call was made, so there is no result.
+    #[error("interrupted while connecting to {target}: no call was made")]
+    Interrupted {
+        /// The address being connected to.
+        target: String,
     },
     /// An engine thread could not be started.
     #[error("cannot start an engine thread")]

@@ -42,12 +42,12 @@ pub use protobench_model::load::{
 };
 use protobench_model::load::{DEFAULT_CONNECT_TIMEOUT_NS, DEFAULT_DURATION_NS, DEFAULT_TIMEOUT_NS};
 
-pub use crate::coordinator::{CPU_BOUND_UTILIZATION, LAG_BOUND_NS, run};
+pub use crate::coordinator::{CPU_BOUND_UTILIZATION, LAG_BOUND_NS, MIN_JUDGED_CALLS, MIN_JUDGED_WINDOW_NS, run};
 pub use crate::driver::http2::Http2Error;
 pub use crate::driver::net::TlsError;
 pub use crate::error::{HistogramError, LoadError, PlanError};
 pub use crate::export::hgrm;
-pub use crate::validate::validate;
+pub use crate::validate::{MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};
 pub use crate::verify::{Outcome, VerifyReport, WorkloadVerdict, verify};
 
 /// What the engine reports while it runs.

@@ -87,8 +87,6 @@ pub(crate) struct Recorder {
     pub(crate) failures: u64,
     /// Measured calls started.
     pub(crate) started: u64,
-    /// Every call made, warm-up included.
-    pub(crate) all_calls: u64,
     /// Open loop: measured calls that found every caller of the thread busy at
     /// their intended start (the concurrency limit, not the generator, delayed them).
     pub(crate) starved: u64,
@@ -115,7 +113,6 @@ impl Recorder {
             successes: 0,
             failures: 0,
             started: 0,
-            all_calls: 0,
             starved: 0,
             last_completion_ns: 0,
             bytes_at_measure_start: None,

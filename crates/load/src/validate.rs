@@ -5,6 +5,31 @@ use protobench_model::load::{CustomCall, LoadPlan, Protocol};
 
 use crate::error::PlanError;
 
+/// The longest `--duration`, `--warmup`, `--timeout` and `--connect-timeout`:
+/// 10^6 s (11.6 days). Longer is a typo, and past 2^64 ns it would wrap.
+pub const MAX_DURATION_NS: u64 = 1_000_000 * 1_000_000_000;
+/// How [`MAX_DURATION_NS`] is written in messages.
+pub const MAX_DURATION_TEXT: &str = "at most 1000000s (11.6 days)";
+/// The lowest `--rate`, calls per second (one call in 1000 s).
+pub const MIN_RATE: f64 = 0.001;
+/// The highest `--rate`, calls per second (100x what one engine thread makes).
+pub const MAX_RATE: f64 = 10_000_000.0;
+
+fn seconds(ns: u64) -> String {
+    format!("{}s", ns as f64 / 1e9)
+}
+
+fn at_most_max_duration(flag: &'static str, ns: u64) -> Result<(), PlanError> {
+    if ns > MAX_DURATION_NS {
+        return Err(PlanError::OutOfRange {
+            flag,
+            rule: MAX_DURATION_TEXT,
+            value: seconds(ns),
+        });
+    }
+    Ok(())
+}
+
 /// Checks every input together; errors name the flags involved.
 pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
     let p = plan.protocol;
@@ -41,6 +66,7 @@ pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
             Some(c) => validate_custom(p, c)?,
         }
     }
+    validate_http(plan)?;
     if plan.concurrency == 0 {
         return Err(PlanError::OutOfRange {
             flag: "--concurrency",
@@ -83,6 +109,21 @@ pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
             value: rate.to_string(),
         });
     }
+    if let Some(rate) = plan.rate
+        && !(MIN_RATE..=MAX_RATE).contains(&rate)
+    {
+        return Err(PlanError::OutOfRange {
+            flag: "--rate",
+            rule: "between 0.001 and 10000000 calls/s",
+            value: rate.to_string(),
+        });
+    }
+    if let Some(d) = plan.duration_ns {
+        at_most_max_duration("--duration", d)?;
+    }
+    at_most_max_duration("--warmup", plan.warmup_ns)?;
+    at_most_max_duration("--timeout", plan.timeout_ns)?;
+    at_most_max_duration("--connect-timeout", plan.connect_timeout_ns)?;
     if plan.duration_ns.is_some() && plan.requests.is_some() {
         return Err(PlanError::Conflict("--duration", "--requests"));
     }
@@ -123,6 +164,54 @@ pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
             (None, Some(_)) => return Err(PlanError::Requires("--key", "--cert")),
             _ => {}
         }
+    }
+    Ok(())
+}
+
+/// Headers, method and target as HTTP allows them, for every protocol: the
+/// HTTP/1.1 driver writes them to the wire as they are.
+fn validate_http(plan: &LoadPlan) -> Result<(), PlanError> {
+    if plan.target.chars().any(char::is_control) {
+        return Err(PlanError::NotHttp {
+            flag: "--target",
+            value: plan.target.clone(),
+            why: "contains a control character",
+        });
+    }
+    let Some(c) = &plan.custom else { return Ok(()) };
+    for h in &c.headers {
+        if http::HeaderName::from_bytes(h.name.as_bytes()).is_err() {
+            return Err(PlanError::NotHttp {
+                flag: "-H",
+                value: h.name.clone(),
+                why: "not a valid header name",
+            });
+        }
+        if http::HeaderValue::from_bytes(h.value.as_bytes()).is_err() {
+            return Err(PlanError::NotHttp {
+                flag: "-H",
+                value: h.name.clone(),
+                why: "the value contains CR, LF or another control character",
+            });
+        }
+    }
+    if let Some(a) = &c.soap_action
+        && http::HeaderValue::from_bytes(a.as_bytes()).is_err()
+    {
+        return Err(PlanError::NotHttp {
+            flag: "--soap-action",
+            value: a.clone(),
+            why: "contains CR, LF or another control character",
+        });
+    }
+    if let Some(m) = &c.method
+        && http::Method::from_bytes(m.as_bytes()).is_err()
+    {
+        return Err(PlanError::NotHttp {
+            flag: "--method",
+            value: m.clone(),
+            why: "not a valid HTTP method",
+        });
     }
     Ok(())
 }
@@ -183,7 +272,7 @@ fn validate_custom(protocol: Protocol, c: &CustomCall) -> Result<(), PlanError> 
 mod tests {
     use super::*;
     use crate::plan_defaults;
-    use protobench_model::load::TlsPlan;
+    use protobench_model::load::{Header, TlsPlan};
 
     fn plan() -> LoadPlan {
         let mut p = plan_defaults(Protocol::Rest, "127.0.0.1:1");
@@ -232,6 +321,68 @@ mod tests {
                 Box::new(|p| p.rate = Some(0.0)),
                 "--rate must be a positive number, got 0",
             ),
+            (
+                Box::new(|p| {
+                    p.custom = Some(CustomCall {
+                        headers: vec![Header {
+                            name: "X-A".into(),
+                            value: "1\r\nX-Injected: 2".into(),
+                        }],
+                        ..CustomCall::default()
+                    })
+                }),
+                "-H \"X-A\": the value contains CR, LF or another control character",
+            ),
+            (
+                Box::new(|p| {
+                    p.custom = Some(CustomCall {
+                        headers: vec![Header {
+                            name: "X A".into(),
+                            value: "1".into(),
+                        }],
+                        ..CustomCall::default()
+                    })
+                }),
+                "-H \"X A\": not a valid header name",
+            ),
+            (
+                Box::new(|p| {
+                    p.workload = None;
+                    p.custom = Some(CustomCall {
+                        method: Some("GET / HTTP/1.1\r\nX: y".into()),
+                        ..CustomCall::default()
+                    })
+                }),
+                "--method \"GET / HTTP/1.1\\r\\nX: y\": not a valid HTTP method",
+            ),
+            (
+                Box::new(|p| p.target = "http://127.0.0.1:1/a\r\nX: y".into()),
+                "--target \"http://127.0.0.1:1/a\\r\\nX: y\": contains a control character",
+            ),
+            (
+                Box::new(|p| p.rate = Some(1e30)),
+                "--rate must be between 0.001 and 10000000 calls/s, got 1000000000000000000000000000000",
+            ),
+            (
+                Box::new(|p| p.rate = Some(1e-9)),
+                "--rate must be between 0.001 and 10000000 calls/s, got 0.000000001",
+            ),
+            (
+                Box::new(|p| p.duration_ns = Some(u64::MAX)),
+                "--duration must be at most 1000000s (11.6 days), got 18446744073.709553s",
+            ),
+            (
+                Box::new(|p| p.warmup_ns = MAX_DURATION_NS + 1),
+                "--warmup must be at most 1000000s (11.6 days), got 1000000.000000001s",
+            ),
+            (
+                Box::new(|p| p.timeout_ns = 2 * MAX_DURATION_NS),
+                "--timeout must be at most 1000000s (11.6 days), got 2000000s",
+            ),
+            (
+                Box::new(|p| p.connect_timeout_ns = 2 * MAX_DURATION_NS),
+                "--connect-timeout must be at most 1000000s (11.6 days), got 2000000s",
+            ),
         ];
         for (change, want) in cases {
             let mut p = plan();
@@ -240,5 +391,12 @@ mod tests {
             assert!(msg.starts_with(want), "{msg}");
         }
         validate(&plan()).unwrap();
+        let mut edge = plan();
+        edge.duration_ns = Some(MAX_DURATION_NS);
+        edge.warmup_ns = MAX_DURATION_NS;
+        edge.rate = Some(MAX_RATE);
+        validate(&edge).unwrap();
+        edge.rate = Some(MIN_RATE);
+        validate(&edge).unwrap();
     }
 }

@@ -350,17 +350,21 @@ pub struct ErrorCount {
 pub struct Generator {
     /// Engine threads.
     pub threads: u32,
-    /// CPU time (user + system) of the engine threads over the whole run.
+    /// CPU time (user + system) of the engine threads over the measured
+    /// window (from the end of the warm-up to each thread's last call; not
+    /// connecting, not the warm-up).
     pub cpu_ns: u64,
-    /// `cpu_ns` over all calls of the run (warm-up included).
+    /// `cpu_ns` over the measured calls.
     pub cpu_ns_per_call: f64,
-    /// `cpu_ns` divided by wall time and threads: 1.0 = every engine thread busy.
+    /// `cpu_ns` divided by the threads' summed wall time of that window, at
+    /// most 1.0 (= every engine thread busy).
     pub cpu_utilization: f64,
     /// How late calls started against their schedule (open loop; zero count in closed loop).
     pub schedule_lag: LatencySummary,
     /// Whether the generator, not the server, limited the run (rule in docs/engine.md).
     pub generator_bound: bool,
-    /// Why `generator_bound` is set, in one line.
+    /// Why `generator_bound` is set, in one line; with `generator_bound`
+    /// false, why the run was not judged (`window too short to judge ...`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }

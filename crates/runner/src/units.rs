@@ -34,7 +34,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("`{s}` is not a valid duration"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    // `from_secs_f64` panics past u64::MAX seconds; the caller range-checks
+    // what it accepts, this only refuses what no `Duration` can hold.
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}` is too long a duration"))
 }
 
 /// Parses a size: a plain number of bytes, or with `KB`, `MB`, `GB` (powers of
@@ -60,7 +62,12 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
             ));
         }
     };
-    Ok((value * factor).round() as u64)
+    let bytes = (value * factor).round();
+    // `as u64` saturates silently: refuse what does not fit instead.
+    if !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        return Err(format!("`{s}` is too large a size (at most 2^64 - 1 bytes)"));
+    }
+    Ok(bytes as u64)
 }
 
 /// Checks a service time: `sleep:<duration>` or `spin:<duration>`.
@@ -212,6 +219,20 @@ mod tests {
     }
 
     #[test]
+    fn durations_no_duration_can_hold_are_refused_not_panics() {
+        assert_eq!(
+            parse_duration("100000000000000000000000s").unwrap_err(),
+            "`100000000000000000000000s` is too long a duration"
+        );
+        assert!(parse_duration("10000000000000000h").is_err());
+        // Past 2^64 ns but within Duration: parsed exactly; callers range-check.
+        assert_eq!(
+            parse_duration("18446744074s").unwrap(),
+            Duration::from_secs(18_446_744_074)
+        );
+    }
+
+    #[test]
     fn sizes() {
         let ok = [
             ("1024", 1024),
@@ -224,6 +245,11 @@ mod tests {
             assert_eq!(parse_size(s).unwrap(), want, "{s}");
         }
         assert!(parse_size("12XB").unwrap_err().contains("accepted: B, KB"));
+        assert_eq!(
+            parse_size("20000000000GiB").unwrap_err(),
+            "`20000000000GiB` is too large a size (at most 2^64 - 1 bytes)"
+        );
+        assert!(parse_size("18446744073709551616").is_err());
     }
 
     #[test]

@@ -109,19 +109,19 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value_t = ArrivalArg::Uniform)]
     arrival: ArrivalArg,
     /// Measured time, e.g. 10s, 500ms, 2m (default 10s unless --requests).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = duration_arg)]
     duration: Option<Duration>,
     /// Stop after this many measured calls.
     #[arg(long)]
     requests: Option<u64>,
     /// Warm-up before measuring (not counted).
-    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    #[arg(long, value_parser = duration_arg, default_value = "0s")]
     warmup: Duration,
     /// Time limit of one call.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_parser = duration_arg, default_value = "10s")]
     timeout: Duration,
     /// Time limit of one connection attempt.
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_parser = duration_arg, default_value = "5s")]
     connect_timeout: Duration,
     /// Response checks: status (and size) or full (decode and compare).
     #[arg(long, value_enum, default_value_t = ValidateArg::Status)]
@@ -168,6 +168,31 @@ pub(crate) struct Args {
 
 pub(crate) use protobench_runner::units::parse_duration;
 
+/// A duration flag of `load` and `verify`: `parse_duration`, at most
+/// [`protobench_load::MAX_DURATION_NS`] (clap names the flag and the value).
+pub(crate) fn duration_arg(s: &str) -> Result<Duration, String> {
+    let max = Duration::from_nanos(protobench_load::MAX_DURATION_NS);
+    match parse_duration(s) {
+        Ok(d) if d <= max => Ok(d),
+        Ok(_) => Err(format!("must be {}", protobench_load::MAX_DURATION_TEXT)),
+        Err(e) if e.ends_with("too long a duration") => Err(format!("must be {}", protobench_load::MAX_DURATION_TEXT)),
+        Err(e) => Err(e),
+    }
+}
+
+/// A duration flag that must also be positive (`verify --timeout`).
+pub(crate) fn positive_duration_arg(s: &str) -> Result<Duration, String> {
+    match duration_arg(s)? {
+        Duration::ZERO => Err(format!("must be positive and {}", protobench_load::MAX_DURATION_TEXT)),
+        d => Ok(d),
+    }
+}
+
+/// Nanoseconds of a duration `duration_arg` accepted (at most 10^6 s, so it fits).
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
     ExitCode::from(2)
@@ -196,13 +221,13 @@ impl Args {
         };
         plan.requests = self.requests;
         plan.duration_ns = match (self.duration, self.requests) {
-            (Some(d), _) => Some(d.as_nanos() as u64),
+            (Some(d), _) => Some(nanos(d)),
             (None, Some(_)) => None,
             (None, None) => Some(protobench_model::load::DEFAULT_DURATION_NS),
         };
-        plan.warmup_ns = self.warmup.as_nanos() as u64;
-        plan.timeout_ns = self.timeout.as_nanos() as u64;
-        plan.connect_timeout_ns = self.connect_timeout.as_nanos() as u64;
+        plan.warmup_ns = nanos(self.warmup);
+        plan.timeout_ns = nanos(self.timeout);
+        plan.connect_timeout_ns = nanos(self.connect_timeout);
         plan.validate = match self.validate {
             ValidateArg::Status => Validation::Status,
             ValidateArg::Full => Validation::Full,
@@ -252,6 +277,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Err(e) = protobench_load::validate(&plan) {
         return Ok(usage(e));
     }
+    // Every output file must be writable before the run, not after it.
+    let histogram = match args.histogram.as_deref().map(OutputFile::open).transpose() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(3));
+        }
+    };
     let progress = !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -311,17 +344,28 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             | LoadError::Tls(_)
             | LoadError::Request(_)),
         ) => {
+            if let Some(h) = histogram {
+                h.discard();
+            }
             return Ok(usage(error_chain(&e)));
         }
+        Err(e @ LoadError::Interrupted { .. }) => {
+            if let Some(h) = histogram {
+                h.discard();
+            }
+            eprintln!("error: {}", error_chain(&e));
+            return Ok(ExitCode::from(130));
+        }
         Err(e) => {
+            if let Some(h) = histogram {
+                h.discard();
+            }
             eprintln!("error: {}", error_chain(&e));
             return Ok(ExitCode::from(3));
         }
     };
-    if let Some(path) = &args.histogram {
-        let text = protobench_load::hgrm(&result)?;
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
-    }
+    // Written before printing; a failure here still prints the result.
+    let unwritten = histogram.and_then(|h| h.write(&result).err());
     let mut out = std::io::stdout().lock();
     match args.output {
         Output::Text => out.write_all(summary(&result).as_bytes())?,
@@ -332,11 +376,61 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Output::Csv => out.write_all(csv(&result).as_bytes())?,
     }
     out.flush()?;
+    drop(out);
+    if let Some(e) = unwritten {
+        eprintln!("error: {e}; the result is printed above");
+        return Ok(ExitCode::from(3));
+    }
     Ok(if result.end_reason == protobench_load::EndReason::Interrupted {
         ExitCode::from(130)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// An output file opened (not truncated) before the run, so that a path that
+/// cannot be written fails the run before any connection.
+struct OutputFile {
+    path: PathBuf,
+    file: std::fs::File,
+    /// Created by us: removed again when the run fails to start.
+    created: bool,
+}
+
+impl OutputFile {
+    fn open(path: &std::path::Path) -> Result<OutputFile, String> {
+        let fail = |e: std::io::Error| format!("cannot write --histogram {}: {e}", path.display());
+        let (file, created) = match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+            Ok(f) => (f, true),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                (std::fs::OpenOptions::new().write(true).open(path).map_err(fail)?, false)
+            }
+            Err(e) => return Err(fail(e)),
+        };
+        Ok(OutputFile {
+            path: path.to_owned(),
+            file,
+            created,
+        })
+    }
+
+    /// Replaces the file's content with the result's `.hgrm` text.
+    fn write(mut self, result: &LoadResult) -> Result<(), String> {
+        let fail = |e: &dyn std::fmt::Display| format!("cannot write --histogram {}: {e}", self.path.display());
+        let text = protobench_load::hgrm(result).map_err(|e| fail(&e))?;
+        if self.file.metadata().is_ok_and(|m| m.is_file()) {
+            self.file.set_len(0).map_err(|e| fail(&e))?;
+        }
+        self.file.write_all(text.as_bytes()).map_err(|e| fail(&e))?;
+        self.file.flush().map_err(|e| fail(&e))
+    }
+
+    /// The run did not happen: leave no empty file behind.
+    fn discard(self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 fn latency_line(label: &str, l: &protobench_load::LatencySummary) -> String {
@@ -411,7 +505,7 @@ fn summary(r: &LoadResult) -> String {
     );
     let g = &r.generator;
     s += &format!(
-        "{:<10} cpu {} ({}/call, {:.0}% of {} thread{}), schedule lag p99 {}\n",
+        "{:<10} cpu {} in the measured window ({}/call, {:.0}% of {} thread{}), schedule lag p99 {}\n",
         "generator",
         fmt_ns(g.cpu_ns as f64),
         fmt_ns(g.cpu_ns_per_call),
@@ -424,8 +518,11 @@ fn summary(r: &LoadResult) -> String {
             fmt_ns(g.schedule_lag.p99_ns as f64)
         }
     );
-    if g.generator_bound {
-        s += &format!("{:<10} GENERATOR-BOUND: {}\n", "", g.reason.clone().unwrap_or_default());
+    match (&g.reason, g.generator_bound) {
+        (reason, true) => s += &format!("{:<10} GENERATOR-BOUND: {}\n", "", reason.clone().unwrap_or_default()),
+        // Not judged (a window too short).
+        (Some(reason), false) => s += &format!("{:<10} not judged: {reason}\n", ""),
+        (None, false) => {}
     }
     s
 }

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use protobench_contract::workload;
 use protobench_load::LoadError;
 
-use super::load::{TlsArgs, parse_duration};
+use super::load::{TlsArgs, positive_duration_arg};
 
 /// Check every workload of a server against contract/vectors.
 #[derive(Debug, clap::Args)]
@@ -28,7 +28,7 @@ pub(crate) struct Args {
     #[arg(long)]
     workload: Vec<String>,
     /// Time limit of each workload's call.
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_parser = positive_duration_arg, default_value = "10s")]
     timeout: Duration,
     #[command(flatten)]
     tls: TlsArgs,

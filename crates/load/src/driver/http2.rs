@@ -187,7 +187,19 @@ impl Http2 {
         let response = response.await.map_err(|e| h2_error("reading the response", &e))?;
         let (parts, mut recv) = response.into_parts();
         let status = parts.status.as_u16();
-        let keep = keep_body || !(200..300).contains(&status);
+        // A gRPC call answered by something that is not gRPC (an HTTP/2 REST
+        // port: 404, text/plain): its body is not gRPC frames, and the check
+        // counts it by its HTTP status or content type.
+        // (A trailers-only answer carrying grpc-status is gRPC even if a
+        // server left its content type out.)
+        let not_grpc = self.grpc
+            && (status != 200
+                || !(parts.headers.contains_key("grpc-status")
+                    || parts
+                        .headers
+                        .get(http::header::CONTENT_TYPE)
+                        .is_some_and(|v| is_grpc_content_type(v.as_bytes()))));
+        let keep = keep_body || not_grpc || !(200..300).contains(&status);
         let content_type = if keep {
             parts
                 .headers
@@ -203,7 +215,7 @@ impl Http2 {
             let chunk = chunk.map_err(|e| h2_error("reading the response body", &e))?;
             let _ = recv.flow_control().release_capacity(chunk.len());
             len += chunk.len();
-            if self.grpc {
+            if self.grpc && !not_grpc {
                 deframer.feed(&chunk);
             }
             if let Some(k) = kept.as_mut() {
@@ -211,6 +223,16 @@ impl Http2 {
             }
         }
         let mut grpc = None;
+        if self.grpc && not_grpc {
+            return Ok(Response {
+                status,
+                content_type: Some(content_type.unwrap_or_default()),
+                body_len: len,
+                body: kept.map(BytesMut::freeze),
+                grpc: None,
+                grpc_messages: 0,
+            });
+        }
         if self.grpc {
             // Trailers-only responses carry grpc-status in the headers.
             grpc = grpc_status(&parts.headers);
@@ -259,6 +281,12 @@ impl Http2 {
             grpc_messages: deframer.messages,
         })
     }
+}
+
+/// `application/grpc`, optionally `+proto`/`+json` or `;` parameters.
+pub(crate) fn is_grpc_content_type(v: &[u8]) -> bool {
+    v.strip_prefix(b"application/grpc")
+        .is_some_and(|rest| rest.is_empty() || rest[0] == b'+' || rest[0] == b';')
 }
 
 fn grpc_status(headers: &HeaderMap) -> Option<GrpcStatus> {
