@@ -235,3 +235,35 @@ fn one_cpu_machine_is_not_pinned_and_says_so() {
     assert!(plan.server_cpus.is_none() && plan.generator_cpus.is_none());
     assert!(plan.notes.iter().any(|n| n.contains("not pinned")), "{:?}", plan.notes);
 }
+
+/// Issue 14, item 8: a duration no engine run can have is refused by name,
+/// never wrapped past 2^64 ns (`warmup = 18446744073.8` was 90 ms) nor a panic
+/// (`duration = 1e30`).
+#[test]
+fn durations_beyond_the_engines_range_are_refused() {
+    let load = "[load]\nconcurrency = 1\n";
+    let cases = [
+        (
+            format!("{BASE}duration = 1e30\n{load}"),
+            "presets/t.toml:4:12: duration: must be at most 1000000s (11.6 days)",
+        ),
+        (
+            format!("{BASE}warmup = 18446744073.8\n{load}"),
+            "presets/t.toml:4:10: warmup: must be at most 1000000s (11.6 days)",
+        ),
+        (
+            format!("{BASE}warmup = \"steady\"\nwarmup_max = \"300h\"\n{load}"),
+            "presets/t.toml:5:14: warmup_max: must be at most 1000000s (11.6 days)",
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(err(&text), want);
+    }
+    let ok = preset::resolve(&format!("{BASE}warmup = \"steady\"\n{load}"), "t.toml", &ctx()).unwrap();
+    assert_eq!(ok.warmup_ns, 120_000_000_000, "warmup_max defaults to 120 s");
+    assert!(ok.warmup_steady.is_some());
+    assert_eq!(
+        err(&format!("{BASE}warmup = \"1s\"\nwarmup_max = \"5s\"\n{load}")),
+        "presets/t.toml:5:14: warmup_max: only goes with warmup = \"steady\" (the longest a steady-state warm-up may take)"
+    );
+}

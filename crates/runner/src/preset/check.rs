@@ -38,8 +38,10 @@ impl<'a> Checker<'a> {
     /// A duration (seconds or text with a unit), or `default` when absent or wrong.
     pub(super) fn duration(&mut self, v: Option<&Spanned<DurationValue>>, key: &str, default: Duration) -> Duration {
         let Some(v) = v else { return default };
-        match v.get_ref() {
-            DurationValue::Seconds(s) if s.is_finite() && *s >= 0.0 => Duration::from_secs_f64(*s),
+        let d = match v.get_ref() {
+            DurationValue::Seconds(s) if s.is_finite() && *s >= 0.0 => {
+                Duration::try_from_secs_f64(*s).unwrap_or(Duration::MAX)
+            }
             DurationValue::Seconds(s) => {
                 self.issue(
                     v.span(),
@@ -52,10 +54,16 @@ impl<'a> Checker<'a> {
                 Ok(d) => d,
                 Err(e) => {
                     self.issue(v.span(), key, e);
-                    default
+                    return default;
                 }
             },
+        };
+        // Every duration fits the engine's range (and so a u64 of ns).
+        if d > Duration::from_nanos(protobench_load::MAX_DURATION_NS) {
+            self.issue(v.span(), key, format!("must be {}", protobench_load::MAX_DURATION_TEXT));
+            return default;
         }
+        d
     }
 
     /// An integer of at least `min` that fits a `u32`, or `default` when absent or wrong.
