@@ -507,7 +507,11 @@ fn a_killed_run_takes_its_server_with_it_and_is_then_interrupted() {
     // `runs` sees that nobody measures run 1 any more.
     let out = run_in(dir.path(), &["runs", "--db", "r.db"]);
     let s = text(&out.stdout);
-    assert!(s.lines().nth(1).unwrap().contains(" interrupted "), "{s}");
+    assert!(
+        s.lines().nth(1).is_some_and(|l| l.contains(" interrupted ")),
+        "{s}\n{}",
+        text(&out.stderr)
+    );
     assert_eq!(
         Store::open_read_only(&dir.path().join("r.db"))
             .unwrap()

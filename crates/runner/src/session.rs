@@ -330,16 +330,18 @@ fn mark(store: &mut Store) -> Result<Vec<i64>, StoreError> {
 }
 
 /// [`Session`]'s check of abandoned runs for the reading commands: opens
-/// the database for writing only when some run was abandoned.
+/// the database for writing only when some run was abandoned, or when it
+/// cannot be read (a writer killed mid-transaction leaves a journal that
+/// only a writer rolls back).
 pub fn mark_abandoned(db: &Path) -> Result<Vec<i64>, StoreError> {
-    let any = Store::open_read_only(db)?
-        .list_runs()?
-        .iter()
-        .any(|r| r.status == RunStatus::Running && RunLock::holder(db, r.id).is_none());
-    if !any {
+    let any = Store::open_read_only(db).and_then(|s| s.list_runs()).map(|runs| {
+        runs.iter()
+            .any(|r| r.status == RunStatus::Running && RunLock::holder(db, r.id).is_none())
+    });
+    if let Ok(false) = any {
         return Ok(vec![]);
     }
-    mark(&mut Store::open(db)?)
+    mark(&mut Store::open_existing(db)?)
 }
 
 /// How server and generator are kept apart, one line each, plus the plan's notes.
