@@ -7,6 +7,10 @@
 //! - Ctrl-C / SIGTERM keeps finished points, `--resume` finishes the run
 //! - locked, unwritable and full databases: clear messages, nothing lost
 //! - a server whose toolchain is missing fails its points, the run goes on
+//! - a killed run takes its server with it and is then seen `interrupted`;
+//!   a run being measured cannot be resumed by a second process
+//! - unsaved measurements: the run is incomplete, the file is unique to its
+//!   database and never overwritten, `import` brings it in once
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -334,20 +338,221 @@ fn a_full_disk_loses_nothing() {
         stderr.contains("could not be written to r.db: results database r.db: disk full"),
         "{stderr}"
     );
+    let file = saved_file(&stderr);
+    assert!(file.starts_with("./protobench-r-run-1-unsaved-"), "{stderr}");
     assert!(
-        stderr.contains("they are saved in ./protobench-run-1-unsaved.json"),
+        stderr.contains(&format!(
+            "       run 1 is incomplete: once the database can take them, `protobench import {file} --db r.db` stores them (or `protobench run --resume 1 --db r.db` measures them again)\n"
+        )),
         "{stderr}"
     );
-    let dump: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("protobench-run-1-unsaved.json")).unwrap()).unwrap();
+    let dump: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.path().join(&file)).unwrap()).unwrap();
     let unsaved = dump["measurements"].as_array().unwrap().len();
-    let stored = Store::open_read_only(&db)
+    let rec = Store::open_read_only(&db).unwrap().load_run(1).unwrap();
+    assert_eq!(
+        rec.measurements.len() + unsaved,
+        4,
+        "every measurement is in the database or the dump"
+    );
+    assert!(unsaved > 0);
+    // Not complete with measurements missing: --resume or import finishes it.
+    assert_eq!(rec.status, RunStatus::Interrupted);
+    assert!(
+        stdout_line(&out, "run 1 interrupted: 4 measurements"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // Another database in the same directory, same run id: its own file,
+    // and the first one is untouched.
+    let before = std::fs::read(dir.path().join(&file)).unwrap();
+    drop(Store::open(&dir.path().join("s.db")).unwrap());
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["run", "small.toml", "--db", "s.db", "--no-report"])
+        .env("PROTOBENCH_DB_MAX_PAGES", (pages + 3).to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let other = saved_file(&text(&out.stderr));
+    assert!(other.starts_with("./protobench-s-run-1-unsaved-"), "{other}");
+    assert_eq!(std::fs::read(dir.path().join(&file)).unwrap(), before);
+
+    // Imported once, refused twice; the run is then complete.
+    let out = run_in(dir.path(), &["import", &file, "--db", "r.db"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        format!("imported {unsaved} measurement(s) into run 1 of r.db; run 1 is complete\n")
+    );
+    let rec = Store::open_read_only(&db).unwrap().load_run(1).unwrap();
+    assert_eq!((rec.status, rec.measurements.len()), (RunStatus::Complete, 4));
+    let out = run_in(dir.path(), &["import", &file, "--db", "r.db"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        text(&out.stderr).starts_with("error: run 1 already has a measurement of point "),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stderr).ends_with(": nothing imported\n"));
+    // Into a database that does not exist: refused, nothing created.
+    let out = run_in(dir.path(), &["import", &file, "--db", "none.db"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        text(&out.stderr),
+        "error: results database none.db does not exist (run `protobench run` first, or pass --db)\n"
+    );
+    assert!(!dir.path().join("none.db").exists());
+}
+
+/// The file named by "they are saved in FILE (JSON...".
+fn saved_file(stderr: &str) -> String {
+    let rest = stderr
+        .split("they are saved in ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no saved file in:\n{stderr}"));
+    rest.split(" (JSON").next().unwrap().to_string()
+}
+
+fn stdout_line(out: &Output, prefix: &str) -> bool {
+    text(&out.stdout).lines().any(|l| l.starts_with(prefix))
+}
+
+#[test]
+fn resume_of_a_missing_database_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_in(dir.path(), &["run", "--resume", "1", "--db", "r.db"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        text(&out.stderr),
+        "error: opening run 1 to resume it: results database r.db does not exist (run `protobench run` first, or pass --db)\n"
+    );
+    assert!(!dir.path().join("r.db").exists());
+}
+
+/// Starts the SMALL preset in `dir` and reads its stderr until a line
+/// starts with `until`; returns the child and what it wrote.
+#[allow(clippy::zombie_processes)] // reason: the caller waits for the returned child
+fn start_small_until(dir: &Path, until: &str) -> (std::process::Child, BufReader<std::process::ChildStderr>, String) {
+    std::fs::write(dir.join("small.toml"), SMALL).unwrap();
+    let mut child = bin()
+        .current_dir(dir)
+        .args(["run", "small.toml", "--db", "r.db", "--no-report"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            let _ = child.wait();
+            panic!("the run ended before `{until}`:\n{seen}");
+        }
+        seen.push_str(&line);
+        if line.starts_with(until) {
+            return (child, err, seen);
+        }
+    }
+}
+
+/// The children of `parent` (from /proc).
+fn children(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let s = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let rest = &s[s.rfind(')')? + 1..];
+            (rest.split_whitespace().nth(1)? == parent.to_string()).then_some(pid)
+        })
+        .collect()
+}
+
+/// Running (not gone, not a zombie).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let rest = &s[s.rfind(')').map_or(0, |i| i + 1)..];
+        rest.split_whitespace().next() != Some("Z")
+    })
+}
+
+#[test]
+fn a_killed_run_takes_its_server_with_it_and_is_then_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, _err, seen) = start_small_until(dir.path(), "[1/4");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let servers = loop {
+        let c = children(child.id());
+        if !c.is_empty() || Instant::now() > deadline {
+            break c;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!servers.is_empty(), "no server running:\n{seen}");
+    child.kill().unwrap(); // SIGKILL: no handler runs
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while servers.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<u32> = servers.iter().copied().filter(|p| alive(*p)).collect();
+    for p in &left {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*p as i32), nix::sys::signal::Signal::SIGKILL);
+    }
+    assert!(left.is_empty(), "servers {left:?} outlived their killed runner");
+
+    // `runs` sees that nobody measures run 1 any more.
+    let out = run_in(dir.path(), &["runs", "--db", "r.db"]);
+    let s = text(&out.stdout);
+    assert!(
+        s.lines().nth(1).is_some_and(|l| l.contains(" interrupted ")),
+        "{s}\n{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        Store::open_read_only(&dir.path().join("r.db"))
+            .unwrap()
+            .load_run(1)
+            .unwrap()
+            .status,
+        RunStatus::Interrupted
+    );
+    // And --resume finishes it.
+    let out = run_in(dir.path(), &["run", "--resume", "1", "--db", "r.db", "--no-report"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rec = Store::open_read_only(&dir.path().join("r.db"))
         .unwrap()
         .load_run(1)
+        .unwrap();
+    assert_eq!((rec.status, rec.measurements.len()), (RunStatus::Complete, 4));
+}
+
+#[test]
+fn a_run_being_measured_cannot_be_resumed_by_another_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, err, _) = start_small_until(dir.path(), "[1/4");
+    let out = run_in(dir.path(), &["run", "--resume", "1", "--db", "r.db", "--no-report"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "error: run 1 is being measured by another protobench process (pid {})\n",
+            child.id()
+        )
+    );
+    // The first run goes on and finishes alone.
+    let rest: Vec<String> = err.lines().map(Result::unwrap).collect();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{rest:?}");
+    let rec = Store::open_read_only(&dir.path().join("r.db"))
         .unwrap()
-        .measurements
-        .len();
-    assert_eq!(stored + unsaved, 4, "every measurement is in the database or the dump");
+        .load_run(1)
+        .unwrap();
+    assert_eq!((rec.status, rec.measurements.len()), (RunStatus::Complete, 4));
+    assert!(!dir.path().join("r.db.run-1.lock").exists());
 }
 
 #[test]

@@ -141,6 +141,20 @@ pub enum StoreError {
         /// [`SCHEMA_VERSION`].
         supported: u32,
     },
+    /// That measurement is already stored; the store never replaces one.
+    #[error(
+        "results database {path}: run {run} already has a measurement of point {point}, repetition {repetition} (stored measurements are never replaced)"
+    )]
+    Duplicate {
+        /// The file.
+        path: PathBuf,
+        /// The run.
+        run: i64,
+        /// The point's index.
+        point: u32,
+        /// The repetition.
+        repetition: u32,
+    },
     /// No run with that id.
     #[error("no run {id} in {path}")]
     NoSuchRun {
@@ -247,6 +261,15 @@ impl Store {
         Ok(store)
     }
 
+    /// Opens an existing database for writing (never creates one: a missing
+    /// file is [`StoreError::Missing`]).
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing { path: path.to_owned() });
+        }
+        Store::open(path)
+    }
+
     /// Opens an existing database for reading (never creates one).
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
         if !path.exists() {
@@ -344,6 +367,19 @@ impl Store {
 
     /// Records a new run and its points; returns its id.
     pub fn create_run(&mut self, run: &NewRun) -> Result<i64, StoreError> {
+        self.create_run_with(run, |_| Ok::<_, StoreError>(()))
+            .map(|(id, ())| id)
+    }
+
+    /// [`Store::create_run`], calling `before_commit` with the new id before
+    /// the run becomes visible to other connections (to take the run's lock
+    /// first, so that nobody sees it `running` and unlocked); its error
+    /// rolls the run back.
+    pub fn create_run_with<T, E: From<StoreError>>(
+        &mut self,
+        run: &NewRun,
+        before_commit: impl FnOnce(i64) -> Result<T, E>,
+    ) -> Result<(i64, T), E> {
         let path = self.path.clone();
         let c = |e| classify(&path, e);
         let tx = self.conn.transaction().map_err(c)?;
@@ -382,21 +418,36 @@ impl Store {
             )
             .map_err(c)?;
         }
+        let held = before_commit(id)?;
         tx.commit().map_err(c)?;
-        Ok(id)
+        Ok((id, held))
     }
 
-    /// Stores one measurement (replacing an earlier record of the same point
-    /// and repetition), its histogram and time series, in one transaction.
+    /// Stores one measurement, its histogram and time series, in one
+    /// transaction. A measurement of the same point and repetition already
+    /// stored is never replaced: that is [`StoreError::Duplicate`].
     pub fn save_measurement(&mut self, run_id: i64, m: &Measurement) -> Result<(), StoreError> {
         let path = self.path.clone();
         let c = |e| classify(&path, e);
-        let tx = self.conn.transaction().map_err(c)?;
-        tx.execute(
-            "DELETE FROM measurements WHERE run_id = ?1 AND point_index = ?2 AND repetition = ?3",
-            params![run_id, m.point, m.repetition],
-        )
-        .map_err(c)?;
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(c)?;
+        let stored: i64 = tx
+            .query_row(
+                "SELECT COUNT(*) FROM measurements WHERE run_id = ?1 AND point_index = ?2 AND repetition = ?3",
+                params![run_id, m.point, m.repetition],
+                |r| r.get(0),
+            )
+            .map_err(c)?;
+        if stored > 0 {
+            return Err(StoreError::Duplicate {
+                path: self.path.clone(),
+                run: run_id,
+                point: m.point,
+                repetition: m.repetition,
+            });
+        }
         let r = m.result.as_ref();
         let cost = m.server_cost.as_ref();
         // The histogram and timeline live in their own tables, not twice.

@@ -2,7 +2,7 @@
 //!
 //! - a new file gets the current schema version; reopening is idempotent
 //! - runs, points and measurements round-trip (histogram and time series included)
-//! - a re-taken measurement replaces the old one; `missing` drives --resume
+//! - a stored measurement is never replaced; `missing` drives --resume
 //! - a newer schema, a locked file, an unwritable path and a full disk each
 //!   give their own error naming the file
 
@@ -95,18 +95,26 @@ fn runs_round_trip_with_histograms_and_time_series() {
 }
 
 #[test]
-fn a_retaken_measurement_replaces_the_old_one() {
+fn a_stored_measurement_is_never_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = Store::open(&dir.path().join("r.db")).unwrap();
     let run = new_run(1);
     let id = s.create_run(&run).unwrap();
     s.save_measurement(id, &testing::measurement(&run.points[0], 1, 1000.0))
         .unwrap();
-    s.save_measurement(id, &testing::measurement(&run.points[0], 1, 2000.0))
-        .unwrap();
+    let e = s
+        .save_measurement(id, &testing::measurement(&run.points[0], 1, 2000.0))
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "results database {}: run {id} already has a measurement of point 0, repetition 1 (stored measurements are never replaced)",
+            dir.path().join("r.db").display()
+        )
+    );
     let rec = s.load_run(id).unwrap();
     assert_eq!(rec.measurements.len(), 1);
-    assert_eq!(rec.measurements[0].result.as_ref().unwrap().rate, 2000.0);
+    assert_eq!(rec.measurements[0].result.as_ref().unwrap().rate, 1000.0);
 }
 
 #[test]

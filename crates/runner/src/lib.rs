@@ -19,6 +19,8 @@
 
 pub mod engine;
 pub mod error;
+pub mod guard;
+pub mod import;
 pub mod isolation;
 pub mod lookup;
 pub mod manifest;
@@ -28,6 +30,7 @@ pub mod orchestrate;
 pub mod plan;
 pub mod preset;
 pub mod procfs;
+pub mod runlock;
 pub mod search;
 pub mod server;
 pub mod session;

@@ -109,6 +109,10 @@ pub struct RunOptions {
     pub stop_grace: Duration,
     /// Extra environment for servers (tests).
     pub extra_env: Vec<(String, String)>,
+    /// The executable with the [`crate::guard`] subcommand every server is
+    /// started through, so that none outlives this process (the binary sets
+    /// it to itself; `None` starts servers directly).
+    pub guard: Option<PathBuf>,
 }
 
 impl RunOptions {
@@ -120,6 +124,7 @@ impl RunOptions {
             work_dir,
             stop_grace: STOP_GRACE,
             extra_env: vec![],
+            guard: None,
         }
     }
 }
@@ -281,7 +286,7 @@ impl<E: Engine> Ctx<'_, E> {
             cpus: self.plan.server_cpus.clone(),
             extra_env,
         };
-        RunningServer::start(&spec, cgroup).map_err(|e| RunnerError::ServerStart {
+        RunningServer::start_guarded(&spec, cgroup, self.opts.guard.as_deref()).map_err(|e| RunnerError::ServerStart {
             server: group.server.clone(),
             reason: error_chain(&e),
             log_tail: e.log_tail(),

@@ -185,7 +185,8 @@ pub struct RunningServer {
     /// Listen address by protocol.
     pub listeners: BTreeMap<Protocol, String>,
     log: LogTail,
-    cgroup: Option<Cgroup>,
+    keeper: Option<Keeper>,
+    cgroup: Option<Arc<Cgroup>>,
     started: Instant,
 }
 
@@ -230,20 +231,26 @@ fn status_text(s: ExitStatus) -> String {
 }
 
 /// The server's start command, its output piped; run in the server's
-/// directory unless embedded.
-fn command(m: &Manifest, argv: &[String]) -> Command {
+/// directory unless embedded. With a `guard` (this executable), the command
+/// runs through [`crate::guard`], so the server ends when the runner does.
+fn command(m: &Manifest, argv: &[String], guard: Option<&Path>) -> Command {
     // A relative start path is relative to the server's directory.
     let relative = !m.is_embedded() && argv[0].contains('/') && !Path::new(&argv[0]).is_absolute();
     let program = if relative {
-        m.dir.join(&argv[0])
+        let p = m.dir.join(&argv[0]);
+        std::path::absolute(&p).unwrap_or(p)
     } else {
         PathBuf::from(&argv[0])
     };
-    let mut cmd = Command::new(program);
-    cmd.args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = match guard {
+        Some(g) => crate::guard::command(g, &program, &argv[1..]),
+        None => {
+            let mut c = Command::new(program);
+            c.args(&argv[1..]);
+            c
+        }
+    };
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     if !m.is_embedded() {
         cmd.current_dir(&m.dir);
     }
@@ -284,30 +291,67 @@ fn set_env(cmd: &mut Command, spec: &StartSpec) {
     }
 }
 
+/// The thread that forked a server. It lives (asleep) until the server has
+/// been reaped, because the kernel sends a server its parent-death signal
+/// when the *thread* that forked it exits ([`crate::guard`]).
+#[derive(Debug)]
+struct Keeper {
+    release: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        drop(self.release.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Spawns `cmd` from a thread pinned to `cpus` and inside `cgroup`, so
 /// everything the server creates inherits both. When that thread could not
 /// enter the cgroup, the process is moved into it (and killed if that fails).
+/// The thread stays until the returned [`Keeper`] is dropped.
 fn spawn_isolated(
-    cmd: &mut Command,
+    mut cmd: Command,
     cpus: Option<&CpuSet>,
-    cgroup: Option<&Cgroup>,
+    cgroup: Option<&Arc<Cgroup>>,
     server: &str,
     command_line: String,
-) -> Result<Child, StartError> {
-    let spawn_result = std::thread::scope(|s| {
-        s.spawn(|| {
-            if let Some(c) = cpus {
-                isolation::pin_current_thread(c)?;
-            }
-            let mut entered = false;
-            if let Some(cg) = cgroup {
-                entered = cg.enter_current_thread().is_ok();
-            }
-            Ok::<_, isolation::IsolationError>((cmd.spawn(), entered))
+) -> Result<(Child, Keeper), StartError> {
+    let (result_tx, result_rx) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let (cpus, cgroup_for_thread) = (cpus.cloned(), cgroup.cloned());
+    let thread = std::thread::Builder::new()
+        .name(format!("server-{server}"))
+        .spawn(move || {
+            let spawned = (|| {
+                if let Some(c) = &cpus {
+                    isolation::pin_current_thread(c)?;
+                }
+                let mut entered = false;
+                if let Some(cg) = &cgroup_for_thread {
+                    entered = cg.enter_current_thread().is_ok();
+                }
+                Ok::<_, isolation::IsolationError>((cmd.spawn(), entered))
+            })();
+            let _ = result_tx.send(spawned);
+            // Until the server is gone (the sender is dropped).
+            let _ = released.recv();
+            // The last holder removes the cgroup, after the server.
+            drop(cgroup_for_thread);
         })
-        .join()
-        .expect("spawn thread does not panic")
-    });
+        .map_err(|source| StartError::Spawn {
+            server: server.to_string(),
+            command: command_line.clone(),
+            source,
+        })?;
+    let keeper = Keeper {
+        release: Some(release),
+        thread: Some(thread),
+    };
+    let spawn_result = result_rx.recv().expect("spawn thread sends its result");
     let (spawned, entered) = spawn_result.map_err(|source| StartError::Isolation {
         server: server.to_string(),
         source,
@@ -328,18 +372,30 @@ fn spawn_isolated(
             source,
         });
     }
-    Ok(child)
+    Ok((child, keeper))
 }
 
 impl RunningServer {
     /// Starts the server, pinned and limited, and waits for its listening
     /// lines (at most `start_timeout_s`).
     pub fn start(spec: &StartSpec, cgroup: Option<Cgroup>) -> Result<RunningServer, StartError> {
+        RunningServer::start_guarded(spec, cgroup, None)
+    }
+
+    /// [`RunningServer::start`] through `guard` (this executable, which has
+    /// the [`crate::guard`] subcommand): the server then ends when this
+    /// process ends, however it ends.
+    pub fn start_guarded(
+        spec: &StartSpec,
+        cgroup: Option<Cgroup>,
+        guard: Option<&Path>,
+    ) -> Result<RunningServer, StartError> {
+        let cgroup = cgroup.map(Arc::new);
         let m = &spec.manifest;
         let argv = m.start_command(&spec.exe);
-        let mut cmd = command(m, &argv);
+        let mut cmd = command(m, &argv, guard);
         set_env(&mut cmd, spec);
-        let mut child = spawn_isolated(&mut cmd, spec.cpus.as_ref(), cgroup.as_ref(), &m.name, argv.join(" "))?;
+        let (mut child, keeper) = spawn_isolated(cmd, spec.cpus.as_ref(), cgroup.as_ref(), &m.name, argv.join(" "))?;
         let log = LogTail::default();
         let (tx, rx) = mpsc::channel();
         spawn_reader(child.stdout.take().expect("piped"), log.clone(), Some(tx));
@@ -350,6 +406,7 @@ impl RunningServer {
             child,
             listeners: BTreeMap::new(),
             log,
+            keeper: Some(keeper),
             cgroup,
             started: Instant::now(),
         };
@@ -479,7 +536,9 @@ impl Drop for RunningServer {
         if let Ok(None) = self.child.try_wait() {
             self.stop(Duration::from_secs(2));
         }
-        // The cgroup (if any) is removed after the process is gone.
+        // The forking thread ends once the server is gone, then the cgroup
+        // (if any) is removed.
+        self.keeper.take();
         self.cgroup.take();
     }
 }

@@ -7,6 +7,11 @@
 //! taken, sets the run's final status, and keeps whatever the database
 //! refused in a JSON file beside it, so nothing measured is lost. The binary
 //! only renders the events and the finished record.
+//!
+//! A session holds its run's lock ([`crate::runlock`]) from start to end, so
+//! one run is measured by one process at a time, and a run left `running`
+//! by a process that is gone is recognised (its lock is free) and marked
+//! `interrupted` by the next session or [`mark_abandoned`].
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -24,6 +29,7 @@ use crate::isolation::{self, CgroupSupport};
 use crate::manifest::Catalog;
 use crate::orchestrate::{self, Outcome, RunEvent, RunOptions};
 use crate::plan::Plan;
+use crate::runlock::{LockError, RunLock};
 
 /// Why a session could not start or finish.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +38,10 @@ pub enum SessionError {
     /// store's error names the file and what happened).
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The run is being measured by another process (or its lock file
+    /// cannot be made).
+    #[error(transparent)]
+    Lock(#[from] LockError),
     /// A stored run's plan could not be read back.
     #[error("reading the plan of run {run}")]
     StoredPlan {
@@ -50,6 +60,8 @@ pub struct Session {
     run_id: i64,
     plan: Plan,
     todo: BTreeSet<(u32, u32)>,
+    abandoned: Vec<i64>,
+    _lock: RunLock,
 }
 
 /// What [`Session::resume`] found.
@@ -90,6 +102,7 @@ impl Session {
     /// from `catalog`, the isolation in force. `commit` is the build's.
     pub fn start(plan: Plan, db: &Path, catalog: &Catalog, commit: Option<String>) -> Result<Session, SessionError> {
         let mut store = Store::open(db)?;
+        let abandoned = mark(&mut store)?;
         let servers: BTreeSet<&str> = plan.groups.iter().map(|g| g.server.as_str()).collect();
         let environment = RunEnvironment {
             machine: Environment::detect(env!("CARGO_PKG_VERSION"), commit),
@@ -110,7 +123,8 @@ impl Session {
             points: plan.points.clone(),
             started_at: now_rfc3339(),
         };
-        let run_id = store.create_run(&new)?;
+        // Locked before anyone can see it `running`.
+        let (run_id, lock) = store.create_run_with(&new, |id| RunLock::acquire(db, id).map_err(SessionError::Lock))?;
         let todo = (1..=plan.repetitions)
             .flat_map(|r| plan.points.iter().map(move |p| (p.index, r)))
             .collect();
@@ -119,13 +133,25 @@ impl Session {
             run_id,
             plan,
             todo,
+            abandoned,
+            _lock: lock,
         })
     }
 
-    /// Reopens run `id` in the database at `db` to measure what it is missing.
+    /// Reopens run `id` in the database at `db` (which must exist) to
+    /// measure what it is missing; refused while another process measures it.
     pub fn resume(db: &Path, id: i64) -> Result<Resumed, SessionError> {
-        let mut store = Store::open(db)?;
+        let mut store = Store::open_existing(db)?;
+        store.load_run(id)?;
+        let lock = RunLock::acquire(db, id)?;
+        let mut abandoned = mark(&mut store)?;
+        // Read again: the last holder may have written until it let go.
         let record = store.load_run(id)?;
+        if record.status == RunStatus::Running {
+            // Its lock was free: whoever measured it is gone.
+            store.set_status(id, RunStatus::Interrupted, &now_rfc3339())?;
+            abandoned.insert(0, id);
+        }
         let missing = record.missing();
         if record.status == RunStatus::Complete && missing.is_empty() {
             return Ok(Resumed::AlreadyComplete);
@@ -138,12 +164,20 @@ impl Session {
             run_id: id,
             plan,
             todo: missing.into_iter().collect(),
+            abandoned,
+            _lock: lock,
         })))
     }
 
     /// The run's id.
     pub fn run_id(&self) -> i64 {
         self.run_id
+    }
+
+    /// Runs found `running` without a process measuring them (their runner
+    /// was killed), now marked `interrupted`.
+    pub fn abandoned(&self) -> &[i64] {
+        &self.abandoned
     }
 
     /// The plan being measured.
@@ -189,7 +223,12 @@ impl Session {
             cancel,
         )
         .await;
-        let status = outcome.status.unwrap_or(RunStatus::Failed);
+        let mut status = outcome.status.unwrap_or(RunStatus::Failed);
+        // Measurements missing from the database leave the run unfinished:
+        // `--resume` (or `protobench import`) completes it.
+        if status == RunStatus::Complete && !outcome.unsaved.is_empty() {
+            status = RunStatus::Interrupted;
+        }
         let status_error = self.store.set_status(self.run_id, status, &now_rfc3339()).err();
         let unsaved = (!outcome.unsaved.is_empty()).then(|| self.keep_unsaved(&outcome.unsaved));
         Finished {
@@ -200,31 +239,109 @@ impl Session {
         }
     }
 
-    /// Writes refused measurements (with the plan) to
-    /// `protobench-run-<ID>-unsaved.json` beside the database, else in the
-    /// temporary directory; returns the JSON itself when neither works.
+    /// Writes refused measurements (with the plan) to a new file
+    /// [`unsaved_file_name`] beside the database, else in the temporary
+    /// directory; returns the JSON itself when neither works. An existing
+    /// file is never overwritten.
     fn keep_unsaved(&self, measurements: &[Measurement]) -> Unsaved {
-        let dump = serde_json::json!({ "run": self.run_id, "plan": self.plan, "measurements": measurements });
+        let dump = UnsavedFile {
+            run: self.run_id,
+            database: self.store.path().to_path_buf(),
+            plan: serde_json::to_value(&self.plan).expect("a plan is plain data"),
+            measurements: measurements.to_vec(),
+        };
         let text = serde_json::to_string_pretty(&dump).expect("plain data");
-        let file = format!("protobench-run-{}-unsaved.json", self.run_id);
-        let beside = self
-            .store
-            .path()
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .join(&file);
-        let candidates = [beside, std::env::temp_dir().join(&file)];
-        match candidates.into_iter().find(|p| std::fs::write(p, &text).is_ok()) {
-            Some(p) => Unsaved::File(p),
-            None => Unsaved::Text(text),
+        let stem = self.store.path().file_stem().unwrap_or_default().to_string_lossy();
+        let stamp = now_rfc3339().replace(['-', ':'], "");
+        let dirs = [
+            self.store
+                .path()
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_path_buf(),
+            std::env::temp_dir(),
+        ];
+        for dir in dirs {
+            for n in 1..=100 {
+                let p = dir.join(unsaved_file_name(&stem, self.run_id, &stamp, n));
+                match write_new(&p, &text) {
+                    Ok(()) => return Unsaved::File(p),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                    Err(_) => break,
+                }
+            }
         }
+        Unsaved::Text(text)
     }
 
     /// The run as stored (what the table and the report show).
     pub fn record(&self) -> Result<RunRecord, StoreError> {
         self.store.load_run(self.run_id)
     }
+}
+
+/// What an unsaved-results file holds (`protobench import` reads it back).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct UnsavedFile {
+    /// The run the measurements belong to.
+    pub run: i64,
+    /// The database that refused them.
+    #[serde(default)]
+    pub database: PathBuf,
+    /// The run's plan (an import checks it against the stored one).
+    pub plan: serde_json::Value,
+    /// The measurements.
+    pub measurements: Vec<Measurement>,
+}
+
+/// `protobench-<database stem>-run-<ID>-unsaved-<UTC time>[-N].json`: two
+/// databases in one directory, or two attempts at one run, never share a file.
+pub fn unsaved_file_name(db_stem: &str, run: i64, stamp: &str, n: u32) -> String {
+    let suffix = if n > 1 { format!("-{n}") } else { String::new() };
+    format!("protobench-{db_stem}-run-{run}-unsaved-{stamp}{suffix}.json")
+}
+
+/// Creates `path` (failing if it exists) holding `text`.
+fn write_new(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
+    f.write_all(text.as_bytes()).inspect_err(|_| {
+        let _ = std::fs::remove_file(path);
+    })
+}
+
+/// Marks every run of `store` that is `running` while no process holds its
+/// lock (its runner was killed) `interrupted`; returns their ids.
+fn mark(store: &mut Store) -> Result<Vec<i64>, StoreError> {
+    let db = store.path().to_path_buf();
+    let mut marked = Vec::new();
+    for r in store.list_runs()? {
+        if r.status != RunStatus::Running {
+            continue;
+        }
+        // Holding the lock, nobody can start measuring it meanwhile.
+        if let Ok(_lock) = RunLock::acquire(&db, r.id) {
+            store.set_status(r.id, RunStatus::Interrupted, &now_rfc3339())?;
+            marked.push(r.id);
+        }
+    }
+    Ok(marked)
+}
+
+/// [`Session`]'s check of abandoned runs for the reading commands: opens
+/// the database for writing only when some run was abandoned, or when it
+/// cannot be read (a writer killed mid-transaction leaves a journal that
+/// only a writer rolls back).
+pub fn mark_abandoned(db: &Path) -> Result<Vec<i64>, StoreError> {
+    let any = Store::open_read_only(db).and_then(|s| s.list_runs()).map(|runs| {
+        runs.iter()
+            .any(|r| r.status == RunStatus::Running && RunLock::holder(db, r.id).is_none())
+    });
+    if let Ok(false) = any {
+        return Ok(vec![]);
+    }
+    mark(&mut Store::open_existing(db)?)
 }
 
 /// How server and generator are kept apart, one line each, plus the plan's notes.

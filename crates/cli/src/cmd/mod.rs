@@ -4,6 +4,7 @@ pub(crate) mod build;
 pub(crate) mod common;
 pub(crate) mod compare;
 pub(crate) mod contract;
+pub(crate) mod import;
 pub(crate) mod load;
 pub(crate) mod report;
 pub(crate) mod run;

@@ -21,7 +21,7 @@ use protobench_runner::manifest::Catalog;
 use protobench_runner::orchestrate::RunOptions;
 use protobench_runner::plan::Plan;
 use protobench_runner::preset::Context;
-use protobench_runner::session::{Finished, Resumed, Session, Unsaved};
+use protobench_runner::session::{Finished, Resumed, Session, SessionError, Unsaved};
 use protobench_runner::units::{CpuSet, parse_duration};
 use tokio_util::sync::CancellationToken;
 
@@ -80,7 +80,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 );
                 return Ok(ExitCode::from(2));
             }
-            match Session::resume(&args.db, id).with_context(|| format!("opening run {id} to resume it"))? {
+            let resumed = match Session::resume(&args.db, id) {
+                // Another process measures it: say who, nothing else.
+                Err(SessionError::Lock(e)) => {
+                    eprintln!("error: {e}");
+                    return Ok(ExitCode::from(3));
+                }
+                other => other.with_context(|| format!("opening run {id} to resume it"))?,
+            };
+            match resumed {
                 Resumed::AlreadyComplete => {
                     eprintln!("run {id} is already complete");
                     return Ok(ExitCode::SUCCESS);
@@ -101,6 +109,19 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             Session::start(plan, &args.db, &catalog, git_commit()).context("opening the results database")?
         }
     };
+    for run in session.abandoned() {
+        eprintln!(
+            "note: run {run} was left `running` by a protobench process that is gone: marked interrupted{}",
+            if *run == session.run_id() {
+                String::new()
+            } else {
+                format!(
+                    " (finish it with `protobench run --resume {run} --db {}`)",
+                    args.db.display()
+                )
+            }
+        );
+    }
     announce(session.plan(), &catalog);
     // 2. Pin the generator before any runtime thread exists.
     if let Some(w) = session.pin_generator() {
@@ -177,7 +198,9 @@ fn measure(session: &mut Session, catalog: &Catalog) -> anyhow::Result<Finished>
     let contract = super::common::contract_dir();
     let dataset = contract.join("data/dataset.json");
     let work_dir = std::env::temp_dir().join(format!("protobench-run-{}-{}", std::process::id(), session.run_id()));
-    let opts = RunOptions::new(exe, dataset.is_file().then_some(dataset), work_dir.clone());
+    let mut opts = RunOptions::new(exe.clone(), dataset.is_file().then_some(dataset), work_dir.clone());
+    // Every server ends with this process, however it ends.
+    opts.guard = Some(exe);
     let engine = LoadEngine { contract_dir: contract };
     let cancel = CancellationToken::new();
     let mut signals = {
@@ -217,9 +240,21 @@ fn report(session: &Session, finished: &Finished, args: &Args, started: Instant)
             outcome.save_error.as_deref().unwrap_or("unknown error")
         );
         match unsaved {
-            Unsaved::File(p) => eprintln!("       they are saved in {} (JSON: plan and measurements)", p.display()),
+            Unsaved::File(p) => {
+                eprintln!("       they are saved in {} (JSON: plan and measurements)", p.display());
+                eprintln!(
+                    "       run {run_id} is incomplete: once the database can take them, `protobench import {} --db {}` stores them (or `protobench run --resume {run_id} --db {}` measures them again)",
+                    p.display(),
+                    args.db.display(),
+                    args.db.display()
+                );
+            }
             Unsaved::Text(text) => {
                 eprintln!("       no file could be written either; the measurements follow on standard output");
+                eprintln!(
+                    "       run {run_id} is incomplete: `protobench run --resume {run_id} --db {}` measures them again",
+                    args.db.display()
+                );
                 println!("{text}");
             }
         }
@@ -250,6 +285,9 @@ fn report(session: &Session, finished: &Finished, args: &Args, started: Instant)
             Err(e) => eprintln!("warning: report not written: {e:#}"),
         }
     }
+    if !outcome.unsaved.is_empty() {
+        return Ok(ExitCode::from(3));
+    }
     if finished.status == RunStatus::Interrupted {
         eprintln!(
             "interrupted: {} measurement(s) left; finish with `protobench run --resume {run_id} --db {}`",
@@ -258,7 +296,7 @@ fn report(session: &Session, finished: &Finished, args: &Args, started: Instant)
         );
         return Ok(ExitCode::from(130));
     }
-    if !outcome.unsaved.is_empty() || finished.status_error.is_some() {
+    if finished.status_error.is_some() {
         return Ok(ExitCode::from(3));
     }
     Ok(if outcome.failed > 0 {

@@ -18,6 +18,10 @@ pub(crate) struct Args {
 
 /// Runs `protobench runs`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    // Runs whose runner was killed show as interrupted (their lock is free).
+    if args.db.exists() {
+        let _ = protobench_runner::session::mark_abandoned(&args.db);
+    }
     let store = super::common::open_read(&args.db)?;
     let runs = store.list_runs()?;
     if args.json {
