@@ -32,6 +32,15 @@ fn at_most_max_duration(flag: &'static str, ns: u64) -> Result<(), PlanError> {
 
 /// Checks every input together; errors name the flags involved.
 pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
+    validate_call(plan)?;
+    validate_http(plan)?;
+    validate_load(plan)?;
+    validate_times(plan)?;
+    validate_tls(plan)
+}
+
+/// What is called: a contract workload, or a custom call fit for the protocol.
+fn validate_call(plan: &LoadPlan) -> Result<(), PlanError> {
     let p = plan.protocol;
     if let Some(w) = &plan.workload
         && protobench_contract::workload::find(w).is_none()
@@ -66,7 +75,12 @@ pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
             Some(c) => validate_custom(p, c)?,
         }
     }
-    validate_http(plan)?;
+    Ok(())
+}
+
+/// Concurrency, connections, threads and rate.
+fn validate_load(plan: &LoadPlan) -> Result<(), PlanError> {
+    let p = plan.protocol;
     if plan.concurrency == 0 {
         return Err(PlanError::OutOfRange {
             flag: "--concurrency",
@@ -118,6 +132,11 @@ pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
             value: rate.to_string(),
         });
     }
+    Ok(())
+}
+
+/// Durations and the stop rule.
+fn validate_times(plan: &LoadPlan) -> Result<(), PlanError> {
     if let Some(d) = plan.duration_ns {
         at_most_max_duration("--duration", d)?;
     }
@@ -155,6 +174,11 @@ pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
             value: "0s".into(),
         });
     }
+    Ok(())
+}
+
+/// TLS options that exclude or need each other.
+fn validate_tls(plan: &LoadPlan) -> Result<(), PlanError> {
     if let Some(tls) = &plan.tls {
         if tls.insecure && tls.cacert.is_some() {
             return Err(PlanError::Conflict("--insecure", "--cacert"));

@@ -71,6 +71,10 @@ pub struct ShapePlan {
 
 const TOXIPROXY_INSTALL: &str = "install toxiproxy with scripts/setup.sh (go install github.com/Shopify/toxiproxy/v2/cmd/server@v2.5.0 and .../cmd/cli@v2.5.0, installed as toxiproxy-server and toxiproxy-cli in $(go env GOPATH)/bin or on PATH), or use a kernel with sch_netem";
 
+// Longer than the project's ~120-line guide: one decision table (per
+// property and direction: which mechanism this kernel and its tools allow,
+// or which error names what is missing), kept in one place so that every
+// combination can be read and unit-tested against it.
 /// Resolves `profile` against `caps`. Pure: the same inputs give the same
 /// plan or the same error, naming what is missing and how to get it.
 pub fn plan(profile: &LinkProfile, caps: &Capabilities) -> Result<ShapePlan, NetworkError> {
