@@ -44,6 +44,12 @@ pub struct Manifest {
     /// Seconds until every listening line must have appeared.
     #[serde(default = "default_start_timeout")]
     pub start_timeout_s: u64,
+    /// Shortest steady-state warm-up of this stack, in seconds, whatever
+    /// the preset's `warmup_min` (0: none of its own). A JIT runtime speeds
+    /// up in steps as it compiles, so a few flat seconds can precede a
+    /// jump; the steady-state test alone would stop there.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup_min_s: u64,
     /// Library versions the server pins.
     #[serde(default)]
     pub versions: BTreeMap<String, String>,
@@ -62,6 +68,10 @@ pub struct Manifest {
     /// The directory holding the manifest (not in the file).
     #[serde(skip)]
     pub dir: PathBuf,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// A variant of a server: another implementation of some of its protocols.
@@ -193,6 +203,7 @@ impl Manifest {
             build: vec![],
             start: vec![PROTOBENCH_PLACEHOLDER.into(), "serve".into()],
             start_timeout_s: 30,
+            warmup_min_s: 0,
             versions: BTreeMap::from([("protobench".to_string(), env!("CARGO_PKG_VERSION").to_string())]),
             variants: BTreeMap::new(),
             probe: Probe::default(),

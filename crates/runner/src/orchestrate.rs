@@ -724,8 +724,9 @@ async fn run_once<E: Engine>(
     Ok(m)
 }
 
-/// Warms up until the per-second rate has stopped rising
-/// (`protobench_model::steady::steady`) or `max_ns` has passed.
+/// Warms up for at least the preset's and the stack's minimum, then until
+/// the per-second rate has stopped rising (`protobench_model::steady::steady`),
+/// or until `max_ns` has passed.
 async fn steady_warmup<E: Engine>(
     ctx: &Ctx<'_, E>,
     site: &Site<'_>,
@@ -734,6 +735,9 @@ async fn steady_warmup<E: Engine>(
     spec: crate::plan::SteadyWarmup,
 ) -> Result<Warmup, MeasureError> {
     let plan = ctx.plan.load_plan(site.point, site.target, concurrency, max_ns, 0);
+    // The stack's own minimum (a JIT's) counts as much as the preset's.
+    let stack_min = (ctx.catalog.servers.get(&site.point.server)).map_or(0, |m| m.warmup_min_s);
+    let min_s = u64::from(spec.min_s).max(stack_min) as usize;
     let (tx, mut rx) = unbounded_channel();
     let stop = ctx.cancel.child_token();
     let watcher = {
@@ -748,7 +752,10 @@ async fn steady_warmup<E: Engine>(
                     && elapsed_ns <= max_ns
                 {
                     rates.push(rate);
-                    if !steady && protobench_model::steady::steady(&rates, spec.window_s as usize, spec.threshold) {
+                    if !steady
+                        && rates.len() >= min_s
+                        && protobench_model::steady::steady(&rates, spec.window_s as usize, spec.threshold)
+                    {
                         steady = true;
                         stop.cancel();
                     }

@@ -34,6 +34,10 @@ pub struct SteadyWarmup {
     pub window_s: u32,
     /// A rise over the window below this fraction of its mean rate counts as steady.
     pub threshold: f64,
+    /// Seconds warmed up before the first judgement (`warmup_min`; a
+    /// server's manifest may ask for more, see `Manifest::warmup_min_s`).
+    #[serde(default)]
+    pub min_s: u32,
 }
 
 impl Default for SteadyWarmup {
@@ -41,6 +45,7 @@ impl Default for SteadyWarmup {
         SteadyWarmup {
             window_s: 5,
             threshold: 0.02,
+            min_s: 5,
         }
     }
 }

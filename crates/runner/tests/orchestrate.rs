@@ -55,6 +55,11 @@ struct Fake {
 }
 
 fn fake(toolchain: &[&str], start_timeout_s: u64) -> Fake {
+    fake_with(toolchain, start_timeout_s, "")
+}
+
+/// [`fake`] with more manifest lines.
+fn fake_with(toolchain: &[&str], start_timeout_s: u64, extra: &str) -> Fake {
     let dir = tempfile::tempdir().unwrap();
     let sdir = dir.path().join("servers/fake");
     std::fs::create_dir_all(&sdir).unwrap();
@@ -63,7 +68,7 @@ fn fake(toolchain: &[&str], start_timeout_s: u64) -> Fake {
     std::fs::write(
         sdir.join("manifest.toml"),
         format!(
-            "name = \"fake\"\nlanguage = \"sh\"\nstack = \"a shell script\"\nprotocols = [\"rest\", \"grpc\", \"soap\"]\ntoolchain = [{}]\nstart = [\"sh\", \"server.sh\"]\nstart_timeout_s = {start_timeout_s}\n",
+            "name = \"fake\"\nlanguage = \"sh\"\nstack = \"a shell script\"\nprotocols = [\"rest\", \"grpc\", \"soap\"]\ntoolchain = [{}]\nstart = [\"sh\", \"server.sh\"]\nstart_timeout_s = {start_timeout_s}\n{extra}",
             tools.join(", ")
         ),
     )
@@ -74,11 +79,16 @@ fn fake(toolchain: &[&str], start_timeout_s: u64) -> Fake {
 }
 
 fn plan(f: &Fake, body: &str) -> Plan {
+    plan_warmed(f, "warmup = \"0s\"\n", body)
+}
+
+/// [`plan`] with the warm-up lines given.
+fn plan_warmed(f: &Fake, warmup: &str, body: &str) -> Plan {
     let ctx = Context {
         catalog: f.catalog.clone(),
         cpus: CpuSet::parse("0-1").unwrap(),
     };
-    let text = format!("servers = [\"fake\"]\nwarmup = \"0s\"\nduration = \"1s\"\n{body}");
+    let text = format!("servers = [\"fake\"]\n{warmup}duration = \"1s\"\n{body}");
     preset::resolve(&text, "t.toml", &ctx).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -93,6 +103,9 @@ struct Scripted {
     kill_server_on: Option<(usize, PathBuf)>,
     /// The first N verify calls answer with an injected failure.
     injected_verify_failures: usize,
+    /// Runs of 10 s or more (steady warm-ups) report a flat 1000 calls/s
+    /// once per simulated second until cancelled; the seconds each reported.
+    warmup_seconds: Mutex<Vec<u64>>,
     verifies: Mutex<usize>,
     calls: Mutex<Vec<LoadPlan>>,
 }
@@ -112,6 +125,23 @@ impl Engine for Scripted {
             });
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Some(e) = &events
+            && plan.duration_ns.unwrap_or(0) >= 10_000_000_000
+        {
+            let mut second = 0;
+            while !cancel.is_cancelled() && second * 1_000_000_000 < plan.duration_ns.unwrap_or(0) {
+                second += 1;
+                let _ = e.send(Event::Progress {
+                    elapsed_ns: second * 1_000_000_000,
+                    calls: second * 1000,
+                    errors: 0,
+                    rate: 1000.0,
+                    p99_ns: 1_000_000,
+                });
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            self.warmup_seconds.lock().unwrap().push(second);
+        }
         let n = {
             let mut calls = self.calls.lock().unwrap();
             calls.push(plan.clone());
@@ -644,4 +674,33 @@ fn limits_are_applied_through_cgroups_where_available() {
         dirs.iter().all(|d| !d.exists()),
         "cgroups removed after the server stopped"
     );
+}
+
+/// A steady warm-up lasts at least the preset's `warmup_min`, and at least
+/// the stack's own `warmup_min_s` (a JIT's) when that is longer; a flat rate
+/// is judged steady at the first look after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steady_warm_up_lasts_the_longer_of_the_preset_and_stack_minimum() {
+    let body = "repetitions = 1\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\ntls = [false]\n[load]\nconcurrency = 1\n";
+    for (extra, preset_min, want) in [
+        ("", "", 5),
+        ("", "warmup_min = \"8s\"\n", 8),
+        ("warmup_min_s = 12\n", "", 12),
+        ("warmup_min_s = 7\n", "warmup_min = \"9s\"\n", 9),
+    ] {
+        let f = fake_with(&[], 10, extra);
+        let warmup = format!("warmup = \"steady\"\nwarmup_max = \"60s\"\n{preset_min}");
+        let p = plan_warmed(&f, &warmup, body);
+        let (mut s, id, _) = store(f.dir.path(), &p);
+        let engine = Scripted::default();
+        let out = go(&f, &p, &engine, &mut s, id, &all(&p), &[], CancellationToken::new()).await;
+        assert_eq!(out.measured, 1, "{extra} {preset_min}");
+        assert_eq!(
+            *engine.warmup_seconds.lock().unwrap(),
+            vec![want],
+            "{extra} {preset_min}"
+        );
+        let rec = s.load_run(id).unwrap();
+        assert!(rec.measurements[0].warmup.expect("a warm-up record").steady);
+    }
 }

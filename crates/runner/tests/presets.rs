@@ -266,4 +266,26 @@ fn durations_beyond_the_engines_range_are_refused() {
         err(&format!("{BASE}warmup = \"1s\"\nwarmup_max = \"5s\"\n{load}")),
         "presets/t.toml:5:14: warmup_max: only goes with warmup = \"steady\" (the longest a steady-state warm-up may take)"
     );
+    assert_eq!(
+        ok.warmup_steady.unwrap().min_s,
+        5,
+        "warmup_min defaults to the test's 5 s"
+    );
+    let min = preset::resolve(
+        &format!("{BASE}warmup = \"steady\"\nwarmup_min = \"30s\"\n{load}"),
+        "t.toml",
+        &ctx(),
+    )
+    .unwrap();
+    assert_eq!(min.warmup_steady.unwrap().min_s, 30);
+    assert_eq!(
+        err(&format!(
+            "{BASE}warmup = \"steady\"\nwarmup_min = \"30s\"\nwarmup_max = \"20s\"\n{load}"
+        )),
+        "presets/t.toml:5:14: warmup_min: must not be longer than warmup_max (20s)"
+    );
+    assert_eq!(
+        err(&format!("{BASE}warmup = \"1s\"\nwarmup_min = \"5s\"\n{load}")),
+        "presets/t.toml:5:14: warmup_min: only goes with warmup = \"steady\" (the shortest a steady-state warm-up may take)"
+    );
 }

@@ -185,7 +185,10 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         kind: top.kind,
         repetitions: top.repetitions,
         warmup_ns: top.warmup.as_nanos() as u64,
-        warmup_steady: top.warmup_steady.then(crate::plan::SteadyWarmup::default),
+        warmup_steady: top.warmup_steady.map(|min| crate::plan::SteadyWarmup {
+            min_s: min.as_secs_f64().ceil() as u32,
+            ..Default::default()
+        }),
         duration_ns: top.duration.as_nanos() as u64,
         timeout_ns: top.timeout.as_nanos() as u64,
         connect_timeout_ns: top.connect_timeout.as_nanos() as u64,

@@ -109,6 +109,7 @@ pub(super) struct RawPreset {
     pub(super) repetitions: Option<Spanned<i64>>,
     pub(super) warmup: Option<Spanned<DurationValue>>,
     pub(super) warmup_max: Option<Spanned<DurationValue>>,
+    pub(super) warmup_min: Option<Spanned<DurationValue>>,
     pub(super) duration: Option<Spanned<DurationValue>>,
     pub(super) timeout: Option<Spanned<DurationValue>>,
     pub(super) connect_timeout: Option<Spanned<DurationValue>>,

@@ -24,8 +24,9 @@ pub(super) struct TopLevel {
     pub(super) workloads: Vec<String>,
     pub(super) repetitions: u32,
     pub(super) warmup: Duration,
-    /// `warmup = "steady"`: warm up until steady, at most `warmup`.
-    pub(super) warmup_steady: bool,
+    /// `warmup = "steady"`: warm up until steady, at most `warmup`, at
+    /// least this long (`warmup_min`).
+    pub(super) warmup_steady: Option<Duration>,
     pub(super) duration: Duration,
     pub(super) timeout: Duration,
     pub(super) connect_timeout: Duration,
@@ -37,9 +38,15 @@ pub(super) struct TopLevel {
 /// The longest steady-state warm-up when `warmup_max` is not given.
 pub(super) const DEFAULT_WARMUP_MAX: Duration = Duration::from_secs(120);
 
+/// The shortest steady-state warm-up when `warmup_min` is not given: the
+/// steady-state test's own minimum window.
+pub(super) const DEFAULT_WARMUP_MIN: Duration = Duration::from_secs(protobench_model::steady::MIN_SECONDS as u64);
+
 /// `warmup`: a duration, or `"steady"` (until the rate stops rising, at
-/// most `warmup_max`); `warmup_max` only goes with `"steady"`.
-fn warmup(raw: &RawPreset, c: &mut Checker<'_>) -> (Duration, bool) {
+/// least `warmup_min`, at most `warmup_max`); `warmup_min` and `warmup_max`
+/// only go with `"steady"`. Returns the warm-up (the maximum when steady)
+/// and, when steady, the minimum.
+fn warmup(raw: &RawPreset, c: &mut Checker<'_>) -> (Duration, Option<Duration>) {
     let steady = raw
         .warmup
         .as_ref()
@@ -51,16 +58,34 @@ fn warmup(raw: &RawPreset, c: &mut Checker<'_>) -> (Duration, bool) {
         {
             c.issue(m.span(), "warmup_max", "must be longer than 0s");
         }
-        return (max, true);
+        let min = c.duration(raw.warmup_min.as_ref(), "warmup_min", DEFAULT_WARMUP_MIN);
+        if let Some(m) = &raw.warmup_min
+            && min > max
+        {
+            c.issue(
+                m.span(),
+                "warmup_min",
+                format!(
+                    "must not be longer than warmup_max ({}s)",
+                    protobench_model::format::plain_number(max.as_secs_f64())
+                ),
+            );
+        }
+        return (max, Some(min));
     }
-    if let Some(m) = &raw.warmup_max {
-        c.issue(
-            m.span(),
-            "warmup_max",
-            "only goes with warmup = \"steady\" (the longest a steady-state warm-up may take)",
-        );
+    for (value, key, what) in [
+        (&raw.warmup_max, "warmup_max", "the longest"),
+        (&raw.warmup_min, "warmup_min", "the shortest"),
+    ] {
+        if let Some(m) = value {
+            c.issue(
+                m.span(),
+                key,
+                format!("only goes with warmup = \"steady\" ({what} a steady-state warm-up may take)"),
+            );
+        }
     }
-    (c.duration(raw.warmup.as_ref(), "warmup", Duration::from_secs(2)), false)
+    (c.duration(raw.warmup.as_ref(), "warmup", Duration::from_secs(2)), None)
 }
 
 /// Checks the top-level values; a preset without `name` is named after its file.
