@@ -403,9 +403,29 @@ pub struct PointAggregate {
     /// 90th percentile latency (ns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p90_ns: Option<Summary>,
+    /// 95th percentile latency (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_ns: Option<Summary>,
     /// 99th percentile latency (ns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p99_ns: Option<Summary>,
+    /// 99.9th percentile latency (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p999_ns: Option<Summary>,
+    /// Mean latency (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_ns: Option<Summary>,
+    /// Bytes the generator wrote per call (request, with its framing and
+    /// headers; see docs/engine.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_sent_per_call: Option<Summary>,
+    /// Bytes the generator read per call (response).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_received_per_call: Option<Summary>,
+    /// Server CPU over the measured window in percent of one core (as `top`
+    /// and `docker stats` show it: 200% = two cores busy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_percent: Option<Summary>,
     /// Fraction of calls that failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_fraction: Option<Summary>,
@@ -485,7 +505,27 @@ impl PointAggregate {
             rate,
             p50_ns: sum(results.iter().map(|r| r.latency.p50_ns as f64).collect()),
             p90_ns: sum(results.iter().map(|r| r.latency.p90_ns as f64).collect()),
+            p95_ns: sum(results.iter().map(|r| r.latency.p95_ns as f64).collect()),
             p99_ns: sum(results.iter().map(|r| r.latency.p99_ns as f64).collect()),
+            p999_ns: sum(results.iter().map(|r| r.latency.p999_ns as f64).collect()),
+            mean_ns: sum(results.iter().map(|r| r.latency.mean_ns as f64).collect()),
+            bytes_sent_per_call: sum(results
+                .iter()
+                .filter(|r| r.calls > 0)
+                .map(|r| r.bytes_sent_per_call)
+                .collect()),
+            bytes_received_per_call: sum(results
+                .iter()
+                .filter(|r| r.calls > 0)
+                .map(|r| r.bytes_received_per_call)
+                .collect()),
+            cpu_percent: sum(ok
+                .iter()
+                .filter_map(|m| match (&m.result, &m.server_cost) {
+                    (Some(r), Some(c)) if r.duration_ns > 0 => Some(100.0 * c.cpu_ns as f64 / r.duration_ns as f64),
+                    _ => None,
+                })
+                .collect()),
             error_fraction: sum(ok.iter().filter_map(|m| m.error_fraction()).collect()),
             cpu_ns_per_call: sum(costs.iter().map(|c| c.cpu_ns_per_call).collect()),
             calls_per_cpu_second: sum(costs.iter().map(|c| c.calls_per_cpu_second).collect()),

@@ -499,7 +499,7 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
     for row in report::table_rows(run) {
         h.push_str("<tr>");
         for (i, cell) in row.iter().enumerate() {
-            let class = if (4..=10).contains(&i) { " class=\"n\"" } else { "" };
+            let class = if report::numeric_column(i) { " class=\"n\"" } else { "" };
             let _ = write!(h, "<td{class}>{}</td>", esc(cell));
         }
         h.push_str("</tr>");
@@ -546,19 +546,21 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
     if charts.is_empty() {
         h.push_str("<p>No measurements yet.</p>");
     }
-    h.push_str("</section><section id=\"measurements\"><h2>Every measurement</h2><table><thead><tr><th>point</th><th>rep</th><th>status</th><th>rate/s</th><th>p50</th><th>p99</th><th>calls</th><th>errors</th><th>server CPU/call</th><th>generator CPU/call</th></tr></thead><tbody>");
+    h.push_str("</section><section id=\"measurements\"><h2>Every measurement</h2><table><thead><tr><th>point</th><th>rep</th><th>status</th><th>rate/s</th><th>mean</th><th>p50</th><th>p95</th><th>p99</th><th>calls</th><th>errors</th><th>server CPU/call</th><th>generator CPU/call</th></tr></thead><tbody>");
     for m in &run.measurements {
         let p = run.points.iter().find(|p| p.index == m.point);
         let name = p.map_or(String::new(), |p| p.label());
         let r = m.result.as_ref();
         let _ = write!(
             h,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
             esc(&name),
             m.repetition,
             m.status.name(),
             r.map_or("-".into(), |r| fmt_rate(r.rate)),
+            r.map_or("-".into(), |r| fmt_ns(r.latency.mean_ns as f64)),
             r.map_or("-".into(), |r| fmt_ns(r.latency.p50_ns as f64)),
+            r.map_or("-".into(), |r| fmt_ns(r.latency.p95_ns as f64)),
             r.map_or("-".into(), |r| fmt_ns(r.latency.p99_ns as f64)),
             r.map_or("-".into(), |r| r.calls.to_string()),
             r.map_or("-".into(), |r| r.error_count().to_string()),

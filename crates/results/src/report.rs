@@ -86,23 +86,33 @@ fn flags(a: &PointAggregate) -> String {
 }
 
 /// The columns of the final table, one row per point.
-pub const TABLE_HEADER: [&str; 12] = [
+pub const TABLE_HEADER: [&str; 17] = [
     "server",
     "protocol",
     "workload",
     "load",
     "rate/s (±95% CI)",
+    "mean",
     "p50",
     "p90",
+    "p95",
     "p99",
+    "p99.9",
     "errors",
     "CPU/call",
+    "server CPU",
     "memory",
+    "bytes req/resp",
     "notes",
 ];
 
+/// Whether a column of [`TABLE_HEADER`] holds numbers (right-aligned).
+pub fn numeric_column(i: usize) -> bool {
+    (4..=15).contains(&i)
+}
+
 /// The table rows as cells.
-pub fn table_rows(run: &RunRecord) -> Vec<[String; 12]> {
+pub fn table_rows(run: &RunRecord) -> Vec<[String; 17]> {
     run.aggregates()
         .iter()
         .map(|a| {
@@ -112,18 +122,43 @@ pub fn table_rows(run: &RunRecord) -> Vec<[String; 12]> {
                 a.config.workload.clone(),
                 a.config.variant_label(),
                 rate_cell(&a.rate),
+                ns_cell(&a.mean_ns),
                 ns_cell(&a.p50_ns),
                 ns_cell(&a.p90_ns),
+                ns_cell(&a.p95_ns),
                 ns_cell(&a.p99_ns),
+                ns_cell(&a.p999_ns),
                 a.error_fraction
                     .as_ref()
                     .map_or("-".into(), |s| format!("{:.2}%", s.median * 100.0)),
                 ns_cell(&a.cpu_ns_per_call),
+                cpu_percent_cell(a),
                 a.rss_peak_bytes.as_ref().map_or("-".into(), |s| fmt_bytes(s.median)),
+                match (&a.bytes_sent_per_call, &a.bytes_received_per_call) {
+                    (Some(up), Some(down)) => format!("{}/{}", fmt_bytes(up.median), fmt_bytes(down.median)),
+                    _ => "-".into(),
+                },
                 flags(a),
             ]
         })
         .collect()
+}
+
+/// Server CPU in percent of one core (`top`'s figure), and of its CPU limit
+/// where the point had one (grpc_bench's figure): `98% of 1 CPU`.
+fn cpu_percent_cell(a: &PointAggregate) -> String {
+    let Some(p) = &a.cpu_percent else {
+        return "-".into();
+    };
+    match a.config.cpu_limit {
+        Some(limit) if limit > 0.0 => format!(
+            "{:.0}% of {} CPU{}",
+            p.median / limit,
+            protobench_model::format::plain_number(limit),
+            if limit == 1.0 { "" } else { "s" }
+        ),
+        _ => format!("{:.0}%", p.median),
+    }
 }
 
 /// The final terminal table (plain text, aligned columns).
@@ -135,7 +170,6 @@ pub fn text_table(run: &RunRecord) -> String {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let numeric = |i: usize| (4..=10).contains(&i);
     let mut out = String::new();
     let line = |out: &mut String, cells: &[String]| {
         let mut s = String::new();
@@ -144,7 +178,7 @@ pub fn text_table(run: &RunRecord) -> String {
             if i > 0 {
                 s.push_str("  ");
             }
-            if numeric(i) {
+            if numeric_column(i) {
                 s.push_str(&" ".repeat(pad));
                 s.push_str(cell);
             } else {
@@ -220,7 +254,7 @@ pub fn markdown(run: &RunRecord) -> String {
         TABLE_HEADER
             .iter()
             .enumerate()
-            .map(|(i, _)| if (4..=10).contains(&i) { "---:|" } else { "---|" })
+            .map(|(i, _)| if numeric_column(i) { "---:|" } else { "---|" })
             .collect::<String>()
     );
     for row in table_rows(run) {
@@ -263,14 +297,20 @@ pub fn csv(run: &RunRecord) -> String {
     let metrics = [
         "rate",
         "p50_ns",
+        "mean_ns",
         "p90_ns",
+        "p95_ns",
         "p99_ns",
+        "p999_ns",
         "error_fraction",
         "cpu_ns_per_call",
         "calls_per_cpu_second",
         "rss_peak_bytes",
         "rss_mean_bytes",
         "generator_cpu_ns_per_call",
+        "bytes_sent_per_call",
+        "bytes_received_per_call",
+        "cpu_percent",
     ];
     let mut header: Vec<String> = [
         "run",
@@ -338,14 +378,20 @@ pub fn csv(run: &RunRecord) -> String {
         for s in [
             &a.rate,
             &a.p50_ns,
+            &a.mean_ns,
             &a.p90_ns,
+            &a.p95_ns,
             &a.p99_ns,
+            &a.p999_ns,
             &a.error_fraction,
             &a.cpu_ns_per_call,
             &a.calls_per_cpu_second,
             &a.rss_peak_bytes,
             &a.rss_mean_bytes,
             &a.generator_cpu_ns_per_call,
+            &a.bytes_sent_per_call,
+            &a.bytes_received_per_call,
+            &a.cpu_percent,
         ] {
             row.push(opt(s.as_ref().map(|s| s.median.to_string())));
             row.push(opt(s.as_ref().and_then(|s| s.ci_low).map(|v| v.to_string())));
@@ -383,7 +429,7 @@ pub struct Comparison {
 }
 
 /// Matches the points of two runs by server, protocol, workload and variant,
-/// and compares rate, p99 and server CPU per call.
+/// and compares rate, mean, p95 and p99 latency and server CPU per call.
 pub fn compare(a: &RunRecord, b: &RunRecord) -> Vec<Comparison> {
     let key = |p: &PointAggregate| {
         format!(
@@ -401,8 +447,10 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Vec<Comparison> {
         let Some(pb) = bb.iter().find(|pb| key(pb) == key(pa)) else {
             continue;
         };
-        let metrics: [(&str, &Option<Summary>, &Option<Summary>); 3] = [
+        let metrics: [(&str, &Option<Summary>, &Option<Summary>); 5] = [
             ("rate", &pa.rate, &pb.rate),
+            ("mean_ns", &pa.mean_ns, &pb.mean_ns),
+            ("p95_ns", &pa.p95_ns, &pb.p95_ns),
             ("p99_ns", &pa.p99_ns, &pb.p99_ns),
             ("cpu_ns_per_call", &pa.cpu_ns_per_call, &pb.cpu_ns_per_call),
         ];

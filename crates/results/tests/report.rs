@@ -298,3 +298,50 @@ fn a_window_whose_rate_rises_is_flagged_drifting() {
     assert!(json["aggregates"][1]["drift"]["change"].as_f64().unwrap() > 1.0);
     assert!(json["aggregates"][0].get("drift").is_none());
 }
+
+/// Mean and p95 (Hedelin, grpc_bench, CMPT453 report them), p99.9, bytes per
+/// call and server CPU in percent of a core, or of the CPU limit, are in the
+/// table, the CSV and the JSON, and compare reports mean and p95.
+#[test]
+fn the_studies_metrics_are_shown_everywhere() {
+    let mut r = run();
+    // testing::latency(1 ms): mean 1.1 ms, p95 3 ms, p99.9 8 ms; 100 B sent and
+    // 1000 B received per call; server CPU 50 µs/call at ~1,000 calls/s over 2 s.
+    r.points[2].cpu_limit = Some(0.5);
+    let t = report::text_table(&r);
+    let header = t.lines().next().unwrap();
+    for col in ["mean", "p95", "p99.9", "server CPU", "bytes req/resp"] {
+        assert!(header.contains(col), "{col} in {header}");
+    }
+    let row = t.lines().nth(2).unwrap();
+    for cell in ["1.10ms", "3.00ms", "8.00ms", "100B/1000B", "5%"] {
+        assert!(row.contains(cell), "{cell} in {row}");
+    }
+    // point 2 at 1,000 calls/s (median of 500/1000/1500) x 50 µs = 5% of a
+    // core, 10% of its half-CPU limit.
+    let limited = t.lines().nth(4).unwrap();
+    assert!(limited.contains("10% of 0.5 CPUs"), "{limited}");
+
+    let csv = report::csv(&r);
+    let head = csv.lines().next().unwrap();
+    for col in [
+        "mean_ns_median",
+        "p95_ns_median",
+        "p999_ns_median",
+        "bytes_sent_per_call_median",
+        "cpu_percent_median",
+    ] {
+        assert!(head.contains(col), "{col} in {head}");
+    }
+    let a = &r.aggregates()[0];
+    assert_eq!(a.p95_ns.as_ref().unwrap().median, 3_000_000.0);
+    assert_eq!(a.mean_ns.as_ref().unwrap().median, 1_100_000.0);
+    assert_eq!(a.bytes_received_per_call.as_ref().unwrap().median, 1000.0);
+    let cpu = a.cpu_percent.as_ref().unwrap().median;
+    assert!((cpu - 5.01).abs() < 0.01, "{cpu}");
+
+    let metrics: Vec<String> = report::compare(&r, &r).into_iter().map(|c| c.metric).collect();
+    for m in ["mean_ns", "p95_ns", "p99_ns"] {
+        assert!(metrics.iter().any(|x| x == m), "{m} in {metrics:?}");
+    }
+}
