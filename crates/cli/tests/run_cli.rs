@@ -221,6 +221,63 @@ fn an_invalid_preset_is_refused_before_anything_starts() {
     );
 }
 
+/// `--servers`/`--protocols`/`--workloads`/`--time-scale` change the plan a
+/// dry run prints; a bad value is refused by its flag with exit code 2.
+#[test]
+fn command_line_overrides_change_the_plan() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_in(
+        dir.path(),
+        &[
+            "run",
+            "quick",
+            "--protocols",
+            "grpc",
+            "--workloads",
+            "echo.1k,inventory.s",
+            "--time-scale",
+            "0.5",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let points = plan["points"].as_array().unwrap();
+    let got: Vec<(String, String)> = points
+        .iter()
+        .map(|p| {
+            (
+                p["protocol"].as_str().unwrap().to_string(),
+                p["workload"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![("grpc".into(), "echo.1k".into()), ("grpc".into(), "inventory.s".into())]
+    );
+    assert_eq!(plan["time_scale"], 0.5);
+    // quick.toml: 2 s windows, 500 ms warm-ups.
+    assert_eq!(plan["duration_ns"], 1_000_000_000u64);
+    assert_eq!(plan["warmup_ns"], 250_000_000u64);
+
+    let out = run_in(dir.path(), &["run", "quick", "--servers", "nope", "--db", "r.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("error: invalid preset\n--servers: ") && err.contains("nope"),
+        "{err}"
+    );
+    let out = run_in(dir.path(), &["run", "quick", "--time-scale", "0", "--db", "r.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).starts_with("error: --time-scale: `0` is not a scale"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!dir.path().join("r.db").exists(), "nothing was created");
+}
+
 #[test]
 fn interrupted_run_keeps_finished_points_and_resumes() {
     let dir = tempfile::tempdir().unwrap();

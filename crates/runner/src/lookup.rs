@@ -5,7 +5,7 @@ use std::fmt;
 use std::path::Path;
 
 use crate::plan::Plan;
-use crate::preset::{Context, PresetError, load, resolve};
+use crate::preset::{Context, Overrides, PresetError, load_with, resolve_with};
 
 /// The quick preset, built in so `protobench run` works outside the repository.
 pub const QUICK: &str = include_str!("../../../presets/quick.toml");
@@ -45,15 +45,20 @@ impl std::error::Error for FindError {}
 /// Finds a preset by name in `dir` (or as a path to a file) and resolves
 /// it; `quick` is built in when the directory has none.
 pub fn find(name: &str, dir: &Path, ctx: &Context) -> Result<Plan, FindError> {
+    find_with(name, dir, ctx, &Overrides::default())
+}
+
+/// [`find`] with the command line's overrides of the preset's lists.
+pub fn find_with(name: &str, dir: &Path, ctx: &Context, overrides: &Overrides) -> Result<Plan, FindError> {
     let path = if Path::new(name).is_file() {
         Path::new(name).to_owned()
     } else {
         dir.join(format!("{name}.toml"))
     };
     let result = if path.is_file() {
-        load(&path, ctx)
+        load_with(&path, ctx, overrides)
     } else if name == "quick" {
-        resolve(QUICK, "presets/quick.toml (built in)", ctx)
+        resolve_with(QUICK, "presets/quick.toml (built in)", ctx, overrides)
     } else {
         let mut known: Vec<String> = std::fs::read_dir(dir)
             .map(|d| {

@@ -143,9 +143,62 @@ pub struct Plan {
     pub groups: Vec<ServerGroup>,
     /// Notes from resolution (skipped combinations, defaults taken).
     pub notes: Vec<String>,
+    /// `--time-scale`: every duration of the preset multiplied by this
+    /// (1 = as the preset says).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub time_scale: f64,
 }
 
+fn one() -> f64 {
+    1.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
+}
+
+/// The largest `--time-scale`.
+pub const MAX_TIME_SCALE: f64 = 1000.0;
+
 impl Plan {
+    /// Multiplies every duration of the experiment by `scale` (warm-ups,
+    /// measured windows, search steps; not the per-call and per-connection
+    /// time limits, which bound one call, not the experiment), records the
+    /// scale and says so in the notes. A steady warm-up keeps its test's
+    /// 5-second window: it cannot judge a trend on less.
+    pub fn scale_time(&mut self, scale: f64) -> Result<(), String> {
+        if !(scale.is_finite() && scale > 0.0 && scale <= MAX_TIME_SCALE) {
+            return Err(format!(
+                "--time-scale: `{scale}` is not a scale (expected a number above 0 and at most {MAX_TIME_SCALE}, e.g. 0.1 for a tenth of every duration)"
+            ));
+        }
+        let mul = |ns: &mut u64| *ns = (*ns as f64 * scale).round() as u64;
+        mul(&mut self.warmup_ns);
+        mul(&mut self.duration_ns);
+        if let Some(d) = &mut self.discover {
+            mul(&mut d.step_ns);
+        }
+        if let Some(r) = &mut self.ramp {
+            mul(&mut r.step_ns);
+        }
+        if let Some(w) = &mut self.warmup_steady {
+            let min = (f64::from(w.min_s) * scale).ceil() as u32;
+            w.min_s = min.max(protobench_model::steady::MIN_SECONDS as u32);
+        }
+        if self.duration_ns == 0 {
+            return Err(format!(
+                "--time-scale: {scale} leaves a measured window of 0 s (expected a scale that keeps at least 1 ns)"
+            ));
+        }
+        self.time_scale *= scale;
+        self.notes.push(format!(
+            "time scale {}: every warm-up, measured window and search step is {} of the preset's (--time-scale); a study's figures need the full durations",
+            protobench_model::format::plain_number(self.time_scale),
+            if self.time_scale < 1.0 { "a fraction" } else { "a multiple" }
+        ));
+        Ok(())
+    }
+
     /// The group serving point `index`.
     pub fn group_of(&self, index: u32) -> Option<&ServerGroup> {
         self.groups.iter().find(|g| g.points.contains(&index))

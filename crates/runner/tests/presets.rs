@@ -289,3 +289,98 @@ fn durations_beyond_the_engines_range_are_refused() {
         "presets/t.toml:5:14: warmup_min: only goes with warmup = \"steady\" (the shortest a steady-state warm-up may take)"
     );
 }
+
+/// `--servers`, `--protocols` and `--workloads` replace the preset's lists;
+/// bad values are named by their flag, and the file's own problems keep their
+/// line numbers even where a multi-line list was replaced.
+#[test]
+fn command_line_overrides_replace_the_lists_and_are_checked_like_the_file() {
+    let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../servers");
+    let shipped = Context {
+        catalog: Catalog::load(Some(&servers)),
+        ..ctx()
+    };
+    let text = "name = \"t\"\nservers = [\n  \"rust\",\n]\nprotocols = [\"rest\", \"grpc\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 4\n";
+    let o = preset::Overrides {
+        servers: Some(vec!["go".into(), "rust".into()]),
+        protocols: Some(vec!["soap".into()]),
+        workloads: None,
+    };
+    let plan = preset::resolve_with(text, "presets/t.toml", &shipped, &o).unwrap_or_else(|e| panic!("{e}"));
+    let got: Vec<(String, Protocol)> = plan.points.iter().map(|p| (p.server.clone(), p.protocol)).collect();
+    assert_eq!(
+        got,
+        vec![("go".into(), Protocol::Soap), ("rust".into(), Protocol::Soap)]
+    );
+    // Without overrides: the file as written.
+    let plain = preset::resolve_with(text, "presets/t.toml", &shipped, &preset::Overrides::default()).unwrap();
+    assert_eq!(plain.points.len(), 2);
+    assert!(plain.points.iter().all(|p| p.server == "rust"));
+
+    // A bad override names its flag; a bad file value keeps its line (8).
+    let bad = preset::Overrides {
+        servers: Some(vec!["nope".into()]),
+        ..Default::default()
+    };
+    let e = preset::resolve_with(
+        &text.replace("concurrency = 4", "concurrency = 0"),
+        "presets/t.toml",
+        &shipped,
+        &bad,
+    )
+    .unwrap_err()
+    .to_string();
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 2, "{e}");
+    assert!(
+        lines[0].starts_with("--servers: ")
+            && lines[0].contains("nope")
+            && lines[0].ends_with("(command line, for presets/t.toml)"),
+        "{e}"
+    );
+    assert!(lines[1].starts_with("presets/t.toml:8:15: load.concurrency: "), "{e}");
+}
+
+/// `--time-scale` multiplies the experiment's durations (not per-call
+/// limits), is recorded, and refuses what is not a scale.
+#[test]
+fn time_scale_multiplies_every_experiment_duration() {
+    let text = &format!(
+        "{BASE}kind = \"discover\"\nwarmup = \"2s\"\nduration = \"100s\"\ntimeout = \"10s\"\n[discover]\nstep_duration = \"20s\"\n"
+    );
+    let mut plan = preset::resolve(text, "t.toml", &ctx()).unwrap_or_else(|e| panic!("{e}"));
+    plan.scale_time(0.1).unwrap();
+    assert_eq!(plan.warmup_ns, 200_000_000);
+    assert_eq!(plan.duration_ns, 10_000_000_000);
+    assert_eq!(plan.discover.as_ref().unwrap().step_ns, 2_000_000_000);
+    assert_eq!(
+        plan.timeout_ns, 10_000_000_000,
+        "a call's limit is not the experiment's length"
+    );
+    assert_eq!(plan.time_scale, 0.1);
+    assert!(
+        plan.notes.iter().any(|n| n.starts_with("time scale 0.1:")),
+        "{:?}",
+        plan.notes
+    );
+    let json = serde_json::to_value(&plan).unwrap();
+    assert_eq!(json["time_scale"], 0.1);
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e6] {
+        let e = plan.clone().scale_time(bad).unwrap_err();
+        assert!(
+            e.starts_with("--time-scale: ") && e.contains("expected a number above 0"),
+            "{e}"
+        );
+    }
+    // A steady warm-up keeps the 5-second window its test needs.
+    let mut steady = preset::resolve(
+        &format!("{BASE}warmup = \"steady\"\nwarmup_min = \"30s\"\n[load]\nconcurrency = 1\n"),
+        "t.toml",
+        &ctx(),
+    )
+    .unwrap();
+    steady.scale_time(0.5).unwrap();
+    assert_eq!(steady.warmup_steady.unwrap().min_s, 15);
+    steady.scale_time(0.01).unwrap();
+    assert_eq!(steady.warmup_steady.unwrap().min_s, 5);
+}

@@ -20,7 +20,7 @@ use protobench_runner::lookup;
 use protobench_runner::manifest::Catalog;
 use protobench_runner::orchestrate::RunOptions;
 use protobench_runner::plan::Plan;
-use protobench_runner::preset::Context;
+use protobench_runner::preset::{Context, Overrides};
 use protobench_runner::session::{Finished, Resumed, Session, SessionError, Unsaved};
 use protobench_runner::units::{CpuSet, parse_duration};
 use tokio_util::sync::CancellationToken;
@@ -53,6 +53,20 @@ pub(crate) struct Args {
     /// Override the preset's repetitions.
     #[arg(long)]
     repetitions: Option<u32>,
+    /// Run the preset on these servers instead of its own (comma-separated,
+    /// e.g. go,python:flask); checked like the preset's `servers`.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    servers: Option<Vec<String>>,
+    /// Replace the preset's protocols (comma-separated, e.g. rest,grpc).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    protocols: Option<Vec<String>>,
+    /// Replace the preset's workloads (comma-separated, e.g. inventory.s,echo.8k).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    workloads: Option<Vec<String>>,
+    /// Multiply every warm-up, measured window and search step by this
+    /// (0.1 = a tenth); the report records the scale.
+    #[arg(long, value_name = "SCALE")]
+    time_scale: Option<f64>,
     /// Print the resolved plan and exit without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -74,9 +88,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     // 1. The session: a new run from a preset, or the stored run to resume.
     let mut session = match args.resume {
         Some(id) => {
-            if args.duration.is_some() || args.warmup.is_some() || args.repetitions.is_some() {
+            if args.duration.is_some()
+                || args.warmup.is_some()
+                || args.repetitions.is_some()
+                || args.time_scale.is_some()
+                || !overrides(&args).is_empty()
+            {
                 eprintln!(
-                    "error: --resume continues the stored plan: --duration, --warmup and --repetitions cannot be changed"
+                    "error: --resume continues the stored plan: --duration, --warmup, --repetitions, --time-scale, --servers, --protocols and --workloads cannot be changed"
                 );
                 return Ok(ExitCode::from(2));
             }
@@ -142,10 +161,16 @@ fn new_plan(args: &Args, catalog: &Catalog) -> Result<Plan, ExitCode> {
     };
     let name = args.preset.clone().unwrap_or_else(|| "quick".into());
     let presets = repo_dir("presets", args.presets_dir.as_deref());
-    let mut plan = lookup::find(&name, &presets, &ctx).map_err(|e| {
+    let mut plan = lookup::find_with(&name, &presets, &ctx, &overrides(args)).map_err(|e| {
         eprintln!("error: {e}");
         ExitCode::from(2)
     })?;
+    if let Some(scale) = args.time_scale {
+        plan.scale_time(scale).map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        })?;
+    }
     if let Some(d) = args.duration {
         plan.duration_ns = d.as_nanos() as u64;
         plan.notes.push(format!("duration overridden to {d:?} (--duration)"));
@@ -164,6 +189,15 @@ fn new_plan(args: &Args, catalog: &Catalog) -> Result<Plan, ExitCode> {
             .push(format!("repetitions overridden to {r} (--repetitions)"));
     }
     Ok(plan)
+}
+
+/// The command line's replacements of the preset's lists.
+fn overrides(args: &Args) -> Overrides {
+    Overrides {
+        servers: args.servers.clone(),
+        protocols: args.protocols.clone(),
+        workloads: args.workloads.clone(),
+    }
 }
 
 /// The plan's notes, and servers whose toolchain is missing.

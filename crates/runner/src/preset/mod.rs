@@ -28,7 +28,7 @@ use crate::units::CpuSet;
 /// One problem in a preset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Issue {
-    /// 1-based line.
+    /// 1-based line; 0 for a command-line override (`resolve_with`).
     pub line: usize,
     /// 1-based column.
     pub column: usize,
@@ -53,11 +53,16 @@ impl fmt::Display for PresetError {
             if i > 0 {
                 writeln!(f)?;
             }
-            write!(
-                f,
-                "{}:{}:{}: {}: {}",
-                self.file, issue.line, issue.column, issue.key, issue.message
-            )?;
+            if issue.line == 0 {
+                // From the command line (`resolve_with`).
+                write!(f, "{}: {} (command line, for {})", issue.key, issue.message, self.file)?;
+            } else {
+                write!(
+                    f,
+                    "{}:{}:{}: {}: {}",
+                    self.file, issue.line, issue.column, issue.key, issue.message
+                )?;
+            }
         }
         Ok(())
     }
@@ -95,6 +100,112 @@ pub fn load(path: &Path, ctx: &Context) -> Result<Plan, PresetError> {
         }],
     })?;
     resolve(&text, &path.display().to_string(), ctx)
+}
+
+/// Top-level lists of a preset replaced from the command line
+/// (`protobench run PRESET --servers go,python --protocols rest,grpc
+/// --workloads ...`), so that a study can be run on other stacks without
+/// editing it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `--servers`.
+    pub servers: Option<Vec<String>>,
+    /// `--protocols`.
+    pub protocols: Option<Vec<String>>,
+    /// `--workloads`.
+    pub workloads: Option<Vec<String>>,
+}
+
+impl Overrides {
+    fn entries(&self) -> Vec<(&'static str, &Vec<String>)> {
+        [
+            ("servers", &self.servers),
+            ("protocols", &self.protocols),
+            ("workloads", &self.workloads),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
+        .collect()
+    }
+
+    /// Nothing to override.
+    pub fn is_empty(&self) -> bool {
+        self.entries().is_empty()
+    }
+}
+
+/// Reads, validates and resolves a preset file with command-line overrides.
+pub fn load_with(path: &Path, ctx: &Context, overrides: &Overrides) -> Result<Plan, PresetError> {
+    let text = std::fs::read_to_string(path).map_err(|e| PresetError {
+        file: path.display().to_string(),
+        issues: vec![Issue {
+            line: 1,
+            column: 1,
+            key: "file".into(),
+            message: format!("cannot read: {e}"),
+        }],
+    })?;
+    resolve_with(&text, &path.display().to_string(), ctx, overrides)
+}
+
+/// [`resolve`] with the overridden lists in place of the preset's own. The
+/// preset's lines for those keys are blanked (so every other line keeps its
+/// number) and the command line's values are appended after the file's
+/// text, then checked by the same rules as the file; a problem in them is
+/// reported as `--servers: ...` instead of a file position.
+pub fn resolve_with(text: &str, file: &str, ctx: &Context, overrides: &Overrides) -> Result<Plan, PresetError> {
+    if overrides.is_empty() {
+        return resolve(text, file, ctx);
+    }
+    // A preset that does not parse is reported as it is.
+    let raw: RawPreset = match toml::from_str(text) {
+        Ok(raw) => raw,
+        Err(_) => return resolve(text, file, ctx),
+    };
+    let mut merged = text.to_string();
+    for (key, _) in overrides.entries() {
+        let span = match key {
+            "servers" => raw.servers.as_ref().map(|v| v.span()),
+            "protocols" => raw.protocols.as_ref().map(|v| v.span()),
+            _ => raw.workloads.as_ref().map(|v| v.span()),
+        };
+        if let Some(span) = span {
+            let start = merged[..span.start].rfind('\n').map_or(0, |i| i + 1);
+            let blank: String = merged[start..span.end]
+                .chars()
+                .map(|c| if c == '\n' { '\n' } else { ' ' })
+                .collect();
+            merged.replace_range(start..span.end, &blank);
+        }
+    }
+    // Top-level keys must come before the first table: the overrides go at
+    // the front, on lines numbered after the file's own.
+    let file_lines = text.lines().count();
+    let mut front = String::new();
+    for (key, values) in overrides.entries() {
+        let list = toml::Value::Array(values.iter().map(|v| toml::Value::String(v.clone())).collect());
+        front.push_str(&format!("{key} = {list}\n"));
+    }
+    let front_lines = front.lines().count();
+    let combined = format!("{front}{merged}");
+    resolve(&combined, file, ctx).map_err(|mut e| {
+        let keys: Vec<&str> = overrides.entries().iter().map(|(k, _)| *k).collect();
+        for issue in &mut e.issues {
+            let key = issue.key.split('[').next().unwrap_or(&issue.key).to_string();
+            if issue.line <= front_lines && keys.contains(&key.as_str()) {
+                issue.key = format!("--{key}");
+                issue.line = 0;
+                issue.column = 0;
+            } else if issue.line <= front_lines {
+                // A whole-preset problem placed at the start.
+                (issue.line, issue.column) = (1, 1);
+            } else {
+                issue.line -= front_lines;
+            }
+        }
+        debug_assert!(e.issues.iter().all(|i| i.line <= file_lines));
+        e
+    })
 }
 
 /// Validates and resolves preset text; `file` names it in errors.
@@ -203,6 +314,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         points,
         groups,
         notes,
+        time_scale: 1.0,
     }
 }
 
