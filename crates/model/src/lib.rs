@@ -16,6 +16,7 @@
 //! assert!(rate.ci_low.unwrap() < 1000.0 && !rate.is_noisy(0.10));
 //! ```
 
+pub mod findings;
 pub mod format;
 pub mod load;
 pub mod run;

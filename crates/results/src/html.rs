@@ -512,6 +512,26 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
          <em>drifting</em>: the rate within a measured window rose or fell by more than 10% with a \
          trend the noise cannot explain (a rising rate means the warm-up was too short).</p></section>",
     );
+    let findings = report::findings_rows(run);
+    if !findings.is_empty() {
+        let _ = write!(
+            h,
+            "<section id=\"findings\"><h2>Findings vs the study</h2><p>Each claim compares one metric of two points (a and b) as the study stated it; a claim <em>holds</em> when the 95% interval of a/b lies wholly on the claimed side, <em>does not hold</em> when it lies wholly on the other, and is <em>inconclusive</em> otherwise. Ratios and orderings, not absolute figures: the study's hardware is not ours. {}.</p><table><thead><tr>",
+            esc(&report::findings_tally(run))
+        );
+        for col in report::FINDINGS_HEADER {
+            let _ = write!(h, "<th>{}</th>", esc(col));
+        }
+        h.push_str("</tr></thead><tbody>");
+        for row in findings {
+            h.push_str("<tr>");
+            for cell in row {
+                let _ = write!(h, "<td>{}</td>", esc(&cell));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</tbody></table></section>");
+    }
     let failures: Vec<_> = run.measurements.iter().filter(|m| m.failure.is_some()).collect();
     if !failures.is_empty() {
         h.push_str("<section id=\"failures\"><h2>Failures</h2>");

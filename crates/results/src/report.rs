@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use protobench_model::format::{fmt_bytes, fmt_ns, fmt_rate};
 use serde::Serialize;
 
+use protobench_model::findings::{Finding, Judgement};
 use protobench_model::run::{PointAggregate, RunRecord};
 use protobench_model::stats::Summary;
 
@@ -22,6 +23,9 @@ pub struct JsonReport<'a> {
     pub run: &'a RunRecord,
     /// One aggregate per point across repetitions.
     pub aggregates: Vec<PointAggregate>,
+    /// The study's claims judged against this run (study presets only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Judgement>,
 }
 
 /// The run as pretty JSON.
@@ -30,6 +34,7 @@ pub fn json(run: &RunRecord) -> String {
         schema_version: REPORT_SCHEMA_VERSION,
         run,
         aggregates: run.aggregates(),
+        findings: judgements(run),
     };
     serde_json::to_string_pretty(&report).expect("serializing plain data cannot fail")
 }
@@ -161,6 +166,95 @@ fn cpu_percent_cell(a: &PointAggregate) -> String {
     }
 }
 
+/// The claims of the run's study (its plan's `findings`) judged against
+/// its measurements; empty for a preset without claims.
+pub fn judgements(run: &RunRecord) -> Vec<Judgement> {
+    let findings: Vec<Finding> = run
+        .plan
+        .get("findings")
+        .and_then(|f| serde_json::from_value(f.clone()).ok())
+        .unwrap_or_default();
+    protobench_model::findings::judge(&findings, &run.aggregates())
+}
+
+/// The columns of the findings table.
+pub const FINDINGS_HEADER: [&str; 5] = ["#", "the study found", "study", "here", "verdict"];
+
+/// The findings table's rows as cells.
+pub fn findings_rows(run: &RunRecord) -> Vec<[String; 5]> {
+    judgements(run)
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            [
+                (i + 1).to_string(),
+                format!(
+                    "{} [{}: a {} b]",
+                    j.finding.claim,
+                    j.finding.metric.name(),
+                    j.finding.expect.symbol()
+                ),
+                j.study_cell(),
+                j.here_cell(),
+                if j.verdict == protobench_model::findings::Verdict::NotMeasured {
+                    format!("not measured: {}", j.reason)
+                } else {
+                    j.verdict.name().to_string()
+                },
+            ]
+        })
+        .collect()
+}
+
+/// "Findings vs the study" as plain text, with a tally; empty without claims.
+pub fn findings_text(run: &RunRecord) -> String {
+    let rows = findings_rows(run);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "\nFindings vs the study (ratios and orderings, not absolute figures: the study's hardware is not ours)\n",
+    );
+    let mut widths: Vec<usize> = FINDINGS_HEADER.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |out: &mut String, cells: &[String]| {
+        let s: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c}{}", " ".repeat(w.saturating_sub(c.chars().count()))))
+            .collect();
+        out.push_str(s.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(&mut out, &FINDINGS_HEADER.map(String::from));
+    line(&mut out, &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
+    for row in &rows {
+        line(&mut out, row);
+    }
+    let _ = writeln!(out, "{}", findings_tally(run));
+    out
+}
+
+/// `3 hold, 1 does not hold, 2 inconclusive, 0 not measured`.
+pub fn findings_tally(run: &RunRecord) -> String {
+    use protobench_model::findings::Verdict::*;
+    let js = judgements(run);
+    let count = |v: &[protobench_model::findings::Verdict]| js.iter().filter(|j| v.contains(&j.verdict)).count();
+    format!(
+        "{} of {} claims hold, {} do not, {} inconclusive, {} with one repetition (untested), {} not measured",
+        count(&[Holds]),
+        js.len(),
+        count(&[DoesNotHold]),
+        count(&[Inconclusive]),
+        count(&[Agrees, Disagrees]),
+        count(&[NotMeasured])
+    )
+}
+
 /// The final terminal table (plain text, aligned columns).
 pub fn text_table(run: &RunRecord) -> String {
     let rows = table_rows(run);
@@ -260,6 +354,19 @@ pub fn markdown(run: &RunRecord) -> String {
     for row in table_rows(run) {
         let cells: Vec<String> = row.iter().map(|c| md_escape(c)).collect();
         let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    let findings = findings_rows(run);
+    if !findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## Findings vs the study\n\nRatios and orderings, not absolute figures: the study's hardware is not ours. {}.\n",
+            findings_tally(run)
+        );
+        let _ = writeln!(out, "| {} |\n|---:|---|---|---|---|", FINDINGS_HEADER.join(" | "));
+        for row in findings {
+            let cells: Vec<String> = row.iter().map(|c| md_escape(c)).collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
     }
     let failures: Vec<_> = run.measurements.iter().filter(|m| m.failure.is_some()).collect();
     if !failures.is_empty() {

@@ -345,3 +345,54 @@ fn the_studies_metrics_are_shown_everywhere() {
         assert!(metrics.iter().any(|x| x == m), "{m} in {metrics:?}");
     }
 }
+
+/// A study preset's claims (in the stored plan) are judged in the text,
+/// Markdown, HTML and JSON reports; the JSON keeps the published schema.
+#[test]
+fn findings_are_judged_in_every_report() {
+    let mut r = run();
+    // grpc inventory.xs ~2,010/s against rest inventory.xs ~1,002/s.
+    r.plan = serde_json::json!({ "findings": [
+        { "claim": "gRPC leads REST on XS (study: 4,700 vs 4,700)", "metric": "rate",
+          "a": { "protocol": "grpc", "workload": "inventory.xs" },
+          "b": { "protocol": "rest", "workload": "inventory.xs" },
+          "expect": "greater", "study": [4700.0, 4700.0] },
+        { "claim": "REST leads gRPC on XS", "metric": "rate",
+          "a": { "protocol": "rest", "workload": "inventory.xs" },
+          "b": { "protocol": "grpc", "workload": "inventory.xs" },
+          "expect": "greater" },
+        { "claim": "SOAP is slowest", "metric": "rate",
+          "a": { "protocol": "soap", "workload": "inventory.xs" },
+          "b": { "protocol": "rest", "workload": "inventory.xs" },
+          "expect": "less" }
+    ]});
+    let t = report::findings_text(&r);
+    let rows: Vec<&str> = t.lines().skip(4).take(3).collect();
+    assert_eq!(rows.len(), 3, "{t}");
+    assert!(
+        rows[0].ends_with("holds") && rows[0].contains("4,700/s vs 4,700/s (1.00x)"),
+        "{}",
+        rows[0]
+    );
+    assert!(rows[1].ends_with("does not hold"), "{}", rows[1]);
+    assert!(
+        rows[2].contains("not measured: no point soap inventory.xs in this run"),
+        "{}",
+        rows[2]
+    );
+    assert!(t.contains("1 of 3 claims hold, 1 do not, 0 inconclusive"), "{t}");
+    assert!(report::markdown(&r).contains("## Findings vs the study"));
+    assert!(html::render(&r, &[]).contains("<section id=\"findings\">"));
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/report.schema.json");
+    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&report::json(&r)).unwrap();
+    assert_eq!(v["findings"][0]["verdict"], "holds");
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // A run without claims shows nothing.
+    assert_eq!(report::findings_text(&run()), "");
+}

@@ -147,6 +147,9 @@ pub struct Plan {
     /// (1 = as the preset says).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub time_scale: f64,
+    /// What the preset's study found, judged against every run of it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<protobench_model::findings::Finding>,
 }
 
 fn one() -> f64 {

@@ -39,6 +39,9 @@ fn every_shipped_preset_resolves() {
         if p.extension().is_some_and(|x| x == "toml") {
             let plan = preset::load(&p, &shipped).unwrap_or_else(|e| panic!("{e}"));
             assert!(!plan.points.is_empty(), "{}", p.display());
+            // Every claim of a study names points the preset measures.
+            let unmatched: Vec<&String> = plan.notes.iter().filter(|n| n.starts_with("finding ")).collect();
+            assert!(unmatched.is_empty(), "{}: {unmatched:?}", p.display());
             n += 1;
         }
     }
@@ -383,4 +386,51 @@ fn time_scale_multiplies_every_experiment_duration() {
     assert_eq!(steady.warmup_steady.unwrap().min_s, 15);
     steady.scale_time(0.01).unwrap();
     assert_eq!(steady.warmup_steady.unwrap().min_s, 5);
+}
+
+/// `[[findings]]`: claims of the study, checked against the plan's points.
+#[test]
+fn findings_are_checked_against_the_plan() {
+    let base = "servers = [\"rust\"]\nprotocols = [\"rest\", \"grpc\"]\nworkloads = [\"inventory.xs\"]\ntls = [false, true]\n[load]\nconcurrency = 1\n";
+    let ok = format!(
+        "{base}[[findings]]\nclaim = \"gRPC leads\"\nmetric = \"rate\"\na = {{ protocol = \"grpc\", tls = false }}\nb = {{ protocol = \"rest\", tls = false }}\nexpect = \">\"\nstudy = [4000, 2300]\n[[findings]]\nclaim = \"a tenth fail\"\nmetric = \"error_rate\"\na = {{ protocol = \"grpc\", tls = true }}\nb = 0.1\nexpect = \"=\"\ntolerance = 0.5\n[[findings]]\nclaim = \"not here\"\nmetric = \"p95\"\na = {{ server = \"go\", protocol = \"grpc\", tls = false }}\nb = {{ protocol = \"rest\", tls = false }}\nexpect = \"<\"\n"
+    );
+    let plan = preset::resolve(&ok, "t.toml", &ctx()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan.findings.len(), 3);
+    assert_eq!(plan.findings[0].study, vec![4000.0, 2300.0]);
+    assert!(matches!(plan.findings[1].b, protobench_model::findings::Operand::Value(v) if v == 0.1));
+    assert!(
+        plan.notes
+            .iter()
+            .any(|n| n.starts_with("finding 3: no point go grpc clear in this plan")),
+        "{:?}",
+        plan.notes
+    );
+
+    let bad = format!(
+        "{base}[[findings]]\nclaim = \"x\"\nmetric = \"speed\"\na = {{ protocol = \"grpc\" }}\nb = {{ protokol = \"rest\" }}\nexpect = \">=\"\n[[findings]]\nclaim = \"y\"\nmetric = \"rate\"\na = {{ protocol = \"grpc\", tls = false }}\nb = 1\nexpect = \">\"\ntolerance = 0.1\n"
+    );
+    let e = preset::resolve(&bad, "t.toml", &ctx()).unwrap_err().to_string();
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 5, "{e}");
+    assert!(
+        lines[0].starts_with("t.toml:9:10: findings.metric: unknown metric `speed` (accepted: rate, mean, p50"),
+        "{e}"
+    );
+    assert!(
+        lines[1].starts_with("t.toml:10:5: findings.a: matches 2 points (rust grpc inventory.xs"),
+        "{e}"
+    );
+    assert!(
+        lines[2].starts_with("t.toml:11:5: findings.b: unknown field `protokol`"),
+        "{e}"
+    );
+    assert_eq!(
+        lines[3],
+        "t.toml:12:10: findings.expect: unknown relation `>=` (accepted: >, <, =)"
+    );
+    assert_eq!(
+        lines[4],
+        "t.toml:19:13: findings.tolerance: only goes with expect = \"=\""
+    );
 }

@@ -298,6 +298,7 @@ fn report(session: &Session, finished: &Finished, args: &Args, started: Instant)
     }
     let record = session.record().with_context(|| format!("reading run {run_id} back"))?;
     print!("{}", protobench_results::report::text_table(&record));
+    print!("{}", protobench_results::report::findings_text(&record));
     for w in &record.warnings {
         eprintln!("warning: {w}");
     }

@@ -36,6 +36,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     println!();
     print!("{}", report::text_table(&record));
+    print!("{}", report::findings_text(&record));
     let failures: Vec<_> = record.measurements.iter().filter(|m| m.failure.is_some()).collect();
     if !failures.is_empty() {
         println!("\nfailures:");

@@ -11,6 +11,7 @@ use std::path::Path;
 use protobench_model::run::PointKind;
 
 mod check;
+mod findings;
 mod load_spec;
 mod machine;
 mod matrix;
@@ -282,6 +283,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         protocols_span: raw.protocols.as_ref().map(|p| p.span()),
     };
     let (points, groups) = matrix::expand(&dimensions, ctx, c, &mut notes);
+    let findings = findings::findings(raw.findings.as_ref(), &points, c, &mut notes);
     if c.issues.is_empty() && points.is_empty() {
         c.issue(
             0..0,
@@ -315,6 +317,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         groups,
         notes,
         time_scale: 1.0,
+        findings,
     }
 }
 

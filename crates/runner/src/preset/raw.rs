@@ -121,6 +121,20 @@ pub(super) struct RawPreset {
     pub(super) ramp: Option<Spanned<RawRamp>>,
     pub(super) server: Option<Spanned<RawServer>>,
     pub(super) generator: Option<Spanned<RawGenerator>>,
+    pub(super) findings: Option<Vec<Spanned<RawFinding>>>,
+}
+
+/// One `[[findings]]` entry (checked in `findings.rs`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFinding {
+    pub(super) claim: Spanned<String>,
+    pub(super) metric: Spanned<String>,
+    pub(super) a: Spanned<toml::Value>,
+    pub(super) b: Spanned<toml::Value>,
+    pub(super) expect: Spanned<String>,
+    pub(super) tolerance: Option<Spanned<f64>>,
+    pub(super) study: Option<Spanned<Vec<f64>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
