@@ -284,6 +284,10 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
     };
     let (points, groups) = matrix::expand(&dimensions, ctx, c, &mut notes);
     let findings = findings::findings(raw.findings.as_ref(), &points, c, &mut notes);
+    // The report repeats what the preset says differs from its study.
+    for d in raw.differences.iter().flatten() {
+        notes.push(format!("differs from the study: {}", d.trim()));
+    }
     if c.issues.is_empty() && points.is_empty() {
         c.issue(
             0..0,

@@ -122,6 +122,8 @@ pub(super) struct RawPreset {
     pub(super) server: Option<Spanned<RawServer>>,
     pub(super) generator: Option<Spanned<RawGenerator>>,
     pub(super) findings: Option<Vec<Spanned<RawFinding>>>,
+    /// How this run differs from the study it reruns, one line each.
+    pub(super) differences: Option<Vec<String>>,
 }
 
 /// One `[[findings]]` entry (checked in `findings.rs`).
