@@ -947,7 +947,7 @@ async fn continuous_ramp<E: Engine>(
     let (warmup_ns, warmup) = match ctx.plan.warmup_steady {
         Some(steady) if ctx.plan.warmup_ns > 0 => (
             0,
-            Some(steady_warmup(ctx, site, spec.start, ctx.plan.warmup_ns, steady).await?),
+            Some(steady_warmup(ctx, site, spec.start.max(1), ctx.plan.warmup_ns, steady).await?),
         ),
         _ => (ctx.plan.warmup_ns, None),
     };

@@ -206,7 +206,14 @@ impl Plan {
                 let d = self.discover.as_ref().map_or(0.0, |d| d.step_ns as f64 * 5.0);
                 d + self.duration_ns as f64
             }
-            PointKind::Ramp => self.ramp.as_ref().map_or(0.0, |r| r.step_ns as f64 * 20.0),
+            // Stepped: about 20 steps; continuous: at most the whole schedule.
+            PointKind::Ramp => self.ramp.as_ref().map_or(0.0, |r| {
+                if r.stepped {
+                    r.step_ns as f64 * 20.0
+                } else {
+                    r.stages().1.iter().map(|s| s.duration_ns as f64).sum()
+                }
+            }),
             _ => self.duration_ns as f64,
         } + self.warmup_ns as f64;
         let starts = self.groups.len() as f64 * self.repetitions as f64 * 1.0;
