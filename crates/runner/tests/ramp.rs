@@ -115,6 +115,13 @@ struct Setup {
     plan: Plan,
 }
 
+/// The preset text of a ramp point with this `[ramp]` table.
+fn preset_text(ramp: &str) -> String {
+    format!(
+        "servers = [\"fake\"]\nwarmup = \"0s\"\nduration = \"1s\"\nkind = \"ramp\"\nrepetitions = 1\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[ramp]\n{ramp}"
+    )
+}
+
 fn setup(ramp: &str) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let sdir = dir.path().join("servers/fake");
@@ -130,10 +137,7 @@ fn setup(ramp: &str) -> Setup {
         catalog: catalog.clone(),
         cpus: CpuSet::parse("0-1").unwrap(),
     };
-    let text = format!(
-        "servers = [\"fake\"]\nwarmup = \"0s\"\nduration = \"1s\"\nkind = \"ramp\"\nrepetitions = 1\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[ramp]\n{ramp}"
-    );
-    let plan = preset::resolve(&text, "t.toml", &ctx).unwrap_or_else(|e| panic!("{e}"));
+    let plan = preset::resolve(&preset_text(ramp), "t.toml", &ctx).unwrap_or_else(|e| panic!("{e}"));
     Setup { dir, catalog, plan }
 }
 
@@ -263,4 +267,41 @@ async fn stepped_keeps_one_run_per_step() {
     assert_eq!(conc, [1, 16, 31, 46]);
     assert!(plans.iter().all(|p| p.stages.is_empty()));
     assert_eq!(m.search.as_ref().unwrap().knee_second, None);
+}
+
+#[test]
+fn bad_ramp_tables_name_file_line_and_key() {
+    let ctx = Context {
+        catalog: setup("").catalog,
+        cpus: CpuSet::parse("0-1").unwrap(),
+    };
+    // The [ramp] table is on line 8; its keys from line 9.
+    let rows = [
+        (
+            "spawn_rate = 15\nstep = 15\n",
+            "t.toml:10:8: ramp.spawn_rate: give either spawn_rate (users per second) or step and step_duration, not both",
+        ),
+        (
+            "spawn_rate = 0\n",
+            "t.toml:9:14: ramp.spawn_rate: must be a number of users per second above 0 and at most 1000000, got 0",
+        ),
+        (
+            "stepped = true\nspawn_rate = 5\n",
+            "t.toml:10:14: ramp.spawn_rate: is for the continuous ramp; a stepped ramp adds `step` users every `step_duration`",
+        ),
+        (
+            "start = 100\nmax = 50\n",
+            "t.toml:10:7: ramp.max: must be at least ramp.start (100), found 50",
+        ),
+        (
+            "stepped = true\nstart = 0\n",
+            "t.toml:10:9: ramp.start: must be an integer of at least 1, found 0",
+        ),
+    ];
+    for (ramp, want) in rows {
+        let e = preset::resolve(&preset_text(ramp), "t.toml", &ctx)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{ramp:?}: {e}");
+    }
 }
