@@ -481,6 +481,20 @@ fn summary(r: &LoadResult) -> String {
     let what = p.workload.clone().unwrap_or_else(|| "custom call".into());
     let lp = match p.rate {
         Some(rate) => format!("open loop at {rate} calls/s ({:?})", p.arrival).to_lowercase(),
+        None if !p.stages.is_empty() => {
+            let stages: Vec<String> = p
+                .stages
+                .iter()
+                .map(|st| {
+                    format!(
+                        "{}:{}",
+                        protobench_model::format::fmt_ns(st.duration_ns as f64),
+                        st.target
+                    )
+                })
+                .collect();
+            format!("closed loop, {} users then {}", p.start_users, stages.join(","))
+        }
         None => "closed loop".into(),
     };
     let mut s = format!(
