@@ -142,6 +142,7 @@ async fn run_with<D: driver::Driver + Send + Sync>(
                             errors,
                             rate: p.successes as f64,
                             p99_ns: p.p99_ns,
+                            second: p,
                         });
                     }
                 }
@@ -212,9 +213,9 @@ fn assemble(
         EndReason::Duration
     };
     let duration_ns = match end_reason {
-        EndReason::Interrupted => run_ns.saturating_sub(plan.warmup_ns),
+        EndReason::Interrupted | EndReason::Knee => run_ns.saturating_sub(plan.warmup_ns),
         EndReason::Requests => last.saturating_sub(plan.warmup_ns),
-        EndReason::Duration => plan.duration_ns.unwrap_or(protobench_model::load::DEFAULT_DURATION_NS),
+        EndReason::Duration => plan.window_ns(),
     }
     .max(1);
     let secs = duration_ns as f64 / 1e9;

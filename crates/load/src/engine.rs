@@ -30,6 +30,9 @@ pub(crate) struct ThreadPlan {
     pub(crate) index: usize,
     pub(crate) connections: usize,
     pub(crate) callers: usize,
+    /// With a concurrency schedule: when each of this thread's callers joins,
+    /// in ns since the run's start (non-decreasing); empty = all at once.
+    pub(crate) joins: Vec<u64>,
     pub(crate) schedule: Schedule,
     pub(crate) stop: Stop,
     pub(crate) warmup_ns: u64,
@@ -231,9 +234,17 @@ async fn worker<D: Driver>(
         busy: Cell::new(0),
         plan,
     });
-    // Open the initial connections, all at once.
+    // Open the initial connections, all at once. With a concurrency
+    // schedule, only those of the callers there from the start (at least
+    // one, to know the target answers): later callers connect as they join.
     let cells: Vec<Rc<ConnCell<D>>> = (0..ctx.plan.connections).map(|_| Rc::new(ConnCell::new())).collect();
-    let opening = futures_join_all(cells.iter().map(|cell| {
+    let initial = if ctx.plan.joins.is_empty() {
+        cells.len()
+    } else {
+        let at_start = ctx.plan.joins.iter().take_while(|&&j| j == 0).count();
+        at_start.clamp(1, cells.len().max(1))
+    };
+    let opening = futures_join_all(cells[..initial.min(cells.len())].iter().map(|cell| {
         let cell = cell.clone();
         let ctx = ctx.clone();
         async move { cell.acquire(&ctx).await }
@@ -299,7 +310,8 @@ async fn worker<D: Driver>(
     for i in 0..ctx.plan.callers {
         let cell = cells[i % cells.len().max(1)].clone();
         let own = if i < handles.len() { handles[i].take() } else { None };
-        callers.push(tokio::task::spawn_local(caller(ctx.clone(), cell, own)));
+        let join_ns = ctx.plan.joins.get(i).copied().unwrap_or(0);
+        callers.push(tokio::task::spawn_local(caller(ctx.clone(), cell, own, join_ns)));
     }
     let ticker = tokio::task::spawn_local(ticker(ctx.clone()));
     for c in callers {
@@ -372,10 +384,30 @@ async fn ticker<D: Driver>(ctx: Rc<Ctx<D>>) {
     }
 }
 
-async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Option<D::Conn>) {
+async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Option<D::Conn>, join_ns: u64) {
     let open_loop = ctx.plan.open_loop;
     // Created on the first wait: closed-loop callers never wait for a slot.
     let mut timer: Option<PreciseTimer> = None;
+    if join_ns > 0 {
+        // A concurrency schedule: join at the scheduled time, unless the run
+        // is over by then (`u64::MAX`: the schedule never reaches this caller).
+        let end_ns = match ctx.plan.stop {
+            Stop::Duration(d) => ctx.plan.warmup_ns.saturating_add(d),
+            Stop::Requests(_) => u64::MAX,
+        };
+        if join_ns >= end_ns || join_ns == u64::MAX {
+            return;
+        }
+        let at = ctx.start + Duration::from_nanos(join_ns);
+        tokio::select! {
+            _ = timer.get_or_insert_with(PreciseTimer::new).sleep_until(at) => {}
+            _ = ctx.cancel.cancelled() => return,
+        }
+        // Close the seconds before this one first: this caller counts from now.
+        let closed = ctx.recorder.borrow_mut().roll_to(ctx.elapsed_ns());
+        ctx.send_seconds(closed);
+    }
+    ctx.recorder.borrow_mut().users += 1;
     loop {
         if ctx.cancel.is_cancelled() {
             return;
@@ -474,8 +506,8 @@ async fn one_call<D: Driver>(
 }
 
 /// Merges per-second reports from all threads into timeline points.
-/// One second being gathered: threads reported, successes, errors, latency.
-type PendingSecond = (usize, u64, u64, Option<Histogram<u64>>);
+/// One second being gathered: threads reported, successes, errors, latency, users.
+type PendingSecond = (usize, u64, u64, Option<Histogram<u64>>, u32);
 
 #[derive(Default)]
 pub(crate) struct Timeline {
@@ -486,10 +518,11 @@ pub(crate) struct Timeline {
 impl Timeline {
     /// Adds one thread's second; returns the point when all `threads` reported it.
     pub(crate) fn add(&mut self, r: SecondReport, threads: usize) -> Option<protobench_model::load::TimelinePoint> {
-        let e = self.pending.entry(r.second).or_insert((0, 0, 0, None));
+        let e = self.pending.entry(r.second).or_insert((0, 0, 0, None, 0));
         e.0 += 1;
         e.1 += r.successes;
         e.2 += r.errors;
+        e.4 += r.users;
         if let Some(h) = r.latency {
             match &mut e.3 {
                 Some(acc) => {
@@ -520,15 +553,23 @@ impl Timeline {
 }
 
 fn point(second: u32, e: PendingSecond) -> protobench_model::load::TimelinePoint {
-    let (p50, p99) =
-        e.3.map(|h| (h.value_at_quantile(0.5), h.value_at_quantile(0.99)))
-            .unwrap_or((0, 0));
+    let (p50, p95, p99) =
+        e.3.map(|h| {
+            (
+                h.value_at_quantile(0.5),
+                h.value_at_quantile(0.95),
+                h.value_at_quantile(0.99),
+            )
+        })
+        .unwrap_or((0, 0, 0));
     protobench_model::load::TimelinePoint {
         second,
         successes: e.1,
         errors: e.2,
         p50_ns: p50,
+        p95_ns: p95,
         p99_ns: p99,
+        users: e.4,
     }
 }
 
@@ -553,15 +594,29 @@ pub(crate) fn thread_plans(plan: &LoadPlan, threads: usize) -> Vec<ThreadPlan> {
                     }
                 }
             };
-            let stop = match (plan.requests, plan.duration_ns) {
-                (Some(n), _) => Stop::Requests(share(n, t, i)),
-                (None, Some(d)) => Stop::Duration(d),
-                (None, None) => Stop::Duration(protobench_model::load::DEFAULT_DURATION_NS),
+            let stop = match plan.requests {
+                Some(n) => Stop::Requests(share(n, t, i)),
+                None => Stop::Duration(plan.window_ns()),
+            };
+            let callers = share(u64::from(plan.concurrency), t, i) as usize;
+            // Thread i runs the global callers i, i + t, i + 2t, ... (the
+            // same count `share` gives it), so joins spread over threads.
+            let joins = if plan.stages.is_empty() {
+                Vec::new()
+            } else {
+                (0..callers as u64)
+                    .map(|j| {
+                        let k = (j * t + i) as u32;
+                        crate::stages::join_at_ns(plan.start_users, &plan.stages, k)
+                            .map_or(u64::MAX, |at| at.saturating_add(plan.warmup_ns))
+                    })
+                    .collect()
             };
             ThreadPlan {
                 index: i as usize,
                 connections: share(u64::from(plan.connections), t, i) as usize,
-                callers: share(u64::from(plan.concurrency), t, i) as usize,
+                callers,
+                joins,
                 schedule,
                 stop,
                 warmup_ns: plan.warmup_ns,

@@ -78,6 +78,10 @@ pub enum PlanError {
         /// What is wrong.
         why: &'static str,
     },
+    /// A concurrency schedule (`--stage`, `--start-users`) that cannot run;
+    /// the message names the flag and what was expected.
+    #[error("{0}")]
+    Schedule(String),
     /// More engine threads than connections.
     #[error("--threads ({threads}) cannot be greater than --connections ({connections})")]
     MoreThreadsThanConnections {

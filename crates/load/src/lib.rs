@@ -30,6 +30,7 @@ mod export;
 pub mod pacer;
 mod prepare;
 mod record;
+pub mod stages;
 mod timer;
 mod validate;
 mod verify;
@@ -38,7 +39,7 @@ use std::time::Instant;
 
 pub use protobench_model::load::{
     Arrival, CustomCall, EndReason, Environment, ErrorKind, Header, LatencySummary, LoadPlan, LoadResult, Protocol,
-    TlsPlan, Validation,
+    Stage, TimelinePoint, TlsPlan, Validation,
 };
 use protobench_model::load::{DEFAULT_CONNECT_TIMEOUT_NS, DEFAULT_DURATION_NS, DEFAULT_TIMEOUT_NS};
 
@@ -74,6 +75,9 @@ pub enum Event {
         rate: f64,
         /// p99 corrected latency in the last second.
         p99_ns: u64,
+        /// The second that closed, as it goes into the result's timeline
+        /// (users, successes, errors, p50/p95/p99).
+        second: TimelinePoint,
     },
 }
 
@@ -97,5 +101,7 @@ pub fn plan_defaults(protocol: Protocol, target: &str) -> LoadPlan {
         validate: Validation::Status,
         tls: None,
         threads: 0,
+        start_users: 0,
+        stages: Vec::new(),
     }
 }

@@ -72,6 +72,8 @@ pub(crate) struct SecondReport {
     pub(crate) successes: u64,
     pub(crate) errors: u64,
     pub(crate) latency: Option<Histogram<u64>>,
+    /// Callers of the thread active when the second closed.
+    pub(crate) users: u32,
 }
 
 /// What one engine thread recorded.
@@ -94,6 +96,8 @@ pub(crate) struct Recorder {
     pub(crate) last_completion_ns: u64,
     /// Byte counters when the first measured call started.
     pub(crate) bytes_at_measure_start: Option<(u64, u64)>,
+    /// Callers that have joined (all of them at once without a schedule).
+    pub(crate) users: u32,
     second: u32,
     second_successes: u64,
     second_errors: u64,
@@ -116,6 +120,7 @@ impl Recorder {
             starved: 0,
             last_completion_ns: 0,
             bytes_at_measure_start: None,
+            users: 0,
             second: 0,
             second_successes: 0,
             second_errors: 0,
@@ -151,6 +156,7 @@ impl Recorder {
             successes: self.second_successes,
             errors: self.second_errors,
             latency: self.second_latency.take(),
+            users: self.users,
         };
         self.second_successes = 0;
         self.second_errors = 0;

@@ -36,7 +36,75 @@ pub fn validate(plan: &LoadPlan) -> Result<(), PlanError> {
     validate_http(plan)?;
     validate_load(plan)?;
     validate_times(plan)?;
+    validate_stages(plan)?;
     validate_tls(plan)
+}
+
+/// A concurrency schedule: closed loop, stop by time, targets that never
+/// fall, and `--concurrency` equal to its peak.
+fn validate_stages(plan: &LoadPlan) -> Result<(), PlanError> {
+    let bad = |m: String| Err(PlanError::Schedule(m));
+    if plan.stages.is_empty() {
+        if plan.start_users > 0 {
+            return bad(format!(
+                "--start-users ({}) requires --stage (a concurrency schedule)",
+                plan.start_users
+            ));
+        }
+        return Ok(());
+    }
+    if plan.rate.is_some() {
+        return bad(
+            "--stage and --rate cannot be used together: a concurrency schedule is closed loop only (open loop sets a rate, not users)"
+                .into(),
+        );
+    }
+    if plan.requests.is_some() {
+        return Err(PlanError::Conflict("--stage", "--requests"));
+    }
+    let total: u64 = plan.stages.iter().fold(0u64, |a, s| a.saturating_add(s.duration_ns));
+    if let Some(d) = plan.duration_ns
+        && d != total
+    {
+        return bad(format!(
+            "--duration ({}) must be left out with --stage, or equal the stages' total ({})",
+            seconds(d),
+            seconds(total)
+        ));
+    }
+    if total == 0 {
+        return bad("--stage: the stages must last longer than 0s in total".into());
+    }
+    if total > MAX_DURATION_NS {
+        return bad(format!(
+            "--stage: the stages' total must be {MAX_DURATION_TEXT}, got {}",
+            seconds(total)
+        ));
+    }
+    let mut previous = plan.start_users;
+    for (i, s) in plan.stages.iter().enumerate() {
+        if s.target < previous {
+            return bad(format!(
+                "--stage {} ({}:{}) lowers the target from {previous} to {}: ramp-down is not supported (callers stay to the end)",
+                i + 1,
+                seconds(s.duration_ns),
+                s.target,
+                s.target
+            ));
+        }
+        previous = s.target;
+    }
+    let peak = crate::stages::peak(plan.start_users, &plan.stages);
+    if peak == 0 {
+        return bad("--stage: every target is 0; expected at least one stage with 1 or more users".into());
+    }
+    if plan.concurrency != peak {
+        return bad(format!(
+            "--concurrency ({}) must equal the schedule's peak ({peak} users, the highest --stage target)",
+            plan.concurrency
+        ));
+    }
+    Ok(())
 }
 
 /// What is called: a contract workload, or a custom call fit for the protocol.
@@ -422,5 +490,86 @@ mod tests {
         validate(&edge).unwrap();
         edge.rate = Some(MIN_RATE);
         validate(&edge).unwrap();
+    }
+
+    /// A ramp plan: 1 user, then 10 s to 20 users (HTTP/1.1: one connection each).
+    fn ramp() -> LoadPlan {
+        let mut p = plan();
+        p.duration_ns = None;
+        p.start_users = 1;
+        p.stages = vec![
+            protobench_model::load::Stage {
+                duration_ns: 10_000_000_000,
+                target: 20,
+            },
+            protobench_model::load::Stage {
+                duration_ns: 5_000_000_000,
+                target: 20,
+            },
+        ];
+        p.concurrency = 20;
+        p.connections = 20;
+        p
+    }
+
+    #[test]
+    fn schedule_validation_names_the_flag_and_what_was_expected() {
+        type Change = Box<dyn Fn(&mut LoadPlan)>;
+        let cases: Vec<(Change, &str)> = vec![
+            (
+                Box::new(|p| p.rate = Some(100.0)),
+                "--stage and --rate cannot be used together: a concurrency schedule is closed loop only",
+            ),
+            (
+                Box::new(|p| p.requests = Some(100)),
+                "--stage and --requests cannot be used together",
+            ),
+            (
+                Box::new(|p| p.duration_ns = Some(3_000_000_000)),
+                "--duration (3s) must be left out with --stage, or equal the stages' total (15s)",
+            ),
+            (
+                Box::new(|p| p.stages[1].target = 5),
+                "--stage 2 (5s:5) lowers the target from 20 to 5: ramp-down is not supported",
+            ),
+            (
+                Box::new(|p| p.start_users = 30),
+                "--stage 1 (10s:20) lowers the target from 30 to 20: ramp-down is not supported",
+            ),
+            (
+                Box::new(|p| {
+                    p.stages[1].target = 40;
+                }),
+                "--concurrency (20) must equal the schedule's peak (40 users, the highest --stage target)",
+            ),
+            (
+                Box::new(|p| {
+                    for s in &mut p.stages {
+                        s.duration_ns = 0;
+                    }
+                }),
+                "--stage: the stages must last longer than 0s in total",
+            ),
+            (
+                Box::new(|p| {
+                    p.start_users = 0;
+                    for s in &mut p.stages {
+                        s.target = 0;
+                    }
+                }),
+                "--stage: every target is 0",
+            ),
+            (Box::new(|p| p.stages.clear()), "--start-users (1) requires --stage"),
+        ];
+        for (change, want) in cases {
+            let mut p = ramp();
+            change(&mut p);
+            let msg = validate(&p).unwrap_err().to_string();
+            assert!(msg.starts_with(want), "want {want:?}, got {msg:?}");
+        }
+        validate(&ramp()).unwrap();
+        let mut same = ramp();
+        same.duration_ns = Some(15_000_000_000);
+        validate(&same).unwrap();
     }
 }

@@ -72,6 +72,42 @@ pub struct LoadPlan {
     /// histograms); 0 = one per available CPU, at most `connections`.
     #[serde(default)]
     pub threads: u32,
+    /// A concurrency schedule (closed loop only): callers active when the
+    /// schedule starts; the rest join as [`LoadPlan::stages`] say.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub start_users: u32,
+    /// A concurrency schedule (closed loop only), k6's ramping-VUs `stages`:
+    /// each stage raises the number of callers linearly from the previous
+    /// target to its own over its duration (or holds it). Callers join at
+    /// their scheduled time and keep their connection and keep calling to
+    /// the end. Empty = all `concurrency` callers from the start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<Stage>,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
+}
+
+/// One stage of a concurrency schedule: reach `target` callers over `duration_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stage {
+    /// How long the stage lasts.
+    pub duration_ns: u64,
+    /// Callers active at the end of the stage.
+    pub target: u32,
+}
+
+impl LoadPlan {
+    /// The measured window when the run stops by time: the stages' total
+    /// with a schedule, else `duration_ns` (default [`DEFAULT_DURATION_NS`]).
+    pub fn window_ns(&self) -> u64 {
+        if self.stages.is_empty() {
+            self.duration_ns.unwrap_or(DEFAULT_DURATION_NS)
+        } else {
+            self.stages.iter().map(|s| s.duration_ns).sum()
+        }
+    }
 }
 
 /// How open-loop calls are spaced in time.
@@ -248,15 +284,19 @@ pub enum EndReason {
     Requests,
     /// Cancelled (Ctrl-C); the result covers what ran.
     Interrupted,
+    /// The runner stopped a continuous ramp at its knee (the engine was
+    /// cancelled once the rate had stopped rising or errors began).
+    Knee,
 }
 
 impl EndReason {
-    /// `duration`, `requests` or `interrupted`.
+    /// `duration`, `requests`, `interrupted` or `knee`.
     pub fn name(self) -> &'static str {
         match self {
             EndReason::Duration => "duration",
             EndReason::Requests => "requests",
             EndReason::Interrupted => "interrupted",
+            EndReason::Knee => "knee",
         }
     }
 }
@@ -381,8 +421,17 @@ pub struct TimelinePoint {
     pub errors: u64,
     /// Median corrected latency of that second's successes.
     pub p50_ns: u64,
+    /// 95th percentile corrected latency of that second's successes (0 in
+    /// results written before it was recorded).
+    #[serde(default)]
+    pub p95_ns: u64,
     /// 99th percentile corrected latency of that second's successes.
     pub p99_ns: u64,
+    /// Callers active at the end of that second (the warm-up's callers
+    /// included; with a schedule, those that had joined by then; 0 in
+    /// results written before it was recorded).
+    #[serde(default)]
+    pub users: u32,
 }
 
 /// The machine and build a result came from.

@@ -274,6 +274,12 @@ pub struct Search {
     pub knee_rate: Option<f64>,
     /// Why the search stopped, one line.
     pub stop_reason: String,
+    /// Continuous `ramp`: the second of the measured window the knee was
+    /// found in (its users are `chosen_concurrency`, its rate `knee_rate`;
+    /// `steps` then holds one step per second). `None` for `discover` and
+    /// for ramps stored before the ramp became one continuous run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee_second: Option<u32>,
 }
 
 /// One repetition of one point.

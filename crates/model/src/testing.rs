@@ -47,6 +47,8 @@ pub fn result(protocol: &str, workload: &str, rate: f64, errors: u64, seconds: u
             validate: Validation::Status,
             tls: None,
             threads: 1,
+            start_users: 0,
+            stages: Vec::new(),
         },
         environment: Environment::default(),
         started_at: "2026-01-01T00:00:00Z".into(),
@@ -88,7 +90,9 @@ pub fn result(protocol: &str, workload: &str, rate: f64, errors: u64, seconds: u
                 successes: rate as u64,
                 errors: 0,
                 p50_ns: 1_000_000,
+                p95_ns: 4_000_000,
                 p99_ns: 5_000_000,
+                users: 16,
             })
             .collect(),
         histogram: "HISTFAAAABx4nJNpmSzMwMDAxQABzFCaEUzOmNZgLwEARHsDMA==".into(),

@@ -422,7 +422,12 @@ fn search_chart(run: &RunRecord, a: &PointAggregate, layout: &Layout) -> Option<
     let search = representative(run, a)?.search.as_ref()?;
     let ramp = a.config.kind == PointKind::Ramp;
     let pts: Vec<(f64, f64)> = search.steps.iter().map(|s| (s.concurrency as f64, s.rate)).collect();
-    let chosen = search.steps.iter().find(|s| s.concurrency == search.chosen_concurrency);
+    // A continuous ramp's steps are its seconds, in order: the knee is the
+    // step of its second (users may repeat across seconds).
+    let chosen = match search.knee_second {
+        Some(k) => search.steps.get(k as usize),
+        None => search.steps.iter().find(|s| s.concurrency == search.chosen_concurrency),
+    };
     let label = if ramp { "knee" } else { "best" };
     let marks = chosen
         .map(|s| vec![(s.concurrency as f64, s.rate, format!("{label} c={}", s.concurrency))])
@@ -437,7 +442,11 @@ fn search_chart(run: &RunRecord, a: &PointAggregate, layout: &Layout) -> Option<
                 "Concurrency discovery"
             }
         ),
-        x_label: "concurrency".into(),
+        x_label: if search.knee_second.is_some() {
+            "users (one point per second of the ramp)".into()
+        } else {
+            "concurrency".into()
+        },
         y_label: "successful calls/s".into(),
         log_x: a.config.kind == PointKind::Discover,
         lines: vec![Line {
@@ -448,9 +457,23 @@ fn search_chart(run: &RunRecord, a: &PointAggregate, layout: &Layout) -> Option<
     };
     Some(Chart::of_lines(
         format!("search-{}", a.config.index),
-        &search.stop_reason,
+        &knee_line(search),
         &c,
     ))
+}
+
+/// The caption of a search chart: where a continuous ramp's knee was found
+/// (second, users, rate) and why it stopped; else why the search stopped.
+pub(crate) fn knee_line(search: &protobench_model::run::Search) -> String {
+    match (search.knee_second, search.knee_rate) {
+        (Some(second), Some(rate)) => format!(
+            "Knee found at second {second} of the ramp: {} users, {}/s ({}).",
+            search.chosen_concurrency,
+            protobench_model::format::fmt_rate(rate),
+            search.stop_reason
+        ),
+        _ => search.stop_reason.clone(),
+    }
 }
 
 /// The measurement whose rate is the median of the point's repetitions.
@@ -672,6 +695,24 @@ mod tests {
         for (pts, want) in cases {
             assert_eq!(saturation(pts), *want, "{pts:?}");
         }
+    }
+
+    #[test]
+    fn a_continuous_ramp_caption_says_where_the_knee_was_found() {
+        let mut search = protobench_model::run::Search {
+            steps: vec![],
+            chosen_concurrency: 45,
+            knee_rate: Some(12_345.0),
+            stop_reason: "rate stopped rising for 3 s after second 2 (45 users)".into(),
+            knee_second: Some(2),
+        };
+        assert_eq!(
+            knee_line(&search),
+            "Knee found at second 2 of the ramp: 45 users, 12,345/s (rate stopped rising for 3 s after second 2 (45 users))."
+        );
+        // A stepped ramp or a discovery stored without a knee second: the reason alone.
+        search.knee_second = None;
+        assert_eq!(knee_line(&search), search.stop_reason);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use protobench_model::run::{
 };
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The default database file.
 pub const DEFAULT_DB: &str = "protobench-results.db";
@@ -99,6 +99,10 @@ pub const MIGRATIONS: &[&str] = &[
     "#,
     // 1 -> 2: how a steady-state warm-up went (issue 16).
     "ALTER TABLE measurements ADD COLUMN warmup_json TEXT;",
+    // 2 -> 3: users and p95 per second, for the continuous ramp (issue 10).
+    // Rows written before read back as 0.
+    "ALTER TABLE timeseries ADD COLUMN users INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE timeseries ADD COLUMN p95_ns INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// What went wrong with the database. Each names the file.
@@ -498,8 +502,8 @@ impl Store {
             }
             let mut stmt = tx
                 .prepare(
-                    "INSERT INTO timeseries (measurement_id, second, successes, errors, p50_ns, p99_ns, server_rss_bytes)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    "INSERT INTO timeseries (measurement_id, second, successes, errors, p50_ns, p99_ns, server_rss_bytes, users, p95_ns)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 )
                 .map_err(c)?;
             for t in &r.timeline {
@@ -511,7 +515,9 @@ impl Store {
                     t.errors as i64,
                     t.p50_ns as i64,
                     t.p99_ns as i64,
-                    rss
+                    rss,
+                    t.users,
+                    t.p95_ns as i64
                 ])
                 .map_err(c)?;
             }
@@ -705,7 +711,7 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT second, successes, errors, p50_ns, p99_ns, server_rss_bytes FROM timeseries
+                "SELECT second, successes, errors, p50_ns, p99_ns, server_rss_bytes, users, p95_ns FROM timeseries
                  WHERE measurement_id = ?1 ORDER BY second",
             )
             .map_err(|e| self.err(e))?;
@@ -718,6 +724,8 @@ impl Store {
                         errors: r.get::<_, i64>(2)? as u64,
                         p50_ns: r.get::<_, i64>(3)? as u64,
                         p99_ns: r.get::<_, i64>(4)? as u64,
+                        users: r.get(6)?,
+                        p95_ns: r.get::<_, i64>(7)? as u64,
                     },
                     r.get::<_, Option<i64>>(5)?,
                 ))

@@ -118,6 +118,7 @@ fn json_matches_the_published_schema() {
         chosen_concurrency: 2,
         knee_rate: Some(10.0),
         stop_reason: "reached max".into(),
+        knee_second: Some(0),
     });
     let v: serde_json::Value = serde_json::from_str(&report::json(&r)).unwrap();
     let errors: Vec<String> = validator
@@ -268,7 +269,9 @@ fn a_window_whose_rate_rises_is_flagged_drifting() {
             successes: 5_000 + 1_300 * u64::from(s),
             errors: 0,
             p50_ns: 1_000_000,
+            p95_ns: 1_500_000,
             p99_ns: 2_000_000,
+            users: 16,
         })
         .collect();
     let run = testing::record(

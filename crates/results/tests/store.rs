@@ -197,7 +197,9 @@ fn a_full_disk_is_reported_and_earlier_data_survives() {
                 successes: 1,
                 errors: 0,
                 p50_ns: 1,
+                p95_ns: 1,
                 p99_ns: 1,
+                users: 1,
             })
             .collect();
         if let Err(e) = s.save_measurement(id, &m) {

@@ -785,6 +785,21 @@ async fn measure_once<E: Engine>(
     let plan = ctx
         .plan
         .load_plan(site.point, site.target, concurrency, duration_ns, warmup_ns);
+    measure_plan(ctx, site, plan, ctx.cancel.child_token(), None).await
+}
+
+/// One engine run of `plan` (cancelled by `stop`, a child of the run's
+/// token) with the server's cost over its measured window; every engine
+/// event also goes to `tap` (the continuous ramp's knee watcher). Only a
+/// run cut short by the user (Ctrl-C) goes without its cost.
+async fn measure_plan<E: Engine>(
+    ctx: &Ctx<'_, E>,
+    site: &Site<'_>,
+    plan: protobench_model::load::LoadPlan,
+    stop: CancellationToken,
+    tap: Option<UnboundedSender<Event>>,
+) -> Result<Measured, MeasureError> {
+    let warmup_ns = plan.warmup_ns;
     let (tx, mut rx) = unbounded_channel();
     let started: Arc<Mutex<Option<Instant>>> = Arc::default();
     let forward = {
@@ -795,17 +810,20 @@ async fn measure_once<E: Engine>(
                 if let Event::Started { at, .. } = e {
                     *started.lock().unwrap_or_else(|e| e.into_inner()) = Some(at);
                 }
+                if let Some(tap) = &tap {
+                    let _ = tap.send(e.clone());
+                }
                 if let Some(ev) = &events {
                     let _ = ev.send(RunEvent::Engine(e));
                 }
             }
         })
     };
-    let result = ctx.engine.measure(plan, Some(tx), ctx.cancel.child_token()).await;
+    let result = ctx.engine.measure(plan, Some(tx), stop).await;
     let returned = Instant::now();
     let _ = forward.await;
     let result = result?;
-    if result.end_reason == EndReason::Interrupted {
+    if result.end_reason == EndReason::Interrupted && ctx.cancel.is_cancelled() {
         return Ok(Measured {
             result,
             cost: ServerCost::default(),
@@ -859,6 +877,7 @@ async fn measure_point<E: Engine>(ctx: &mut Ctx<'_, E>, site: &Site<'_>) -> Resu
                 chosen_concurrency: stop.concurrency,
                 knee_rate: None,
                 stop_reason: stop.reason,
+                knee_second: None,
             });
             Ok(m)
         }
@@ -867,6 +886,9 @@ async fn measure_point<E: Engine>(ctx: &mut Ctx<'_, E>, site: &Site<'_>) -> Resu
                 .ramp
                 .clone()
                 .ok_or_else(|| MeasureError("ramp settings missing from the plan".into()))?;
+            if !spec.stepped {
+                return continuous_ramp(ctx, site, &spec).await;
+            }
             let step_ns = spec.step_ns;
             let Some((stepper, stop, mut measured)) = search(ctx, site, Ramp::new(spec), step_ns).await? else {
                 return Err(interrupted(site));
@@ -877,6 +899,7 @@ async fn measure_point<E: Engine>(ctx: &mut Ctx<'_, E>, site: &Site<'_>) -> Resu
                 chosen_concurrency: stop.concurrency,
                 knee_rate: Some(m.result.rate),
                 stop_reason: stop.reason,
+                knee_second: None,
             });
             Ok(m)
         }
@@ -915,6 +938,93 @@ async fn search<E: Engine, S: Stepper>(
             Next::Stop(stop) => return Ok(Some((stepper, stop, measured))),
         }
     }
+}
+
+/// The continuous ramp: one engine run whose callers join at `spawn_rate`
+/// per second from `start` up to `max` (a concurrency schedule), keeping
+/// their connections. A watcher applies the knee rule to each closed second
+/// and cancels the run at the knee; the whole timeline is the measurement,
+/// the knee (second, users, rate, reason) its search record. A steady
+/// warm-up, if the preset asks for one, runs first at `start` users.
+async fn continuous_ramp<E: Engine>(
+    ctx: &mut Ctx<'_, E>,
+    site: &Site<'_>,
+    spec: &crate::plan::RampSpec,
+) -> Result<Measured, MeasureError> {
+    let (warmup_ns, warmup) = match ctx.plan.warmup_steady {
+        Some(steady) if ctx.plan.warmup_ns > 0 => (
+            0,
+            Some(steady_warmup(ctx, site, spec.start.max(1), ctx.plan.warmup_ns, steady).await?),
+        ),
+        _ => (ctx.plan.warmup_ns, None),
+    };
+    let (start, stages) = spec.stages();
+    let window_ns: u64 = stages.iter().map(|s| s.duration_ns).sum();
+    let mut plan = ctx
+        .plan
+        .load_plan(site.point, site.target, spec.max, window_ns, warmup_ns);
+    plan.duration_ns = None;
+    plan.start_users = start;
+    plan.stages = stages;
+    let stop = ctx.cancel.child_token();
+    let (tap, mut seconds) = unbounded_channel();
+    let watcher = {
+        let stop = stop.clone();
+        let spec = spec.clone();
+        tokio::spawn(async move {
+            let mut rule = crate::search::KneeRule::new(&spec);
+            let mut stopped = false;
+            while let Some(e) = seconds.recv().await {
+                // A second past the schedule's end is the partial one the
+                // run ends with: its low count would read as a fall.
+                if let Event::Progress { second, elapsed_ns, .. } = e
+                    && elapsed_ns <= window_ns
+                    && !stopped
+                    && rule.observe(&second).is_some()
+                {
+                    stopped = true;
+                    stop.cancel();
+                }
+            }
+            stopped
+        })
+    };
+    let measured = measure_plan(ctx, site, plan, stop, Some(tap)).await;
+    let stopped = watcher.await.unwrap_or(false);
+    let mut m = measured?;
+    if ctx.cancel.is_cancelled() {
+        return Err(interrupted(site));
+    }
+    if stopped {
+        m.result.end_reason = EndReason::Knee;
+    }
+    let knee = crate::search::find_knee(&m.result.timeline, m.result.duration_ns, spec).ok_or_else(|| {
+        MeasureError(format!(
+            "the ramp of {} ended before its first whole second",
+            site.point.label()
+        ))
+    })?;
+    let steps = m
+        .result
+        .timeline
+        .iter()
+        .filter(|p| (u64::from(p.second) + 1) * 1_000_000_000 <= m.result.duration_ns)
+        .map(|p| protobench_model::run::SearchStep {
+            concurrency: p.users,
+            rate: p.successes as f64,
+            errors: p.errors,
+            p99_ns: p.p99_ns,
+        })
+        .collect();
+    m.search = Some(Search {
+        steps,
+        chosen_concurrency: knee.users,
+        knee_rate: Some(knee.rate),
+        stop_reason: knee.reason,
+        knee_second: Some(knee.second),
+    });
+    m.warmup = warmup;
+    Ok(m)
 }
 
 /// A search cut short by Ctrl-C: nothing is kept (the caller sees the

@@ -67,6 +67,38 @@ pub struct RampSpec {
     pub patience: u32,
     /// Stop when the error fraction of a step exceeds this.
     pub max_error_rate: f64,
+    /// Continuous ramp: users added per second (Locust's spawn rate);
+    /// `step` per `step_duration` unless `spawn_rate` is set.
+    #[serde(default)]
+    pub spawn_rate: f64,
+    /// The old stepped ramp (a separate engine run per step, fresh
+    /// connections each) instead of one continuous run.
+    #[serde(default)]
+    pub stepped: bool,
+}
+
+impl RampSpec {
+    /// The continuous ramp's concurrency schedule: `start` users, then
+    /// `spawn_rate` more per second up to `max` (one linear stage).
+    pub fn stages(&self) -> (u32, Vec<protobench_model::load::Stage>) {
+        let rate = if self.spawn_rate > 0.0 {
+            self.spawn_rate
+        } else {
+            f64::from(self.step) / (self.step_ns.max(1) as f64 / 1e9)
+        };
+        let users = f64::from(self.max.saturating_sub(self.start));
+        // Rounded down, so whole seconds land exactly on whole users (the
+        // rate is then high by under 1 ns per stage); at least 1 ms, so a
+        // ramp that starts at its maximum still runs.
+        let duration_ns = ((users / rate * 1e9).floor() as u64).max(1_000_000);
+        (
+            self.start,
+            vec![protobench_model::load::Stage {
+                duration_ns,
+                target: self.max,
+            }],
+        )
+    }
 }
 
 /// One server process per repetition: every point sharing these settings.
@@ -235,7 +267,14 @@ impl Plan {
                 let d = self.discover.as_ref().map_or(0.0, |d| d.step_ns as f64 * 5.0);
                 d + self.duration_ns as f64
             }
-            PointKind::Ramp => self.ramp.as_ref().map_or(0.0, |r| r.step_ns as f64 * 20.0),
+            // Stepped: about 20 steps; continuous: at most the whole schedule.
+            PointKind::Ramp => self.ramp.as_ref().map_or(0.0, |r| {
+                if r.stepped {
+                    r.step_ns as f64 * 20.0
+                } else {
+                    r.stages().1.iter().map(|s| s.duration_ns as f64).sum()
+                }
+            }),
             _ => self.duration_ns as f64,
         } + self.warmup_ns as f64;
         let starts = self.groups.len() as f64 * self.repetitions as f64 * 1.0;
@@ -282,6 +321,8 @@ impl Plan {
                 ..Default::default()
             }),
             threads: threads.min(connections),
+            start_users: 0,
+            stages: Vec::new(),
         }
     }
 }

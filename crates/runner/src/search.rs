@@ -6,6 +6,7 @@
 //! measure once" and the rules are table-tested here (as ghz keeps its
 //! concurrency schedules as small types of their own).
 
+use protobench_model::load::TimelinePoint;
 use protobench_model::run::SearchStep;
 
 use crate::plan::{DiscoverSpec, RampSpec};
@@ -212,6 +213,120 @@ impl Stepper for Ramp {
     }
 }
 
+/// Where a continuous ramp's knee was found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Knee {
+    /// The second of the measured window with the best rate before the stop.
+    pub second: u32,
+    /// Users (callers) active at the end of that second.
+    pub users: u32,
+    /// Successful calls in that second.
+    pub rate: f64,
+    /// Why the ramp stopped, one line.
+    pub reason: String,
+}
+
+/// The knee rule of a continuous ramp, second by second (the stepped
+/// ramp's rule with a second as the step): a second "rises" when its rate
+/// beats the best so far by more than `min_gain`; after `patience` seconds
+/// in a row that do not rise, or at the first second whose failed calls
+/// exceed `max_error_rate`, the ramp stops and the knee is the best second
+/// before (the failing second itself when it is the first). Feed it whole
+/// seconds only: a partial last second would read as a fall.
+#[derive(Debug, Clone)]
+pub struct KneeRule {
+    min_gain: f64,
+    patience: u32,
+    max_error_rate: f64,
+    seen: Vec<TimelinePoint>,
+    best: Option<usize>,
+    flat: u32,
+}
+
+impl KneeRule {
+    /// The rule with a ramp's thresholds.
+    pub fn new(spec: &RampSpec) -> KneeRule {
+        KneeRule {
+            min_gain: spec.min_gain,
+            patience: spec.patience,
+            max_error_rate: spec.max_error_rate,
+            seen: Vec::new(),
+            best: None,
+            flat: 0,
+        }
+    }
+
+    /// Records one whole second; `Some` when the ramp should stop here.
+    pub fn observe(&mut self, p: &TimelinePoint) -> Option<Knee> {
+        let index = self.seen.len();
+        self.seen.push(*p);
+        let calls = p.successes + p.errors;
+        let error_rate = if calls == 0 {
+            0.0
+        } else {
+            p.errors as f64 / calls as f64
+        };
+        if error_rate > self.max_error_rate {
+            return Some(self.knee(format!(
+                "errors began in second {} at {} users ({:.1}% of calls failed, above ramp.max_error_rate)",
+                p.second,
+                p.users,
+                error_rate * 100.0
+            )));
+        }
+        let rate = p.successes as f64;
+        match self.best {
+            Some(b) if rate <= self.seen[b].successes as f64 * (1.0 + self.min_gain) => {
+                self.flat += 1;
+                if self.flat >= self.patience {
+                    let best = self.seen[b];
+                    return Some(self.knee(format!(
+                        "rate stopped rising for {} s after second {} ({} users)",
+                        self.flat, best.second, best.users
+                    )));
+                }
+            }
+            _ => {
+                self.best = Some(index);
+                self.flat = 0;
+            }
+        }
+        None
+    }
+
+    /// The knee when the ramp ended without a stop (it reached its maximum):
+    /// the best second seen, or `None` when no whole second was.
+    pub fn at_end(&self, max: u32) -> Option<Knee> {
+        (!self.seen.is_empty()).then(|| self.knee(format!("reached ramp.max ({max} users)")))
+    }
+
+    fn knee(&self, reason: String) -> Knee {
+        let p = self.seen[self.best.unwrap_or(self.seen.len() - 1)];
+        Knee {
+            second: p.second,
+            users: p.users,
+            rate: p.successes as f64,
+            reason,
+        }
+    }
+}
+
+/// The knee of a whole continuous-ramp timeline: [`KneeRule`] over its
+/// whole seconds (those ending by `window_ns`), stopping where it stops, or
+/// at the end as "reached ramp.max". `None` without a whole second.
+pub fn find_knee(timeline: &[TimelinePoint], window_ns: u64, spec: &RampSpec) -> Option<Knee> {
+    let mut rule = KneeRule::new(spec);
+    for p in timeline
+        .iter()
+        .filter(|p| (u64::from(p.second) + 1) * 1_000_000_000 <= window_ns)
+    {
+        if let Some(knee) = rule.observe(p) {
+            return Some(knee);
+        }
+    }
+    rule.at_end(spec.max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,6 +437,8 @@ mod tests {
             min_gain: 0.01,
             patience: 3,
             max_error_rate: 0.01,
+            spawn_rate: 0.0,
+            stepped: true,
         })
     }
 
@@ -380,5 +497,127 @@ mod tests {
             assert_eq!(stop.concurrency, want_knee, "{why}");
             assert!(stop.reason.starts_with(want_reason), "{why}: {}", stop.reason);
         }
+    }
+
+    /// A synthetic continuous ramp: 15 users/s from 15, one point per
+    /// second with `rate_at(users)` successes and errors.
+    fn timeline(seconds: u32, rate_at: impl Fn(u32) -> (u64, u64)) -> Vec<TimelinePoint> {
+        (0..seconds)
+            .map(|s| {
+                let users = 15 * (s + 1);
+                let (successes, errors) = rate_at(users);
+                TimelinePoint {
+                    second: s,
+                    successes,
+                    errors,
+                    p50_ns: 1_000_000,
+                    p95_ns: 2_000_000,
+                    p99_ns: 3_000_000,
+                    users,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn knee_rule_table() {
+        let spec = RampSpec {
+            stepped: false,
+            spawn_rate: 15.0,
+            ..ramp().spec
+        };
+        type Rates = Box<dyn Fn(u32) -> (u64, u64)>;
+        // (what the server does, seconds run, knee second, knee users, knee rate, reason starts with)
+        type Row = (&'static str, Rates, u32, u32, u32, u64, &'static str);
+        let rows: Vec<Row> = vec![
+            (
+                "plateau from 45 users (second 2): three flat seconds, the knee is second 2",
+                Box::new(|u| (u64::from(u.min(45)) * 10, 0)),
+                10,
+                2,
+                45,
+                450,
+                "rate stopped rising for 3 s after second 2 (45 users)",
+            ),
+            (
+                "errors from 60 users (5% > 1%): stop, the knee is the best second before",
+                Box::new(|u| (u64::from(u) * 10, if u >= 60 { 50 } else { 0 })),
+                10,
+                2,
+                45,
+                450,
+                "errors began in second 3 at 60 users (7.7% of calls failed",
+            ),
+            (
+                "errors from the first second: that second is all there is",
+                Box::new(|_| (100, 500)),
+                10,
+                0,
+                15,
+                100,
+                "errors began in second 0 at 15 users",
+            ),
+            (
+                "rises all the way: the knee is the last second, at the maximum",
+                Box::new(|u| (u64::from(u) * 10, 0)),
+                10,
+                9,
+                150,
+                1500,
+                "reached ramp.max (150 users)",
+            ),
+            (
+                "noisy plateau: +-0.5% wobble above 1000/s does not count as rising",
+                Box::new(|u| {
+                    let r = if u < 60 { u64::from(u) * 20 } else { 1200 };
+                    let wobble = [0, 6, 0, 5, 0, 6][(u / 15) as usize % 6];
+                    (r + wobble, 0)
+                }),
+                20,
+                3,
+                60,
+                1200,
+                "rate stopped rising for 3 s after second 3 (60 users)",
+            ),
+            (
+                "a noise spike above min_gain resets patience; the spike is the knee",
+                Box::new(|u| (if u == 75 { 1300 } else { u64::from(u.min(60)) * 20 }, 0)),
+                20,
+                4,
+                75,
+                1300,
+                "rate stopped rising for 3 s after second 4 (75 users)",
+            ),
+        ];
+        for (why, rates, seconds, second, users, rate, reason) in rows {
+            let t = timeline(seconds, rates);
+            let knee = find_knee(
+                &t,
+                u64::from(seconds) * 1_000_000_000,
+                &RampSpec {
+                    max: 150,
+                    ..spec.clone()
+                },
+            )
+            .expect("a knee");
+            assert_eq!(
+                (knee.second, knee.users, knee.rate),
+                (second, users, rate as f64),
+                "{why}"
+            );
+            assert!(knee.reason.starts_with(reason), "{why}: {}", knee.reason);
+        }
+    }
+
+    #[test]
+    fn knee_ignores_a_partial_last_second_and_needs_a_whole_one() {
+        let spec = ramp().spec;
+        // Rising, then a partial last second (the run ended 0.3 s into it)
+        // whose low count must not read as a fall.
+        let mut t = timeline(4, |u| (u64::from(u) * 10, 0));
+        t[3].successes = 10;
+        let knee = find_knee(&t, 3_300_000_000, &spec).unwrap();
+        assert_eq!(knee.second, 2, "{knee:?}");
+        assert!(find_knee(&t[..1], 900_000_000, &spec).is_none(), "no whole second");
     }
 }

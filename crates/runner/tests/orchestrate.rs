@@ -472,7 +472,7 @@ async fn ramp_stops_when_errors_begin_and_reports_the_knee() {
     let f = fake(&[], 10);
     let p = plan(
         &f,
-        "kind = \"ramp\"\nrepetitions = 1\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[ramp]\nstart = 1\nstep = 15\nstep_duration = \"1s\"\n",
+        "kind = \"ramp\"\nrepetitions = 1\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[ramp]\nstepped = true\nstart = 1\nstep = 15\nstep_duration = \"1s\"\n",
     );
     let (mut s, id, _) = store(f.dir.path(), &p);
     // concurrency 1, 16, 31, 46: errors from 40 on

@@ -114,6 +114,16 @@ pub(crate) struct Args {
     /// Stop after this many measured calls.
     #[arg(long)]
     requests: Option<u64>,
+    /// A concurrency schedule (closed loop; k6's --stage): reach TARGET
+    /// callers over DURATION, linearly, then the next stage; repeatable or
+    /// comma-separated, e.g. 30s:100,60s:100. Callers join and stay to the
+    /// end; --concurrency becomes the peak, the run lasts the stages' total.
+    #[arg(long = "stage", alias = "stages", value_name = "DURATION:TARGET", value_delimiter = ',',
+          value_parser = stage_arg, conflicts_with = "concurrency")]
+    stages: Vec<protobench_load::Stage>,
+    /// With --stage: callers active from the start (k6's startVUs) [default: 1].
+    #[arg(long, value_name = "N")]
+    start_users: Option<u32>,
     /// Warm-up before measuring (not counted).
     #[arg(long, value_parser = duration_arg, default_value = "0s")]
     warmup: Duration,
@@ -180,6 +190,11 @@ pub(crate) fn duration_arg(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// A `--stage DURATION:TARGET` value (k6's order).
+fn stage_arg(s: &str) -> Result<protobench_load::Stage, String> {
+    protobench_load::stages::parse_stage(s, |d| duration_arg(d).map(nanos))
+}
+
 /// A duration flag that must also be positive (`verify --timeout`).
 pub(crate) fn positive_duration_arg(s: &str) -> Result<Duration, String> {
     match duration_arg(s)? {
@@ -207,12 +222,19 @@ impl Args {
         let mut plan = plan_defaults(protocol, &self.target);
         plan.workload = self.workload.clone();
         plan.concurrency = self.concurrency;
+        if !self.stages.is_empty() {
+            plan.start_users = self.start_users.unwrap_or(1);
+            plan.stages = self.stages.clone();
+            plan.concurrency = protobench_load::stages::peak(plan.start_users, &plan.stages).max(1);
+        } else if let Some(n) = self.start_users {
+            plan.start_users = n;
+        }
         let http1 = protocol.is_http1();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
         plan.connections = self.connections.unwrap_or(if http1 {
-            self.concurrency
+            plan.concurrency
         } else {
-            self.concurrency.min(cpus)
+            plan.concurrency.min(cpus)
         });
         plan.rate = self.rate;
         plan.arrival = match self.arrival {
@@ -223,6 +245,8 @@ impl Args {
         plan.duration_ns = match (self.duration, self.requests) {
             (Some(d), _) => Some(nanos(d)),
             (None, Some(_)) => None,
+            // With a schedule the stages' total is the run's length.
+            (None, None) if !self.stages.is_empty() => None,
             (None, None) => Some(protobench_model::load::DEFAULT_DURATION_NS),
         };
         plan.warmup_ns = nanos(self.warmup);
@@ -314,6 +338,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                         errors,
                         rate,
                         p99_ns,
+                        ..
                     },
                 ) = (progress, ev)
                 {
@@ -456,6 +481,20 @@ fn summary(r: &LoadResult) -> String {
     let what = p.workload.clone().unwrap_or_else(|| "custom call".into());
     let lp = match p.rate {
         Some(rate) => format!("open loop at {rate} calls/s ({:?})", p.arrival).to_lowercase(),
+        None if !p.stages.is_empty() => {
+            let stages: Vec<String> = p
+                .stages
+                .iter()
+                .map(|st| {
+                    format!(
+                        "{}:{}",
+                        protobench_model::format::fmt_ns(st.duration_ns as f64),
+                        st.target
+                    )
+                })
+                .collect();
+            format!("closed loop, {} users then {}", p.start_users, stages.join(","))
+        }
         None => "closed loop".into(),
     };
     let mut s = format!(

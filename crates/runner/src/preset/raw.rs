@@ -169,6 +169,8 @@ pub(super) struct RawRamp {
     pub(super) min_gain: Option<Spanned<f64>>,
     pub(super) patience: Option<Spanned<i64>>,
     pub(super) max_error_rate: Option<Spanned<f64>>,
+    pub(super) spawn_rate: Option<Spanned<f64>>,
+    pub(super) stepped: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

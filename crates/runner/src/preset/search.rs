@@ -37,16 +37,63 @@ pub(super) fn discover(
 pub(super) fn ramp(table: Option<&Spanned<RawRamp>>, kind: PointKind, c: &mut Checker<'_>) -> Option<RampSpec> {
     let empty = RawRamp::default();
     let r = section(table, PointKind::Ramp, kind, &empty, c)?;
+    let spawn_rate = match &r.spawn_rate {
+        None => 0.0,
+        Some(v) => {
+            let rate = *v.get_ref();
+            let step = r.step.as_ref().map(|s| s.span());
+            if let Some(step) = step.or_else(|| r.step_duration.as_ref().map(|s| s.span())) {
+                c.issue(
+                    step,
+                    "ramp.spawn_rate",
+                    "give either spawn_rate (users per second) or step and step_duration, not both",
+                );
+            }
+            if !(rate.is_finite() && rate > 0.0 && rate <= 1_000_000.0) {
+                c.issue(
+                    v.span(),
+                    "ramp.spawn_rate",
+                    format!("must be a number of users per second above 0 and at most 1000000, got {rate}"),
+                );
+                0.0
+            } else {
+                rate
+            }
+        }
+    };
+    let stepped = r.stepped.as_ref().is_some_and(|s| *s.get_ref());
+    if stepped && r.spawn_rate.is_some() {
+        c.issue(
+            r.spawn_rate.as_ref().map(|s| s.span()).unwrap_or_default(),
+            "ramp.spawn_rate",
+            "is for the continuous ramp; a stepped ramp adds `step` users every `step_duration`",
+        );
+    }
+    // The continuous ramp may start from 0 users (Locust does); the stepped
+    // one measures `start` as its first concurrency.
+    let start = c.positive(r.start.as_ref(), "ramp.start", 1, if stepped { 1 } else { 0 });
+    let max = c.positive(r.max.as_ref(), "ramp.max", 2000, 1);
+    if max < start
+        && let Some(m) = &r.max
+    {
+        c.issue(
+            m.span(),
+            "ramp.max",
+            format!("must be at least ramp.start ({start}), found {max}"),
+        );
+    }
     Some(RampSpec {
-        start: c.positive(r.start.as_ref(), "ramp.start", 1, 1),
+        start,
         step: c.positive(r.step.as_ref(), "ramp.step", 15, 1),
         step_ns: c
             .duration(r.step_duration.as_ref(), "ramp.step_duration", Duration::from_secs(1))
             .as_nanos() as u64,
-        max: c.positive(r.max.as_ref(), "ramp.max", 2000, 1),
+        max,
         min_gain: c.fraction(r.min_gain.as_ref(), "ramp.min_gain", 0.01),
         patience: c.positive(r.patience.as_ref(), "ramp.patience", 3, 1),
         max_error_rate: c.fraction(r.max_error_rate.as_ref(), "ramp.max_error_rate", 0.01),
+        spawn_rate,
+        stepped,
     })
 }
 
