@@ -137,6 +137,15 @@ impl Engine for Scripted {
                     errors: 0,
                     rate: 1000.0,
                     p99_ns: 1_000_000,
+                    second: protobench_model::load::TimelinePoint {
+                        second: second as u32 - 1,
+                        successes: 1000,
+                        errors: 0,
+                        p50_ns: 500_000,
+                        p95_ns: 900_000,
+                        p99_ns: 1_000_000,
+                        users: 1,
+                    },
                 });
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
