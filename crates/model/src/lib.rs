@@ -18,6 +18,7 @@
 
 pub mod format;
 pub mod load;
+pub mod network;
 pub mod run;
 pub mod stats;
 pub mod steady;

@@ -14,6 +14,7 @@ mod check;
 mod load_spec;
 mod machine;
 mod matrix;
+mod network;
 mod raw;
 mod search;
 mod top;
@@ -169,6 +170,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         machine: &machine,
         search_start,
         protocols_span: raw.protocols.as_ref().map(|p| p.span()),
+        networks: network::networks(raw, c),
     };
     let (points, groups) = matrix::expand(&dimensions, ctx, c, &mut notes);
     if c.issues.is_empty() && points.is_empty() {
