@@ -19,6 +19,7 @@
 pub mod findings;
 pub mod format;
 pub mod load;
+pub mod network;
 pub mod run;
 pub mod stats;
 pub mod steady;

@@ -135,6 +135,11 @@ pub struct PointConfig {
     /// Server memory limit in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_limit_bytes: Option<u64>,
+    /// The network between generator and server as the preset writes it
+    /// (`loopback`, `lan-1g`, `rate=100mbit,delay=20ms`); `None` when the
+    /// preset lists no networks (loopback, as every run before issue 12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
 }
 
 impl PointConfig {
@@ -166,7 +171,7 @@ impl PointConfig {
     }
 
     /// Everything that tells this point apart from others with the same server,
-    /// protocol and workload: load, TLS, failures, service time, limits.
+    /// protocol and workload: load, TLS, failures, service time, limits, network.
     pub fn variant_label(&self) -> String {
         let mut parts = vec![self.load_label()];
         if self.tls {
@@ -183,6 +188,9 @@ impl PointConfig {
         }
         if let Some(m) = self.memory_limit_bytes {
             parts.push(format!("mem={}MiB", m / (1024 * 1024)));
+        }
+        if let Some(n) = &self.network {
+            parts.push(format!("net={n}"));
         }
         parts.join(" ")
     }
@@ -310,6 +318,10 @@ pub struct Measurement {
     /// The search trace of `discover` and `ramp` points.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<Search>,
+    /// On an emulated link: bytes per call against the link's measured
+    /// capacity, and whether the link limited the rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<crate::network::PointLink>,
     /// When this repetition started (RFC 3339).
     pub started_at: String,
     /// When it ended (RFC 3339).
@@ -359,6 +371,10 @@ pub struct RunRecord {
     pub points: Vec<PointConfig>,
     /// Every measurement so far.
     pub measurements: Vec<Measurement>,
+    /// The emulated links, as measured before their points ran (written
+    /// only when there are any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<crate::network::RunLink>,
 }
 
 impl RunRecord {
@@ -477,6 +493,25 @@ pub struct PointAggregate {
     /// rate becoming steady (it was measured anyway).
     #[serde(default)]
     pub warmup_unsteady: bool,
+    /// On an emulated link: TCP payload per call, both directions (bytes
+    /// on the wire less headers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_call: Option<Summary>,
+    /// On an emulated link: the larger direction's share of the link's
+    /// measured capacity (calls/s x bytes per call x 8 / goodput).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_share: Option<Summary>,
+    /// On an emulated link: the link's measured capacity in the direction
+    /// that carried the larger share (bit/s of TCP payload).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_capacity_bps: Option<f64>,
+    /// Some repetition was link-bound: the link, not the server, limited
+    /// the rate (Berg's asterisk, computed). Written only when true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub link_bound: bool,
+    /// toxiproxy's CPU per call, when toxiproxy carried the point (ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub toxiproxy_cpu_ns_per_call: Option<Summary>,
     /// Distinct failure reasons.
     pub failures: Vec<String>,
 }
@@ -488,6 +523,7 @@ impl PointAggregate {
         let results: Vec<&LoadResult> = ok.iter().filter_map(|m| m.result.as_ref()).collect();
         let costs: Vec<&ServerCost> = ok.iter().filter_map(|m| m.server_cost.as_ref()).collect();
         let searches: Vec<&Search> = ok.iter().filter_map(|m| m.search.as_ref()).collect();
+        let links: Vec<&crate::network::PointLink> = ok.iter().filter_map(|m| m.link.as_ref()).collect();
         let sum = |v: Vec<f64>| Summary::of(&v);
         let rate = sum(results.iter().map(|r| r.rate).collect());
         let threshold = if noise_threshold > 0.0 {
@@ -547,6 +583,26 @@ impl PointAggregate {
                 .filter_map(|m| m.warmup.map(|w| w.duration_ns as f64 / 1e9))
                 .collect()),
             warmup_unsteady: ms.iter().any(|m| m.warmup.is_some_and(|w| !w.steady)),
+            bytes_per_call: sum(links
+                .iter()
+                .map(|l| l.bytes_sent_per_call + l.bytes_received_per_call)
+                .collect()),
+            link_share: sum(links.iter().map(|l| l.share()).collect()),
+            link_capacity_bps: links.iter().max_by(|a, b| a.share().total_cmp(&b.share())).map(|l| {
+                if l.up_share > l.down_share {
+                    l.up_capacity_bps
+                } else {
+                    l.down_capacity_bps
+                }
+            }),
+            link_bound: links.iter().any(|l| l.bound),
+            toxiproxy_cpu_ns_per_call: sum(ok
+                .iter()
+                .filter_map(|m| {
+                    let (l, r) = (m.link.as_ref()?, m.result.as_ref()?);
+                    Some(l.toxiproxy_cpu_ns? as f64 / r.calls.max(1) as f64)
+                })
+                .collect()),
             drift: results
                 .iter()
                 .filter_map(|r| r.drift())

@@ -115,6 +115,7 @@ pub fn point(index: u32, protocol: &str, workload: &str) -> PointConfig {
         service_time: None,
         cpu_limit: None,
         memory_limit_bytes: None,
+        network: None,
     }
 }
 
@@ -137,6 +138,7 @@ pub fn measurement(point: &PointConfig, repetition: u32, rate: f64) -> Measureme
         server_rss_timeline: vec![29 << 20, 30 << 20],
         result: Some(r),
         search: None,
+        link: None,
         warmup: None,
         started_at: "2026-01-01T00:00:00Z".into(),
         finished_at: "2026-01-01T00:00:02Z".into(),
@@ -159,5 +161,6 @@ pub fn record(points: Vec<PointConfig>, measurements: Vec<Measurement>) -> RunRe
         warnings: vec![],
         points,
         measurements,
+        links: vec![],
     }
 }

@@ -533,7 +533,10 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
          <em>CPU/call coarse</em>: the server used under 0.2 s of CPU in a window, and /proc counts CPU in 10 ms ticks, \
          so its CPU per call is known to worse than 10%. \
          <em>drifting</em>: the rate within a measured window rose or fell by more than 10% with a \
-         trend the noise cannot explain (a rising rate means the warm-up was too short).</p></section>",
+         trend the noise cannot explain (a rising rate means the warm-up was too short). \
+         On an emulated link (<code>net=</code>) the notes give the TCP payload per call and the share of the link's \
+         measured capacity the point used; <em>link-bound</em>: 90% or more, so the link, not the server, limited \
+         the rate (compare encoded sizes there, not servers).</p></section>",
     );
     let findings = report::findings_rows(run);
     if !findings.is_empty() {

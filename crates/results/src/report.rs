@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use protobench_model::format::{fmt_bytes, fmt_ns, fmt_rate};
+use protobench_model::network::{fmt_bits, fmt_ms};
 use serde::Serialize;
 
 use protobench_model::findings::{Finding, Judgement};
@@ -81,6 +82,9 @@ fn flags(a: &PointAggregate) -> String {
     if let Some(d) = &a.drift {
         f.push(format!("drifting {:+.0}%", d.change * 100.0));
     }
+    if let Some(link) = link_note(a) {
+        f.push(link);
+    }
     if let Some(c) = &a.chosen_concurrency {
         f.push(format!("at c={:.0}", c.median));
     }
@@ -88,6 +92,25 @@ fn flags(a: &PointAggregate) -> String {
         f.push(format!("knee {}/s", fmt_rate(k.median)));
     }
     f.join(", ")
+}
+
+/// On an emulated link: bytes per call against the link's measured
+/// capacity, e.g. `12.3 KiB/call, 97% of 95.5 Mbit/s: link-bound`.
+fn link_note(a: &PointAggregate) -> Option<String> {
+    let share = a.link_share.as_ref()?;
+    let mut s = format!(
+        "{}/call, {:.0}% of {}",
+        a.bytes_per_call.as_ref().map_or("-".into(), |b| fmt_bytes(b.median)),
+        share.median * 100.0,
+        a.link_capacity_bps.map_or("-".into(), fmt_bits)
+    );
+    if a.link_bound {
+        s.push_str(": link-bound");
+    }
+    if let Some(t) = &a.toxiproxy_cpu_ns_per_call {
+        let _ = write!(s, ", toxiproxy {}/call", fmt_ns(t.median));
+    }
+    Some(s)
 }
 
 /// The columns of the final table, one row per point.
@@ -327,6 +350,35 @@ pub fn metadata(run: &RunRecord) -> Vec<(String, String)> {
     for i in &run.environment.isolation {
         v.push(("isolation".into(), i.clone()));
     }
+    for l in &run.links {
+        v.push(("link".into(), l.summary_line()));
+        let profile = [("up", l.up_rate_bps), ("down", l.down_rate_bps)]
+            .iter()
+            .filter_map(|(d, r)| r.map(|r| format!("{d} {}", fmt_bits(r as f64))))
+            .collect::<Vec<_>>()
+            .join(", ");
+        v.push((
+            format!("link {} profile", l.network),
+            format!(
+                "{}{}RTT {}",
+                profile,
+                if profile.is_empty() { "" } else { ", " },
+                fmt_ms(l.profile_rtt_ns)
+            ),
+        ));
+        if let Some(cpu) = l.toxiproxy_cpu_ns {
+            v.push((
+                format!("link {} toxiproxy", l.network),
+                format!("{:.2} CPU-s during the link measurement", cpu as f64 / 1e9),
+            ));
+        }
+        for n in &l.notes {
+            v.push((format!("link {} note", l.network), n.clone()));
+        }
+        for w in &l.warnings {
+            v.push(("warning".into(), format!("{}: far from its profile: {w}", l.network)));
+        }
+    }
     for w in &run.warnings {
         v.push(("warning".into(), w.clone()));
     }
@@ -456,6 +508,12 @@ pub fn csv(run: &RunRecord) -> String {
             "warmup_unsteady",
             "chosen_concurrency",
             "knee_rate",
+            "network",
+            "bytes_per_call",
+            "link_share",
+            "link_capacity_bps",
+            "link_bound",
+            "toxiproxy_cpu_ns_per_call",
             "failures",
         ]
         .map(String::from),
@@ -513,6 +571,12 @@ pub fn csv(run: &RunRecord) -> String {
         row.push(a.warmup_unsteady.to_string());
         row.push(opt(a.chosen_concurrency.as_ref().map(|s| s.median.to_string())));
         row.push(opt(a.knee_rate.as_ref().map(|s| s.median.to_string())));
+        row.push(opt(c.network.clone()));
+        row.push(opt(a.bytes_per_call.as_ref().map(|s| s.median.to_string())));
+        row.push(opt(a.link_share.as_ref().map(|s| s.median.to_string())));
+        row.push(opt(a.link_capacity_bps.map(|v| v.to_string())));
+        row.push(a.link_bound.to_string());
+        row.push(opt(a.toxiproxy_cpu_ns_per_call.as_ref().map(|s| s.median.to_string())));
         row.push(a.failures.join("; "));
         let _ = out.write_record(&row);
     }

@@ -13,13 +13,14 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
 use protobench_model::load::{LoadResult, TimelinePoint};
+use protobench_model::network::{PointLink, RunLink};
 use protobench_model::run::{
     Failure, Measurement, MeasurementStatus, PointConfig, RunEnvironment, RunRecord, RunStatus, Search, ServerCost,
     Warmup,
 };
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The default database file.
 pub const DEFAULT_DB: &str = "protobench-results.db";
@@ -103,6 +104,23 @@ pub const MIGRATIONS: &[&str] = &[
     // Rows written before read back as 0.
     "ALTER TABLE timeseries ADD COLUMN users INTEGER NOT NULL DEFAULT 0;
      ALTER TABLE timeseries ADD COLUMN p95_ns INTEGER NOT NULL DEFAULT 0;",
+    // 3 -> 4: emulated networks (issue 12): each point's network, each
+    // measurement's share of its link, each link as measured.
+    r#"
+    ALTER TABLE points ADD COLUMN network TEXT;
+    ALTER TABLE measurements ADD COLUMN link_json TEXT;
+    CREATE TABLE links (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        network     TEXT    NOT NULL,
+        measured_at TEXT    NOT NULL,
+        rtt_ns      INTEGER NOT NULL,
+        up_goodput_bps   REAL NOT NULL,
+        down_goodput_bps REAL NOT NULL,
+        link_json   TEXT    NOT NULL
+    );
+    CREATE INDEX links_run ON links(run_id);
+    "#,
 ];
 
 /// What went wrong with the database. Each names the file.
@@ -407,8 +425,8 @@ impl Store {
         let id = tx.last_insert_rowid();
         for p in &run.points {
             tx.execute(
-                "INSERT INTO points (run_id, point_index, server, protocol, workload, tls, label, config_json)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO points (run_id, point_index, server, protocol, workload, tls, label, config_json, network)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 params![
                     id,
                     p.index,
@@ -417,7 +435,8 @@ impl Store {
                     p.workload,
                     p.tls,
                     p.variant_label(),
-                    json(p)
+                    json(p),
+                    p.network
                 ],
             )
             .map_err(c)?;
@@ -463,8 +482,9 @@ impl Store {
         tx.execute(
             "INSERT INTO measurements (run_id, point_index, repetition, status, failure_reason, log_tail,
                  started_at, finished_at, rate, calls, errors, p50_ns, p90_ns, p99_ns, server_cpu_ns,
-                 server_cpu_ns_per_call, rss_peak_bytes, rss_mean_bytes, generator_cpu_ns, result_json, search_json, warmup_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+                 server_cpu_ns_per_call, rss_peak_bytes, rss_mean_bytes, generator_cpu_ns, result_json, search_json, warmup_json,
+                 link_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
             params![
                 run_id,
                 m.point,
@@ -488,6 +508,7 @@ impl Store {
                 stripped.as_ref().map(json),
                 m.search.as_ref().map(json),
                 m.warmup.as_ref().map(json),
+                m.link.as_ref().map(json),
             ],
         )
         .map_err(c)?;
@@ -557,6 +578,40 @@ impl Store {
         Ok(())
     }
 
+    /// Records a link of a run as measured before its points ran.
+    pub fn save_link(&mut self, run_id: i64, link: &RunLink) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO links (run_id, network, measured_at, rtt_ns, up_goodput_bps, down_goodput_bps, link_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    run_id,
+                    link.network,
+                    link.measured_at,
+                    link.rtt_ns as i64,
+                    link.up_goodput_bps,
+                    link.down_goodput_bps,
+                    json(link)
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// The run's links in the order they were measured.
+    fn links(&self, run_id: i64) -> Result<Vec<RunLink>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT link_json FROM links WHERE run_id = ?1 ORDER BY id")
+            .map_err(|e| self.err(e))?;
+        let rows: Vec<String> = stmt
+            .query_map([run_id], |r| r.get(0))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))?;
+        rows.iter().map(|s| self.parse(s, "link record")).collect()
+    }
+
     /// Every run, newest first.
     pub fn list_runs(&self) -> Result<Vec<RunSummary>, StoreError> {
         let mut stmt = self
@@ -599,6 +654,7 @@ impl Store {
         let run = self.run_row(id)?;
         let points = self.points(id)?;
         let measurements = self.measurements(id)?;
+        let links = self.links(id)?;
         Ok(RunRecord {
             id,
             preset: run.preset,
@@ -613,6 +669,7 @@ impl Store {
             warnings: self.parse(&run.warnings_json, "warnings")?,
             points,
             measurements,
+            links,
         })
     }
 
@@ -701,6 +758,10 @@ impl Store {
             warmup: row
                 .warmup_json
                 .map(|s| self.parse::<Warmup>(&s, "warm-up record"))
+                .transpose()?,
+            link: row
+                .link_json
+                .map(|s| self.parse::<PointLink>(&s, "link share"))
                 .transpose()?,
             started_at: row.started_at,
             finished_at: row.finished_at,
@@ -804,6 +865,7 @@ struct MeasurementRow {
     result_json: Option<String>,
     search_json: Option<String>,
     warmup_json: Option<String>,
+    link_json: Option<String>,
     server_cpu_ns: Option<i64>,
     server_cpu_ns_per_call: Option<f64>,
     rss_peak_bytes: Option<i64>,
@@ -815,7 +877,7 @@ impl MeasurementRow {
     const SELECT: &str =
         "SELECT m.id, m.point_index, m.repetition, m.status, m.failure_reason, m.log_tail, m.started_at,
                                  m.finished_at, m.result_json, m.search_json, m.server_cpu_ns, m.server_cpu_ns_per_call,
-                                 m.rss_peak_bytes, m.rss_mean_bytes, h.data, m.warmup_json
+                                 m.rss_peak_bytes, m.rss_mean_bytes, h.data, m.warmup_json, m.link_json
                           FROM measurements m LEFT JOIN histograms h ON h.measurement_id = m.id
                           WHERE m.run_id = ?1 ORDER BY m.repetition, m.point_index";
 
@@ -837,6 +899,7 @@ impl MeasurementRow {
             rss_mean_bytes: r.get(13)?,
             histogram: r.get(14)?,
             warmup_json: r.get(15)?,
+            link_json: r.get(16)?,
         })
     }
 }

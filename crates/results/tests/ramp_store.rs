@@ -84,12 +84,15 @@ fn a_version_2_database_is_upgraded_and_its_seconds_read_with_zero_users() {
     m.search.as_mut().unwrap().knee_second = None;
     s.save_measurement(id, &m).unwrap();
     drop(s);
-    // Turn the file back into what version 2 wrote: no users or p95 columns,
+    // Turn the file back into what version 2 wrote: no users or p95 columns, no networks,
     // and a search record without a knee second.
     let c = rusqlite::Connection::open(&path).unwrap();
     c.execute_batch(
         "ALTER TABLE timeseries DROP COLUMN users;
          ALTER TABLE timeseries DROP COLUMN p95_ns;
+         DROP TABLE links;
+         ALTER TABLE points DROP COLUMN network;
+         ALTER TABLE measurements DROP COLUMN link_json;
          PRAGMA user_version = 2;",
     )
     .unwrap();

@@ -36,6 +36,7 @@ fn run() -> RunRecord {
         server_cost: None,
         server_rss_timeline: vec![],
         search: None,
+        link: None,
         warmup: None,
         started_at: "x".into(),
         finished_at: "y".into(),
@@ -54,6 +55,7 @@ fn run() -> RunRecord {
         warnings: vec!["a warning".into()],
         points,
         measurements,
+        links: vec![],
     }
 }
 

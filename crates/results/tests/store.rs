@@ -62,6 +62,7 @@ fn runs_round_trip_with_histograms_and_time_series() {
         server_cost: None,
         server_rss_timeline: vec![],
         search: None,
+        link: None,
         warmup: None,
         started_at: "a".into(),
         finished_at: "b".into(),
@@ -213,4 +214,76 @@ fn a_full_disk_is_reported_and_earlier_data_survives() {
     drop(s);
     let rec = Store::open_read_only(&path).unwrap().load_run(id).unwrap();
     assert!(!rec.measurements.is_empty(), "what was stored before stays");
+}
+
+#[test]
+fn a_version_2_database_upgrades_and_networks_round_trip() {
+    use protobench_model::network::{PointLink, RunLink};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    // A file written before networks existed: schema 2, a run and a point.
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        for sql in &MIGRATIONS[..2] {
+            c.execute_batch(sql).unwrap();
+        }
+        c.pragma_update(None, "user_version", 2).unwrap();
+        let p = testing::point(0, "grpc", "inventory.xs");
+        let config = serde_json::to_string(&p).unwrap();
+        assert!(!config.contains("network"), "{config}");
+        c.execute_batch(&format!(
+            "INSERT INTO runs (preset, status, started_at, repetitions, noise_threshold, plan_json, environment_json, protobench_version)
+             VALUES ('old', 'complete', 'a', 1, 0.1, '{{}}', '{}', '0');
+             INSERT INTO points (run_id, point_index, server, protocol, workload, tls, label, config_json)
+             VALUES (1, 0, 'rust', 'grpc', 'inventory.xs', 0, 'c=1', '{config}');",
+            serde_json::to_string(&RunEnvironment::default()).unwrap()
+        ))
+        .unwrap();
+    }
+    let mut s = Store::open_read_only(&path).unwrap();
+    assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+    let old = s.load_run(1).unwrap();
+    assert_eq!(old.points[0].network, None);
+    assert!(old.links.is_empty());
+
+    // A new run on a link: the point's network, the link and the
+    // measurement's share come back as written.
+    let mut run = new_run(1);
+    run.points[0].network = Some("rate=100mbit".into());
+    let id = s.create_run(&run).unwrap();
+    let link = RunLink {
+        network: "rate=100mbit".into(),
+        measured_at: "t".into(),
+        mechanisms: "rate tc-tbf".into(),
+        up_rate_bps: Some(100_000_000),
+        down_rate_bps: Some(100_000_000),
+        profile_rtt_ns: 0,
+        rtt_ns: 20_000,
+        up_goodput_bps: 95.4e6,
+        down_goodput_bps: 95.5e6,
+        toxiproxy_cpu_ns: None,
+        notes: vec![],
+        warnings: vec!["far".into()],
+        report: serde_json::json!({"profile": {"name": "rate=100mbit"}}),
+    };
+    s.save_link(id, &link).unwrap();
+    let mut m = testing::measurement(&run.points[0], 1, 1000.0);
+    m.link = Some(PointLink {
+        network: "rate=100mbit".into(),
+        bytes_sent_per_call: 100.0,
+        bytes_received_per_call: 12_000.0,
+        up_capacity_bps: 95.4e6,
+        down_capacity_bps: 95.5e6,
+        up_share: 0.01,
+        down_share: 0.97,
+        bound: true,
+        toxiproxy_cpu_ns: None,
+    });
+    s.save_measurement(id, &m).unwrap();
+    let rec = s.load_run(id).unwrap();
+    assert_eq!(rec.points[0].network.as_deref(), Some("rate=100mbit"));
+    assert_eq!(rec.links, vec![link]);
+    assert_eq!(rec.measurements[0].link, m.link);
+    assert!(rec.aggregates()[0].link_bound);
+    assert!(rec.points[0].variant_label().ends_with("net=rate=100mbit"));
 }

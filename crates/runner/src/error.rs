@@ -88,6 +88,15 @@ pub enum RunnerError {
     /// Ctrl-C or SIGTERM.
     #[error("interrupted")]
     Interrupted,
+    /// The emulated link of the point's network could not be checked,
+    /// created or measured (docs/network.md).
+    #[error("network `{network}`: {reason}")]
+    Network {
+        /// The network as the preset writes it.
+        network: String,
+        /// What went wrong (the error chain).
+        reason: String,
+    },
     /// The results database failed (the store's error names the file).
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -38,6 +38,8 @@ use crate::procfs::{self, Sampler};
 use crate::search::{Discover, Next, Observation, Ramp, Stepper};
 use crate::server::{RunningServer, STOP_GRACE, StartSpec, TlsFiles};
 
+pub mod netrun;
+
 /// What the runner reports while it runs (the CLI renders these).
 #[derive(Debug, Clone, PartialEq)]
 pub enum RunEvent {
@@ -94,6 +96,9 @@ pub enum RunEvent {
     },
     /// Something to record with the run.
     Warning(String),
+    /// An emulated link was created and measured before its points
+    /// (`RunLink::summary_line`: "lan-1g: measured 0.95 Gbit/s up, ...").
+    Link(String),
 }
 
 /// Fixed inputs of a run.
@@ -157,6 +162,8 @@ struct Ctx<'a, E: Engine> {
     cancel: CancellationToken,
     cgroups: CgroupSupport,
     tls: Option<TlsFiles>,
+    /// The link the current network's servers sit behind (`None`: loopback).
+    link: Option<netrun::ActiveLink>,
     outcome: Outcome,
     done: u32,
     todo: u32,
@@ -236,6 +243,7 @@ impl<E: Engine> Ctx<'_, E> {
             server_rss_timeline: vec![],
             search: None,
             warmup: None,
+            link: None,
             started_at: now.clone(),
             finished_at: now,
         });
@@ -277,6 +285,12 @@ impl<E: Engine> Ctx<'_, E> {
         let cgroup = self.cgroup_for(group, repetition);
         let mut extra_env: Vec<(String, String)> = manifest.env.clone().into_iter().collect();
         extra_env.extend(self.opts.extra_env.iter().cloned());
+        // Behind a link: listen on the server host's address, not loopback.
+        if let Some(link) = &self.link {
+            let bind = link.link.bind_addr().to_string();
+            extra_env.extend(group.protocols.iter().map(|p| (p.addr_env().to_string(), bind.clone())));
+        }
+        let netns = self.link.as_ref().map(|l| l.link.host().namespace().to_string());
         let spec = StartSpec {
             manifest,
             group: group.clone(),
@@ -286,10 +300,12 @@ impl<E: Engine> Ctx<'_, E> {
             cpus: self.plan.server_cpus.clone(),
             extra_env,
         };
-        RunningServer::start_guarded(&spec, cgroup, self.opts.guard.as_deref()).map_err(|e| RunnerError::ServerStart {
-            server: group.server.clone(),
-            reason: error_chain(&e),
-            log_tail: e.log_tail(),
+        RunningServer::start_in_namespace(&spec, cgroup, self.opts.guard.as_deref(), netns.as_deref()).map_err(|e| {
+            RunnerError::ServerStart {
+                server: group.server.clone(),
+                reason: error_chain(&e),
+                log_tail: e.log_tail(),
+            }
         })
     }
 
@@ -343,6 +359,7 @@ pub async fn execute<E: Engine>(
         cancel,
         cgroups: CgroupSupport::detect(),
         tls: None,
+        link: None,
         outcome: Outcome::default(),
         done: 0,
         todo: todo.len() as u32,
@@ -362,19 +379,47 @@ pub async fn execute<E: Engine>(
             Err(e) => ctx.warn(format!("TLS points will fail: {e}")),
         }
     }
-    for (repetition, group_index, points) in plan.schedule() {
+    // Network by network: each link is created and measured once, carries
+    // its points' repetitions, and is removed before the next (and on every
+    // way out: `ActiveLink` removes it on drop).
+    let networks = netrun::networks_to_run(plan, todo);
+    let checked = tokio::task::block_in_place(|| netrun::check(&networks));
+    for (network, shape) in networks.iter().zip(checked) {
         if ctx.cancel.is_cancelled() {
             break;
         }
-        let points: Vec<u32> = points
+        let todo_here = |repetition: u32, points: Vec<u32>| -> Vec<u32> {
+            points
+                .into_iter()
+                .filter(|p| todo.contains(&(*p, repetition)))
+                .collect()
+        };
+        let schedule: Vec<(u32, u32, Vec<u32>)> = plan
+            .schedule()
             .into_iter()
-            .filter(|p| todo.contains(&(*p, repetition)))
+            .filter(|(_, g, _)| plan.groups[*g as usize].network == *network)
+            .map(|(r, g, points)| (r, g, todo_here(r, points)))
+            .filter(|(_, _, points)| !points.is_empty())
             .collect();
-        if points.is_empty() {
-            continue;
+        match netrun::open(&mut ctx, network.as_deref(), shape) {
+            Ok(link) => ctx.link = link,
+            Err(e) => {
+                for (repetition, _, points) in &schedule {
+                    for &p in points {
+                        ctx.fail(p, *repetition, &e);
+                    }
+                }
+                continue;
+            }
         }
-        let group = plan.groups[group_index as usize].clone();
-        run_group(&mut ctx, &group, repetition, &points).await;
+        for (repetition, group_index, points) in schedule {
+            if ctx.cancel.is_cancelled() {
+                break;
+            }
+            let group = plan.groups[group_index as usize].clone();
+            run_group(&mut ctx, &group, repetition, &points).await;
+        }
+        netrun::close(&mut ctx);
     }
     let cancelled = ctx.cancel.is_cancelled();
     let mut outcome = ctx.outcome;
@@ -400,6 +445,9 @@ async fn start_blocking<E: Engine>(
 /// per group when it dies between points.
 struct Serving {
     server: RunningServer,
+    /// Where the engine reaches each protocol: the listener itself, or the
+    /// link's proxy in front of it.
+    targets: BTreeMap<Protocol, String>,
     sampler: Sampler,
     /// Protocols that failed verification.
     failed: BTreeMap<Protocol, RunnerError>,
@@ -414,10 +462,26 @@ impl Serving {
         points: &[u32],
     ) -> Result<Serving, RunnerError> {
         let server = start_blocking(ctx, group, repetition).await?;
-        let failed = verify(ctx, &server, group, points).await;
+        let targets = match &mut ctx.link {
+            None => server.listeners.clone(),
+            Some(link) => {
+                let exposed = tokio::task::block_in_place(|| link.expose_all(&server.listeners));
+                match exposed {
+                    Ok(t) => t,
+                    Err(e) => {
+                        let mut server = server;
+                        let grace = ctx.opts.stop_grace;
+                        tokio::task::block_in_place(|| server.stop(grace));
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        let failed = verify(ctx, &server, &targets, group, points).await;
         let sampler = Sampler::start(server.pid());
         Ok(Serving {
             server,
+            targets,
             sampler,
             failed,
             restarted: false,
@@ -545,12 +609,8 @@ async fn measure_and_record<E: Engine>(
         todo: ctx.todo,
     });
     let started_at = now_rfc3339();
-    let target = serving
-        .server
-        .listeners
-        .get(&point.protocol)
-        .cloned()
-        .unwrap_or_default();
+    let target = serving.targets.get(&point.protocol).cloned().unwrap_or_default();
+    let proxy_cpu_before = ctx.link.as_ref().and_then(|l| l.link.toxiproxy_cpu_ns());
     let site = Site {
         point,
         target: &target,
@@ -561,6 +621,9 @@ async fn measure_and_record<E: Engine>(
     if ctx.cancel.is_cancelled() {
         return;
     }
+    let proxy_cpu_ns = proxy_cpu_before
+        .zip(ctx.link.as_ref().and_then(|l| l.link.toxiproxy_cpu_ns()))
+        .map(|(a, b)| b.saturating_sub(a));
     let server = &mut serving.server;
     let mut exited = |context| {
         server.exited().map(|status| RunnerError::ServerExited {
@@ -596,6 +659,7 @@ async fn measure_and_record<E: Engine>(
     {
         ctx.warn(format!("server `{}` hit its memory limit {hits} times", group.server));
     }
+    let link = ctx.link.as_ref().map(|l| l.point_link(&m.result, proxy_cpu_ns));
     ctx.record(Measurement {
         point: p,
         repetition,
@@ -606,6 +670,7 @@ async fn measure_and_record<E: Engine>(
         server_rss_timeline: m.rss,
         search: m.search,
         warmup: m.warmup,
+        link,
         started_at,
         finished_at: now_rfc3339(),
     });
@@ -616,6 +681,7 @@ async fn measure_and_record<E: Engine>(
 async fn verify<E: Engine>(
     ctx: &mut Ctx<'_, E>,
     server: &RunningServer,
+    targets: &BTreeMap<Protocol, String>,
     group: &ServerGroup,
     points: &[u32],
 ) -> BTreeMap<Protocol, RunnerError> {
@@ -631,7 +697,7 @@ async fn verify<E: Engine>(
         if workloads.is_empty() {
             continue;
         }
-        let target = server.listeners.get(&protocol).cloned().unwrap_or_default();
+        let target = targets.get(&protocol).cloned().unwrap_or_default();
         if let Err(difference) = verify_protocol(ctx.engine, group, protocol, &target, &workloads).await {
             let e = RunnerError::Verification {
                 server: group.server.clone(),

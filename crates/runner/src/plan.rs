@@ -126,6 +126,10 @@ pub struct ServerGroup {
     pub protocols: Vec<Protocol>,
     /// The points it serves, in plan order.
     pub points: Vec<u32>,
+    /// The network its server sits behind, as its points carry it
+    /// (`PointConfig::network`); `None` is loopback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
 }
 
 /// The fully resolved plan of a run.

@@ -156,6 +156,15 @@ pub enum StartError {
         /// Its output.
         log_tail: String,
     },
+    /// The server host's network namespace could not be entered.
+    #[error("server `{server}`: cannot start it inside its network namespace")]
+    Namespace {
+        /// Server name.
+        server: String,
+        /// The cause.
+        #[source]
+        source: crate::network::NetworkError,
+    },
     /// Pinning or limits failed.
     #[error("server `{server}`: isolation failed")]
     Isolation {
@@ -317,15 +326,28 @@ fn spawn_isolated(
     mut cmd: Command,
     cpus: Option<&CpuSet>,
     cgroup: Option<&Arc<Cgroup>>,
+    netns: Option<&str>,
     server: &str,
     command_line: String,
 ) -> Result<(Child, Keeper), StartError> {
     let (result_tx, result_rx) = mpsc::channel();
     let (release, released) = mpsc::channel::<()>();
     let (cpus, cgroup_for_thread) = (cpus.cloned(), cgroup.cloned());
+    // The spawning thread enters the server host first: the process it
+    // forks starts there (the thread is this one's alone, so nothing else
+    // moves).
+    let (ns_tx, ns_rx) = mpsc::channel();
+    let netns = netns.map(str::to_owned);
     let thread = std::thread::Builder::new()
         .name(format!("server-{server}"))
         .spawn(move || {
+            if let Some(ns) = &netns
+                && let Err(e) = crate::network::topology::enter_namespace(ns)
+            {
+                let _ = ns_tx.send(Err(e));
+                return;
+            }
+            let _ = ns_tx.send(Ok(()));
             let spawned = (|| {
                 if let Some(c) = &cpus {
                     isolation::pin_current_thread(c)?;
@@ -351,6 +373,12 @@ fn spawn_isolated(
         release: Some(release),
         thread: Some(thread),
     };
+    if let Ok(Err(source)) = ns_rx.recv() {
+        return Err(StartError::Namespace {
+            server: server.to_string(),
+            source,
+        });
+    }
     let spawn_result = result_rx.recv().expect("spawn thread sends its result");
     let (spawned, entered) = spawn_result.map_err(|source| StartError::Isolation {
         server: server.to_string(),
@@ -390,12 +418,26 @@ impl RunningServer {
         cgroup: Option<Cgroup>,
         guard: Option<&Path>,
     ) -> Result<RunningServer, StartError> {
+        RunningServer::start_in_namespace(spec, cgroup, guard, None)
+    }
+
+    /// [`RunningServer::start_guarded`] inside the network namespace `netns`
+    /// (an emulated server host, `crate::network::ServerHost::namespace`).
+    /// Its listen addresses must be the host's (`PROTOBENCH_<P>_ADDR` in
+    /// `spec.extra_env`, which overrides the loopback default).
+    pub fn start_in_namespace(
+        spec: &StartSpec,
+        cgroup: Option<Cgroup>,
+        guard: Option<&Path>,
+        netns: Option<&str>,
+    ) -> Result<RunningServer, StartError> {
         let cgroup = cgroup.map(Arc::new);
         let m = &spec.manifest;
         let argv = m.start_command(&spec.exe);
         let mut cmd = command(m, &argv, guard);
         set_env(&mut cmd, spec);
-        let (mut child, keeper) = spawn_isolated(cmd, spec.cpus.as_ref(), cgroup.as_ref(), &m.name, argv.join(" "))?;
+        let (mut child, keeper) =
+            spawn_isolated(cmd, spec.cpus.as_ref(), cgroup.as_ref(), netns, &m.name, argv.join(" "))?;
         let log = LogTail::default();
         let (tx, rx) = mpsc::channel();
         spawn_reader(child.stdout.take().expect("piped"), log.clone(), Some(tx));

@@ -434,3 +434,61 @@ fn findings_are_checked_against_the_plan() {
         "t.toml:19:13: findings.tolerance: only goes with expect = \"=\""
     );
 }
+
+#[test]
+fn broken_networks_name_file_line_key_and_the_accepted_forms() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "network = [\"loopback\", \"lan-10g\"]\n",
+            "presets/t.toml:4:24: network[1]: unknown network profile `lan-10g` (accepted: loopback, lan-1g, wan-100m-40ms, mobile-4g, or settings like rate=100mbit,delay=20ms)",
+        ),
+        (
+            "network = [\"rate=100mb\"]\n",
+            "presets/t.toml:4:12: network[0]: rate: `100mb` is not a rate (accepted: a number with bit, kbit, mbit or gbit, e.g. 100mbit)",
+        ),
+        (
+            "network = [\"lan-1g\", \"lan-1g\"]\n",
+            "presets/t.toml:4:22: network[1]: `lan-1g` is listed twice",
+        ),
+        (
+            "network = []\n",
+            "presets/t.toml:4:11: network: is empty (accepted: loopback, lan-1g, wan-100m-40ms, mobile-4g, or settings like rate=100mbit,delay=20ms)",
+        ),
+    ];
+    for (extra, want) in cases {
+        assert_eq!(
+            err(&format!("{BASE}{extra}[load]\nconcurrency = 1\n")),
+            *want,
+            "{extra}"
+        );
+    }
+}
+
+#[test]
+fn networks_are_a_matrix_dimension_outermost() {
+    let text = format!("{BASE}network = [\"loopback\", \"rate=100mbit,delay=20ms\"]\n[load]\nconcurrency = [1, 8]\n");
+    let plan = preset::resolve(&text, "presets/t.toml", &ctx()).unwrap();
+    // one server group per network, each network's points contiguous
+    assert_eq!(plan.groups.len(), 2);
+    assert_eq!(plan.points.len(), 4);
+    let nets: Vec<Option<&str>> = plan.points.iter().map(|p| p.network.as_deref()).collect();
+    assert_eq!(
+        nets,
+        [
+            Some("loopback"),
+            Some("loopback"),
+            Some("rate=100mbit,delay=20ms"),
+            Some("rate=100mbit,delay=20ms")
+        ]
+    );
+    assert_eq!(plan.groups[1].network.as_deref(), Some("rate=100mbit,delay=20ms"));
+    assert_eq!(plan.groups[1].points, [2, 3]);
+    assert_eq!(plan.points[3].variant_label(), "c=8 net=rate=100mbit,delay=20ms");
+    // no key, or loopback alone: points carry no network (labels as before)
+    for extra in ["", "network = [\"loopback\"]\n"] {
+        let text = format!("{BASE}{extra}[load]\nconcurrency = 1\n");
+        let plan = preset::resolve(&text, "presets/t.toml", &ctx()).unwrap();
+        assert!(plan.points.iter().all(|p| p.network.is_none()), "{extra}");
+        assert!(plan.groups.iter().all(|g| g.network.is_none()), "{extra}");
+    }
+}

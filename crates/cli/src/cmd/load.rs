@@ -174,6 +174,25 @@ pub(crate) struct Args {
     /// No progress line.
     #[arg(long, short)]
     quiet: bool,
+    /// Network between engine and target: only `loopback` here, because a
+    /// link needs the server inside an emulated host that protobench starts;
+    /// for lan-1g, wan-100m-40ms, mobile-4g or rate=...,delay=... run a
+    /// preset with `network = [...]` (docs/network.md).
+    #[arg(long, value_name = "PROFILE")]
+    network: Option<String>,
+}
+
+/// `--network`: `loopback` is what `load` always measures; an emulated
+/// profile is checked (a typo gets the profile's own error) and refused,
+/// since `load` cannot move a server it did not start behind a link.
+fn network_arg(text: &str) -> Result<(), String> {
+    match text.parse::<protobench_runner::network::Network>() {
+        Err(e) => Err(format!("--network: {e}")),
+        Ok(protobench_runner::network::Network::Loopback) => Ok(()),
+        Ok(n) => Err(format!(
+            "--network {n}: `load` calls a server at --target that protobench did not start, and a link can only be put in front of a server protobench starts inside its emulated host; run a preset instead, e.g. `protobench run presets/network.toml` or a preset with network = [\"{n}\"] (docs/network.md)"
+        )),
+    }
 }
 
 pub(crate) use protobench_runner::units::parse_duration;
@@ -294,6 +313,9 @@ impl Args {
 
 /// Runs `protobench load`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if let Some(Err(e)) = args.network.as_deref().map(network_arg) {
+        return Ok(usage(e));
+    }
     let plan = match args.plan() {
         Ok(p) => p,
         Err(e) => return Ok(usage(e)),
@@ -624,5 +646,15 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("10").is_err());
+    }
+
+    #[test]
+    fn network_is_loopback_or_a_clear_refusal() {
+        assert_eq!(network_arg("loopback"), Ok(()));
+        let refused = network_arg("lan-1g").unwrap_err();
+        assert!(refused.contains("protobench did not start"), "{refused}");
+        assert!(refused.contains("network = [\"lan-1g\"]"), "{refused}");
+        let typo = network_arg("rate=100mb").unwrap_err();
+        assert!(typo.starts_with("--network: rate: `100mb` is not a rate"), "{typo}");
     }
 }

@@ -124,6 +124,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&plan)?);
                 return Ok(ExitCode::SUCCESS);
             }
+            // An emulated network this machine cannot apply fails before the run exists.
+            if let Err(code) = check_networks(&plan) {
+                return Ok(code);
+            }
             // The database before anything starts: locked or unwritable fails now.
             Session::start(plan, &args.db, &catalog, git_commit()).context("opening the results database")?
         }
@@ -140,6 +144,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 )
             }
         );
+    }
+    if args.resume.is_some()
+        && let Err(code) = check_networks(session.plan())
+    {
+        return Ok(code);
     }
     announce(session.plan(), &catalog);
     // 2. Pin the generator before any runtime thread exists.
@@ -197,6 +206,21 @@ fn overrides(args: &Args) -> Overrides {
         servers: args.servers.clone(),
         protocols: args.protocols.clone(),
         workloads: args.workloads.clone(),
+    }
+}
+
+/// Every emulated network of the plan can be applied on this machine
+/// (docs/network.md); otherwise each reason is printed and the exit code
+/// (2) returned.
+fn check_networks(plan: &Plan) -> Result<(), ExitCode> {
+    let unusable = protobench_runner::orchestrate::netrun::check_plan(plan);
+    for e in &unusable {
+        eprintln!("error: {e}");
+    }
+    if unusable.is_empty() {
+        Ok(())
+    } else {
+        Err(ExitCode::from(2))
     }
 }
 
@@ -446,6 +470,7 @@ mod live {
                     }
                 }
                 RunEvent::Warning(w) => bar.suspend(|| eprintln!("warning: {w}")),
+                RunEvent::Link(line) => bar.suspend(|| eprintln!("link {line}")),
                 RunEvent::Engine(Event::Started { .. }) => {}
             }
         }

@@ -261,6 +261,14 @@ pub struct EmulatedLink {
 /// ephemeral range, so servers binding port 0 never take it).
 const FIRST_PROXY_PORT: u16 = 20_000;
 
+/// The lowest proxy port no exposed name holds (names come and go as the
+/// servers of a link are replaced, so the count of names is not enough).
+fn free_proxy_port(exposed: &BTreeMap<String, SocketAddr>) -> u16 {
+    (FIRST_PROXY_PORT..)
+        .find(|p| !exposed.values().any(|a| a.port() == *p))
+        .expect("fewer proxies than ports")
+}
+
 /// tbf's queue: at least 25 ms of the rate, or one round trip of the profile.
 fn tbf_limit(d: &Direction, rtt_ns: u64) -> Option<u64> {
     let rate = d.rate_bps?;
@@ -390,7 +398,7 @@ impl EmulatedLink {
         let Some(proxy) = &self.toxiproxy else {
             return Ok(server_addr);
         };
-        let port = FIRST_PROXY_PORT + self.exposed.len() as u16;
+        let port = free_proxy_port(&self.exposed);
         let listen = SocketAddr::from((self.host.server_ip(), port));
         proxy.add_proxy(name, listen, server_addr)?;
         self.exposed.insert(name.to_string(), listen);
@@ -612,6 +620,20 @@ mod tests {
             cmds[0].join(" "),
             "qdisc add dev v root tbf rate 100000000bit burst 12500 limit 512500"
         );
+    }
+
+    #[test]
+    fn a_proxy_port_freed_by_unexpose_is_reused_and_a_held_one_never() {
+        let addr = |p: u16| SocketAddr::from(([169, 254, 128, 2], p));
+        let mut exposed = BTreeMap::new();
+        assert_eq!(free_proxy_port(&exposed), 20_000);
+        for (name, port) in [("grpc", 20_000), ("rest", 20_001), ("soap", 20_002)] {
+            exposed.insert(name.to_string(), addr(port));
+        }
+        assert_eq!(free_proxy_port(&exposed), 20_003);
+        // the next server's grpc, after its old proxy was removed: not 20_002
+        exposed.remove("grpc");
+        assert_eq!(free_proxy_port(&exposed), 20_000);
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub(super) struct Dimensions<'a> {
     pub(super) search_start: Option<u32>,
     /// Where `protocols` is written, for the issue when a server serves none.
     pub(super) protocols_span: Option<Range<usize>>,
+    /// The `network` list, checked: `None` stands for the loopback-only
+    /// default (points and groups then carry no network).
+    pub(super) networks: Vec<Option<String>>,
 }
 
 /// The settings of one server process besides the server itself.
@@ -36,8 +39,9 @@ struct Variant {
     memory_limit: Option<u64>,
 }
 
-/// The points and server groups, in plan order. Protocols a server does not
-/// serve are skipped with a note; a server that serves none is an issue.
+/// The points and server groups, in plan order, network outermost (so the
+/// groups of one link are contiguous). Protocols a server does not serve are
+/// skipped with a note; a server that serves none is an issue (once).
 pub(super) fn expand(
     d: &Dimensions<'_>,
     ctx: &Context,
@@ -47,18 +51,24 @@ pub(super) fn expand(
     let mut points = Vec::new();
     let mut groups: Vec<ServerGroup> = Vec::new();
     let variants = variants(d);
-    for s in &d.top.servers {
-        let Some(manifest) = ctx.catalog.servers.get(s) else {
-            continue;
-        };
-        let served = served(d, s, manifest, c, notes);
-        if served.is_empty() {
-            continue;
-        }
+    let served: Vec<(&String, Vec<Protocol>)> = d
+        .top
+        .servers
+        .iter()
+        .filter_map(|s| Some((s, served(d, s, ctx.catalog.servers.get(s)?, c, notes))))
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    let loopback_only = [None];
+    let networks = if d.networks.is_empty() {
+        &loopback_only[..]
+    } else {
+        &d.networks[..]
+    };
+    for (network, (s, served)) in networks.iter().flat_map(|n| served.iter().map(move |s| (n, s))) {
         for v in &variants {
             let mut group = ServerGroup {
                 index: groups.len() as u32,
-                server: s.clone(),
+                server: s.to_string(),
                 tls: v.tls,
                 failure_rate: v.failure_rate,
                 failure_seed: d.machine.failure_seed,
@@ -68,6 +78,7 @@ pub(super) fn expand(
                 workers: d.machine.workers,
                 protocols: served.clone(),
                 points: vec![],
+                network: network.clone(),
             };
             add_points(d, &mut group, &mut points);
             groups.push(group);
@@ -162,6 +173,7 @@ fn add_points(d: &Dimensions<'_>, group: &mut ServerGroup, points: &mut Vec<Poin
                             service_time: group.service_time.clone(),
                             cpu_limit: group.cpu_limit,
                             memory_limit_bytes: group.memory_limit_bytes,
+                            network: group.network.clone(),
                         });
                         group.points.push(index);
                     }

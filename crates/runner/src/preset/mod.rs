@@ -15,6 +15,7 @@ mod findings;
 mod load_spec;
 mod machine;
 mod matrix;
+mod network;
 mod raw;
 mod search;
 mod top;
@@ -281,6 +282,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         machine: &machine,
         search_start,
         protocols_span: raw.protocols.as_ref().map(|p| p.span()),
+        networks: network::networks(raw, c),
     };
     let (points, groups) = matrix::expand(&dimensions, ctx, c, &mut notes);
     let findings = findings::findings(raw.findings.as_ref(), &points, c, &mut notes);

@@ -106,6 +106,7 @@ pub(super) struct RawPreset {
     pub(super) servers: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) protocols: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) workloads: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) network: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) repetitions: Option<Spanned<i64>>,
     pub(super) warmup: Option<Spanned<DurationValue>>,
     pub(super) warmup_max: Option<Spanned<DurationValue>>,
