@@ -104,8 +104,8 @@ const MIN_NINES: u32 = 4;
 
 /// Latency distributions: one plot per category (workload, plus the variant
 /// when variants differ), one line per protocol (or server/protocol) from
-/// the repetition with the median rate. Points whose histogram is missing or
-/// unreadable are left out of the chart.
+/// the repetition with the median rate. Points whose histogram is missing,
+/// unreadable or of a single sample are left out of the chart.
 pub fn distribution_plots(run: &RunRecord) -> Vec<(String, Plot)> {
     let aggs = run.aggregates();
     let names = Names::of(&aggs);
@@ -119,7 +119,8 @@ pub fn distribution_plots(run: &RunRecord) -> Vec<(String, Plot)> {
             let Ok(curve) = percentile_curve(&r.histogram) else {
                 continue;
             };
-            if curve.is_empty() {
+            // One sample draws no distribution.
+            if curve.len() < 2 {
                 continue;
             }
             lines.push(Line {

@@ -509,7 +509,7 @@ const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;m
 table{border-collapse:collapse;font-size:13px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 7px}\
 th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 figure{margin:2em 0}figcaption{font-size:13px;color:#555}svg{max-width:100%;height:auto}\
-pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}.warn{color:#a40}dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:bold}dd{margin:0}";
+pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}.warn{color:#a40}.note{color:#555;font-style:italic}dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:bold}dd{margin:0}";
 
 /// Renders the HTML page with the given charts inlined.
 pub fn render(run: &RunRecord, charts: &[Chart]) -> String {

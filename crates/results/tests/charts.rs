@@ -463,3 +463,47 @@ fn no_error_chart_when_no_call_failed_but_a_sentence() {
     let errors = html::charts(&run).into_iter().find(|c| c.id == "errors").unwrap();
     assert!(errors.svg.starts_with("<svg"));
 }
+
+#[test]
+fn no_empty_cost_chart_without_server_cost() {
+    // An external server: no CPU nor memory was measured.
+    let p = testing::point(0, "rest", "inventory.s");
+    let mut m = testing::measurement(&p, 1, 1000.0);
+    m.server_cost = None;
+    let run = testing::record(vec![p], vec![m]);
+    let all = html::charts(&run);
+    for id in ["cost-cpu", "cost-memory"] {
+        let c = all.iter().find(|c| c.id == id).unwrap();
+        assert!(c.svg.is_empty(), "{id}");
+        assert!(c.caption.ends_with(": nothing was measured."), "{}", c.caption);
+    }
+    assert!(!all.iter().find(|c| c.id == "rate").unwrap().svg.is_empty());
+}
+
+#[test]
+fn no_distribution_of_a_single_sample() {
+    let p = testing::point(0, "rest", "inventory.s");
+    let mut m = testing::measurement(&p, 1, 1000.0);
+    m.result.as_mut().unwrap().histogram = histogram(std::iter::once(1_000_000));
+    let run = testing::record(vec![p], vec![m]);
+    assert!(charts::distribution_plots(&run).is_empty());
+}
+
+#[test]
+fn hockey_stick_names_the_way_of_loading_when_a_group_mixes_them() {
+    let (p0, m0) = discover(0, "rest", &[(2, 300.0, 2), (4, 600.0, 3)], 4);
+    let mut points = vec![p0];
+    let mut ms = vec![m0];
+    for (i, rate) in [(1u32, 100.0), (2, 400.0)] {
+        let p = point(i, "rest", "inventory.m", |p| {
+            p.kind = PointKind::Rate;
+            p.rate = Some(rate);
+        });
+        ms.push(testing::measurement(&p, 1, rate));
+        points.push(p);
+    }
+    let run = testing::record(points, ms);
+    let plots = charts::hockey_plots(&run);
+    let names: Vec<&str> = plots[0].1.panels[0].lines.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, ["rest (discover)", "rest (open loop)"]);
+}
