@@ -199,7 +199,8 @@ impl Axis {
 
     /// A log axis from the 1-2-5 step at or below `lo` to the one at or above
     /// `hi`; ticks at 1, 2 and 5 times each power of ten when the axis spans
-    /// at most three decades, at powers of ten otherwise.
+    /// at most two and a half decades, at powers of ten otherwise (so that a
+    /// short panel stays legible).
     pub fn log(label: &str, lo: f64, hi: f64) -> Axis {
         let lo = if lo.is_finite() && lo > 0.0 { lo } else { 1.0 };
         let hi = if hi.is_finite() && hi > lo { hi } else { lo * 10.0 };
@@ -213,7 +214,7 @@ impl Axis {
         let ticks = all
             .into_iter()
             .filter(|v| *v >= min * (1.0 - 1e-9) && *v <= max * (1.0 + 1e-9))
-            .filter(|v| decades <= 3.0 + 1e-9 || is_power_of_ten(*v))
+            .filter(|v| decades <= 2.5 + 1e-9 || is_power_of_ten(*v))
             .map(|v| (v, fmt_num(v)))
             .collect();
         Axis {
@@ -370,12 +371,17 @@ fn draw_line(out: &mut String, line: &Line, c: &str, xs: &dyn Fn(f64) -> f64, ys
         }
     }
     for (x, y, label) in &line.marks {
+        // A label that would run past the right edge goes left of its mark.
+        let (tx, anchor) = if xs(*x) + 8.0 + 7.0 * label.chars().count() as f64 > W {
+            (xs(*x) - 8.0, "end")
+        } else {
+            (xs(*x) + 8.0, "start")
+        };
         let _ = write!(
             out,
-            r##"<circle class="mark" cx="{cx:.1}" cy="{cy:.1}" r="6" fill="none" stroke="#d00" stroke-width="2"><title>{t}</title></circle><text x="{tx:.1}" y="{ty:.1}" fill="#d00">{t}</text>"##,
+            r##"<circle class="mark" cx="{cx:.1}" cy="{cy:.1}" r="6" fill="none" stroke="#d00" stroke-width="2"><title>{t}</title></circle><text x="{tx:.1}" y="{ty:.1}" fill="#d00" text-anchor="{anchor}">{t}</text>"##,
             cx = xs(*x),
             cy = ys(*y),
-            tx = xs(*x) + 8.0,
             ty = ys(*y) - 8.0,
             t = esc(label),
         );
