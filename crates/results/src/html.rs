@@ -174,7 +174,8 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
 }
 
 impl Chart {
-    /// A bar chart, or when it has no bar at all the sentence `empty` instead.
+    /// A bar chart, or, when it has no bar at all, a sentence saying nothing
+    /// was measured (an empty `svg`).
     fn of_bars(id: &str, caption: &str, c: &BarChart) -> Chart {
         Chart::of_bars_scaled(id, caption, c, Scale::Linear)
     }
