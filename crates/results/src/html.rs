@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::report::{self, TABLE_HEADER};
-use crate::svg::{Bar, BarChart, Line, LineChart, esc};
+use crate::svg::{Bar, BarChart, Line, LineChart, Scale, esc};
 use protobench_model::format::{fmt_ns, fmt_rate};
 use protobench_model::run::{MeasurementStatus, PointAggregate, PointConfig, PointKind, RunRecord};
 
@@ -23,12 +23,14 @@ pub struct Chart {
     pub title: String,
     /// What it shows, one sentence.
     pub caption: String,
-    /// The SVG document.
+    /// The SVG document; empty when there is nothing to draw (no call
+    /// failed, nothing was measured), and the caption then says so in one
+    /// sentence that the report shows instead of a chart.
     pub svg: String,
 }
 
 /// A point's legend name: the protocol, prefixed by the server when the run has several.
-fn series_name(c: &PointConfig, many_servers: bool) -> String {
+pub(crate) fn series_name(c: &PointConfig, many_servers: bool) -> String {
     if many_servers {
         format!("{}/{}", c.server, c.protocol)
     } else {
@@ -37,7 +39,7 @@ fn series_name(c: &PointConfig, many_servers: bool) -> String {
 }
 
 /// A point's group name: the workload, plus the variant when variants differ.
-fn category_name(c: &PointConfig, many_variants: bool) -> String {
+pub(crate) fn category_name(c: &PointConfig, many_variants: bool) -> String {
     if many_variants {
         format!("{} {}", c.workload, c.variant_label())
     } else {
@@ -101,7 +103,7 @@ impl Layout {
     }
 }
 
-fn dedup<T: PartialEq>(it: impl Iterator<Item = T>) -> Vec<T> {
+pub(crate) fn dedup<T: PartialEq>(it: impl Iterator<Item = T>) -> Vec<T> {
     let mut out = Vec::new();
     for v in it {
         if !out.contains(&v) {
@@ -122,7 +124,7 @@ fn bar(s: &Option<protobench_model::stats::Summary>, scale: f64) -> Option<Bar> 
     })
 }
 
-fn slug(s: &str) -> String {
+pub(crate) fn slug(s: &str) -> String {
     let mut out = String::new();
     for c in s.chars() {
         if c.is_ascii_alphanumeric() {
@@ -144,8 +146,10 @@ pub fn saturation(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     points.iter().copied().find(|p| p.1 >= 0.95 * best)
 }
 
-/// Every chart of a run, in report order: the summary bars, then the time
-/// series, the scaling curves and the search traces.
+/// Every chart of a run, in report order: the summary bars, clear vs TLS,
+/// the latency distributions, the time series, the scaling curves, latency
+/// against throughput, rate and latency against message size, and the
+/// search traces (docs/results.md lists them).
 pub fn charts(run: &RunRecord) -> Vec<Chart> {
     let aggs = run.aggregates();
     if aggs.is_empty() {
@@ -153,19 +157,40 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
     }
     let layout = Layout::of(&aggs);
     let mut out = summary_charts(&aggs, &layout);
+    if !crate::charts::any_failed_call(run)
+        && let Some(errors) = out.iter_mut().find(|c| c.id == "errors")
+    {
+        errors.svg.clear();
+        errors.caption = crate::charts::NO_ERRORS.into();
+    }
+    out.extend(crate::charts::tls_charts(run));
+    out.extend(crate::charts::distribution_charts(run));
     out.extend(timeseries_charts(run, &aggs, &layout));
     out.extend(scaling_charts(&aggs, &layout));
+    out.extend(crate::charts::hockey_charts(run));
+    out.extend(crate::charts::payload_charts(run));
     out.extend(search_charts(run, &aggs, &layout));
     out
 }
 
 impl Chart {
+    /// A bar chart, or, when it has no bar at all, a sentence saying nothing
+    /// was measured (an empty `svg`).
     fn of_bars(id: &str, caption: &str, c: &BarChart) -> Chart {
+        Chart::of_bars_scaled(id, caption, c, Scale::Linear)
+    }
+
+    fn of_bars_scaled(id: &str, caption: &str, c: &BarChart, scale: Scale) -> Chart {
+        let empty = c.series.iter().all(|(_, bars)| bars.iter().all(Option::is_none));
         Chart {
             id: id.into(),
             title: c.title.clone(),
-            caption: caption.into(),
-            svg: c.render(),
+            caption: if empty {
+                format!("{}: nothing was measured.", c.title)
+            } else {
+                caption.into()
+            },
+            svg: if empty { String::new() } else { c.render_scaled(scale) },
         }
     }
 
@@ -198,11 +223,21 @@ fn summary_charts(aggs: &[PointAggregate], layout: &Layout) -> Vec<Chart> {
             "Median successful calls per second; whiskers are 95% confidence intervals.",
             &rate,
         ),
-        Chart::of_bars(
-            "latency",
-            "Median across repetitions of each latency percentile, measured from the intended start of each call.",
-            &latency_bars(aggs, layout),
-        ),
+        {
+            let latency = latency_bars(aggs, layout);
+            let scale = Scale::for_values(
+                latency
+                    .series
+                    .iter()
+                    .flat_map(|(_, bars)| bars.iter().flatten().map(|b| b.value)),
+            );
+            Chart::of_bars_scaled(
+                "latency",
+                "Median across repetitions of each latency percentile, measured from the intended start of each call.",
+                &latency,
+                scale,
+            )
+        },
         Chart::of_bars(
             "errors",
             "Share of calls that failed (injected failures included).",
@@ -270,6 +305,7 @@ fn timeseries_charts(run: &RunRecord, aggs: &[PointAggregate], layout: &Layout) 
             "Successful calls completed in each second (the repetition with the median rate).",
             &c,
         ));
+        let scale = Scale::for_values(p99_lines.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
         let c = LineChart {
             title: format!("p99 latency per second — {cat}"),
             x_label: "second of the measured window".into(),
@@ -277,11 +313,12 @@ fn timeseries_charts(run: &RunRecord, aggs: &[PointAggregate], layout: &Layout) 
             log_x: false,
             lines: p99_lines,
         };
-        out.push(Chart::of_lines(
-            format!("timeseries-p99-{}", slug(cat)),
-            "99th percentile latency of each second (same repetition).",
-            &c,
-        ));
+        out.push(Chart {
+            id: format!("timeseries-p99-{}", slug(cat)),
+            title: c.title.clone(),
+            caption: "99th percentile latency of each second (same repetition).".into(),
+            svg: c.render_scaled(scale),
+        });
     }
     out
 }
@@ -477,7 +514,10 @@ pub(crate) fn knee_line(search: &protobench_model::run::Search) -> String {
 }
 
 /// The measurement whose rate is the median of the point's repetitions.
-fn representative<'a>(run: &'a RunRecord, a: &PointAggregate) -> Option<&'a protobench_model::run::Measurement> {
+pub(crate) fn representative<'a>(
+    run: &'a RunRecord,
+    a: &PointAggregate,
+) -> Option<&'a protobench_model::run::Measurement> {
     let median = a.rate.as_ref()?.median;
     run.measurements
         .iter()
@@ -493,7 +533,7 @@ const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;m
 table{border-collapse:collapse;font-size:13px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 7px}\
 th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 figure{margin:2em 0}figcaption{font-size:13px;color:#555}svg{max-width:100%;height:auto}\
-pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}.warn{color:#a40}dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:bold}dd{margin:0}";
+pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}.warn{color:#a40}.note{color:#555;font-style:italic}dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:bold}dd{margin:0}";
 
 /// Renders the HTML page with the given charts inlined.
 pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
@@ -581,6 +621,10 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
     }
     h.push_str("<section id=\"charts\"><h2>Charts</h2>");
     for c in charts {
+        if c.svg.is_empty() {
+            let _ = write!(h, "<p id=\"chart-{}\" class=\"note\">{}</p>", c.id, esc(&c.caption));
+            continue;
+        }
         let _ = write!(
             h,
             "<figure id=\"chart-{}\">{}<figcaption>{}</figcaption></figure>",
@@ -652,7 +696,8 @@ fn write(path: &Path, data: &[u8]) -> Result<(), WriteError> {
     })
 }
 
-/// Writes `DIR/report.html` and every chart as `DIR/charts/<id>.svg` and `.png`.
+/// Writes `DIR/report.html` and every chart as `DIR/charts/<id>.svg` and
+/// `.png` (a chart replaced by a sentence has no file).
 pub fn write_report(run: &RunRecord, dir: &Path) -> Result<WrittenReport, WriteError> {
     let charts = charts(run);
     let chart_dir = dir.join("charts");
@@ -665,7 +710,7 @@ pub fn write_report(run: &RunRecord, dir: &Path) -> Result<WrittenReport, WriteE
         ..Default::default()
     };
     write(&written.html, render(run, &charts).as_bytes())?;
-    for c in &charts {
+    for c in charts.iter().filter(|c| !c.svg.is_empty()) {
         let svg_path = chart_dir.join(format!("{}.svg", c.id));
         write(&svg_path, c.svg.as_bytes())?;
         written.svgs.push(svg_path);

@@ -14,6 +14,7 @@
 //! assert!(report::text_table(&run).contains("inventory.s"));
 //! ```
 
+pub mod charts;
 pub mod html;
 pub mod png;
 pub mod report;

@@ -2,9 +2,17 @@
 //! JavaScript, no CDN and no network: the HTML report inlines these strings
 //! and the same strings are saved as `.svg` files (and rasterized to PNG).
 //!
-//! Two shapes cover every chart of a report: grouped bars (with 95% interval
-//! whiskers) and lines over a numeric x axis (with marked points, e.g. the
-//! saturation point of a scaling curve).
+//! Three shapes cover every chart of a report: grouped bars (with 95%
+//! interval whiskers), lines over a numeric x axis (with marked points, e.g.
+//! the saturation point of a scaling curve), and [`Plot`]: lines in one or
+//! more stacked panels that share an x axis of any [`Scale`] (linear, log, or
+//! the percentile axis of latency distributions), with vertical [`Marker`]s
+//! (the knee of a ramp) across every panel.
+//!
+//! The y scale of bars and lines is an argument of `render_scaled`, not a
+//! field, so that every chart literal stays valid: latency charts pass
+//! [`Scale::for_values`], which is logarithmic when the values span more
+//! than a decade (docs/results.md, "Reports").
 
 use std::fmt::Write as _;
 
@@ -106,29 +114,357 @@ fn header(out: &mut String, height: f64, title: &str) {
     );
 }
 
-fn y_axis(out: &mut String, max: f64, step: f64, label: &str) {
+/// How values map onto an axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Equal steps of value are equal distances.
+    Linear,
+    /// Equal ratios are equal distances (values must be positive; smaller
+    /// ones sit on the axis's lower end).
+    Log,
+    /// Percentiles as fractions in `[0, 1)` on a `1 / (1 - p)` log axis:
+    /// 90%, 99%, 99.9% and 99.99% are equally spaced (the HdrHistogram plot).
+    Percentile,
+}
+
+impl Scale {
+    /// `Log` when the positive values span more than a decade (the largest
+    /// is more than 10 times the smallest), else `Linear`: the rule for
+    /// every latency axis of a report.
+    pub fn for_values(values: impl IntoIterator<Item = f64>) -> Scale {
+        let (lo, hi) = positive_range(values);
+        if lo.is_finite() && hi > 10.0 * lo {
+            Scale::Log
+        } else {
+            Scale::Linear
+        }
+    }
+
+    /// Where `v` lies on this scale's straight line.
+    fn map(self, v: f64) -> f64 {
+        match self {
+            Scale::Linear => v,
+            Scale::Log => v.max(f64::MIN_POSITIVE).log10(),
+            Scale::Percentile => -(1.0 - v.clamp(0.0, 1.0 - 1e-12)).log10(),
+        }
+    }
+}
+
+/// The smallest and largest positive finite values (infinite and negative
+/// infinite when there are none).
+fn positive_range(values: impl IntoIterator<Item = f64>) -> (f64, f64) {
+    values
+        .into_iter()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)))
+}
+
+fn is_power_of_ten(v: f64) -> bool {
+    (v.log10() - v.log10().round()).abs() < 1e-9
+}
+
+/// One axis: label, scale, range and tick marks (value, label).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axis {
+    /// The axis title, with its unit.
+    pub label: String,
+    /// How values map onto it.
+    pub scale: Scale,
+    /// The value at the axis origin.
+    pub min: f64,
+    /// The value at its far end.
+    pub max: f64,
+    /// Tick marks: value and label.
+    pub ticks: Vec<(f64, String)>,
+}
+
+impl Axis {
+    /// A linear axis from 0 to a "nice" bound above `max`, ticks every nice step.
+    pub fn linear(label: &str, max: f64) -> Axis {
+        let (top, step) = nice_axis(max);
+        let mut ticks = Vec::new();
+        let mut v = 0.0;
+        while v <= top + step * 1e-9 {
+            ticks.push((v, fmt_num(v)));
+            v += step;
+        }
+        Axis {
+            label: label.into(),
+            scale: Scale::Linear,
+            min: 0.0,
+            max: top,
+            ticks,
+        }
+    }
+
+    /// A log axis from the 1-2-5 step at or below `lo` to the one at or above
+    /// `hi`; ticks at 1, 2 and 5 times each power of ten when the axis spans
+    /// at most two and a half decades, at powers of ten otherwise (so that a
+    /// short panel stays legible).
+    pub fn log(label: &str, lo: f64, hi: f64) -> Axis {
+        let lo = if lo.is_finite() && lo > 0.0 { lo } else { 1.0 };
+        let hi = if hi.is_finite() && hi > lo { hi } else { lo * 10.0 };
+        let steps = |d: i32| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(d));
+        let d_lo = lo.log10().floor() as i32;
+        let d_hi = hi.log10().ceil() as i32;
+        let all: Vec<f64> = (d_lo..=d_hi).flat_map(steps).collect();
+        let min = all.iter().copied().rfind(|v| *v <= lo * (1.0 + 1e-9)).unwrap_or(lo);
+        let max = all.iter().copied().find(|v| *v >= hi * (1.0 - 1e-9)).unwrap_or(hi);
+        let decades = (max / min).log10();
+        let ticks = all
+            .into_iter()
+            .filter(|v| *v >= min * (1.0 - 1e-9) && *v <= max * (1.0 + 1e-9))
+            .filter(|v| decades <= 2.5 + 1e-9 || is_power_of_ten(*v))
+            .map(|v| (v, fmt_num(v)))
+            .collect();
+        Axis {
+            label: label.into(),
+            scale: Scale::Log,
+            min,
+            max,
+            ticks,
+        }
+    }
+
+    /// [`Axis::log`] when the values span more than a decade, else
+    /// [`Axis::linear`] (see [`Scale::for_values`]).
+    pub fn auto(label: &str, values: impl IntoIterator<Item = f64> + Clone) -> Axis {
+        let (lo, hi) = positive_range(values.clone());
+        match Scale::for_values(values) {
+            Scale::Log => Axis::log(label, lo, hi),
+            _ => Axis::linear(label, if hi.is_finite() { hi } else { 0.0 }),
+        }
+    }
+
+    /// The percentile axis from 0% to `nines` nines (4: 99.99%), ticked at
+    /// 0%, 50%, 90%, 99%, 99.9%, ... (values are fractions, 0.999 = 99.9%).
+    pub fn percentile(label: &str, nines: u32) -> Axis {
+        let nines = nines.max(1);
+        let mut ticks = vec![(0.0, "0%".to_string()), (0.5, "50%".to_string())];
+        for k in 1..=nines {
+            let p = 1.0 - 10f64.powi(-(k as i32));
+            let text = match k {
+                1 => "90%".to_string(),
+                _ => format!("99{}{}%", if k > 2 { "." } else { "" }, "9".repeat(k as usize - 2)),
+            };
+            ticks.push((p, text));
+        }
+        Axis {
+            label: label.into(),
+            scale: Scale::Percentile,
+            min: 0.0,
+            max: 1.0 - 10f64.powi(-(nines as i32)),
+            ticks,
+        }
+    }
+
+    /// Replaces every tick label with `f(value)` (e.g. bytes, percent).
+    pub fn with_labels(mut self, f: impl Fn(f64) -> String) -> Axis {
+        for t in &mut self.ticks {
+            t.1 = f(t.0);
+        }
+        self
+    }
+
+    /// Where `v` falls, from 0 (origin) to 1 (far end), clamped.
+    pub fn fraction(&self, v: f64) -> f64 {
+        let (a, b) = (self.scale.map(self.min), self.scale.map(self.max));
+        // A degenerate axis (or NaN ends) puts everything at the origin.
+        if b.partial_cmp(&a) != Some(std::cmp::Ordering::Greater) || !v.is_finite() {
+            return 0.0;
+        }
+        ((self.scale.map(v) - a) / (b - a)).clamp(0.0, 1.0)
+    }
+}
+
+/// A vertical line across every panel of a [`Plot`] at `x`, with a label
+/// (the knee of a ramp, a phase change).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Marker {
+    /// Where, in x axis units.
+    pub x: f64,
+    /// What it marks.
+    pub label: String,
+}
+
+/// One panel of a [`Plot`]: its own y axis and lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panel {
+    /// The y axis.
+    pub y: Axis,
+    /// The lines drawn in it.
+    pub lines: Vec<Line>,
+}
+
+/// Lines in stacked panels over one shared x axis, with vertical markers.
+/// A line keeps its colour in every panel (colours follow line names).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    /// Title above the chart.
+    pub title: String,
+    /// The shared x axis (drawn under the last panel).
+    pub x: Axis,
+    /// The panels, top to bottom.
+    pub panels: Vec<Panel>,
+    /// Vertical markers across every panel.
+    pub markers: Vec<Marker>,
+}
+
+const PANEL_GAP: f64 = 26.0;
+
+/// Draws a y axis (grid lines, tick labels, title, both axis lines) for a
+/// plot area from `top` down `h` pixels.
+fn draw_y_axis(out: &mut String, axis: &Axis, top: f64, h: f64) {
     let plot_w = W - LEFT - RIGHT;
-    let mut v = 0.0;
-    while v <= max + step * 1e-9 {
-        let y = TOP + PLOT_H - v / max * PLOT_H;
+    for (v, label) in &axis.ticks {
+        let y = top + h - axis.fraction(*v) * h;
         let _ = write!(
             out,
-            r##"<line x1="{LEFT}" x2="{x2}" y1="{y:.1}" y2="{y:.1}" stroke="#e0e0e0"/><text x="{tx}" y="{ty:.1}" text-anchor="end">{l}</text>"##,
+            r##"<line x1="{LEFT}" x2="{x2}" y1="{y:.1}" y2="{y:.1}" stroke="#e0e0e0"/><text class="ytick" x="{tx}" y="{ty:.1}" text-anchor="end">{l}</text>"##,
             x2 = LEFT + plot_w,
             tx = LEFT - 6.0,
             ty = y + 4.0,
-            l = fmt_num(v),
+            l = esc(label),
         );
-        v += step;
     }
-    let cy = TOP + PLOT_H / 2.0;
+    let cy = top + h / 2.0;
+    let scale = if axis.scale == Scale::Log { " (log scale)" } else { "" };
     let _ = write!(
         out,
-        r##"<text x="16" y="{cy}" text-anchor="middle" transform="rotate(-90 16 {cy})">{}</text><line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{b}" stroke="#444"/><line x1="{LEFT}" x2="{r}" y1="{b}" y2="{b}" stroke="#444"/>"##,
-        esc(label),
-        b = TOP + PLOT_H,
+        r##"<text class="ylabel" x="16" y="{cy}" text-anchor="middle" transform="rotate(-90 16 {cy})">{}{scale}</text><line x1="{LEFT}" x2="{LEFT}" y1="{top}" y2="{b}" stroke="#444"/><line x1="{LEFT}" x2="{r}" y1="{b}" y2="{b}" stroke="#444"/>"##,
+        esc(&axis.label),
+        b = top + h,
         r = W - RIGHT,
     );
+}
+
+fn legend_rows<'a>(names: impl Iterator<Item = &'a str>) -> f64 {
+    1.0 + (names.map(|n| 24.0 + 7.0 * n.chars().count() as f64).sum::<f64>() / (W - LEFT)).floor()
+}
+
+/// Draws one line (polyline, its points when few, its marks) with colour `c`.
+fn draw_line(out: &mut String, line: &Line, c: &str, xs: &dyn Fn(f64) -> f64, ys: &dyn Fn(f64) -> f64) {
+    let pts: Vec<(f64, f64)> = line
+        .points
+        .iter()
+        .copied()
+        .filter(|(x, y)| x.is_finite() && y.is_finite())
+        .collect();
+    if pts.is_empty() {
+        return;
+    }
+    let d: Vec<String> = pts.iter().map(|&(x, y)| format!("{:.1},{:.1}", xs(x), ys(y))).collect();
+    let _ = write!(
+        out,
+        r#"<polyline class="line" fill="none" stroke="{c}" stroke-width="2" points="{p}"><title>{t}</title></polyline>"#,
+        p = d.join(" "),
+        t = esc(&line.name),
+    );
+    if pts.len() <= 40 {
+        for &(x, y) in &pts {
+            let _ = write!(
+                out,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{c}"/>"#,
+                xs(x),
+                ys(y)
+            );
+        }
+    }
+    for (x, y, label) in &line.marks {
+        // A label that would run past the right edge goes left of its mark.
+        let (tx, anchor) = if xs(*x) + 8.0 + 7.0 * label.chars().count() as f64 > W {
+            (xs(*x) - 8.0, "end")
+        } else {
+            (xs(*x) + 8.0, "start")
+        };
+        let _ = write!(
+            out,
+            r##"<circle class="mark" cx="{cx:.1}" cy="{cy:.1}" r="6" fill="none" stroke="#d00" stroke-width="2"><title>{t}</title></circle><text x="{tx:.1}" y="{ty:.1}" fill="#d00" text-anchor="{anchor}">{t}</text>"##,
+            cx = xs(*x),
+            cy = ys(*y),
+            ty = ys(*y) - 8.0,
+            t = esc(label),
+        );
+    }
+}
+
+impl Plot {
+    /// Renders the plot as a standalone SVG document.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let n = self.panels.len().max(1) as f64;
+        let panel_h = if n > 1.0 { 150.0 } else { PLOT_H };
+        let names: Vec<&str> = dedup_names(self.panels.iter().flat_map(|p| p.lines.iter().map(|l| l.name.as_str())));
+        let bottom = TOP + n * panel_h + (n - 1.0) * PANEL_GAP;
+        let height = bottom + 44.0 + legend_rows(names.iter().copied()) * 18.0 + 10.0;
+        header(&mut out, height, &self.title);
+        let plot_w = W - LEFT - RIGHT;
+        let xs = |v: f64| LEFT + self.x.fraction(v) * plot_w;
+        for (i, panel) in self.panels.iter().enumerate() {
+            let top = TOP + i as f64 * (panel_h + PANEL_GAP);
+            draw_y_axis(&mut out, &panel.y, top, panel_h);
+            for (v, _) in &self.x.ticks {
+                let x = xs(*v);
+                let _ = write!(
+                    out,
+                    r##"<line x1="{x:.1}" x2="{x:.1}" y1="{top}" y2="{b}" stroke="#f0f0f0"/>"##,
+                    b = top + panel_h,
+                );
+            }
+            let ys = |v: f64| top + panel_h - panel.y.fraction(v) * panel_h;
+            for line in &panel.lines {
+                let c = color(names.iter().position(|n| *n == line.name).unwrap_or(0));
+                draw_line(&mut out, line, c, &xs, &ys);
+            }
+        }
+        for (v, label) in &self.x.ticks {
+            let x = xs(*v);
+            // A label at the far right ends at its tick rather than past the image.
+            let anchor = if x + 3.5 * label.chars().count() as f64 > W {
+                "end"
+            } else {
+                "middle"
+            };
+            let _ = write!(
+                out,
+                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{bottom}" y2="{b2}" stroke="#444"/><text class="xtick" x="{x:.1}" y="{ty}" text-anchor="{anchor}">{l}</text>"##,
+                b2 = bottom + 4.0,
+                ty = bottom + 16.0,
+                l = esc(label),
+            );
+        }
+        let scale = if self.x.scale == Scale::Log { " (log scale)" } else { "" };
+        let _ = write!(
+            out,
+            r#"<text class="xlabel" x="{x}" y="{y}" text-anchor="middle">{}{scale}</text>"#,
+            esc(&self.x.label),
+            x = LEFT + plot_w / 2.0,
+            y = bottom + 34.0,
+        );
+        for m in &self.markers {
+            let x = xs(m.x);
+            let _ = write!(
+                out,
+                r##"<line class="marker" x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{bottom}" stroke="#d00" stroke-width="1.5" stroke-dasharray="6 4"><title>{t}</title></line><text class="marker-label" x="{tx:.1}" y="{ty}" fill="#d00">{t}</text>"##,
+                tx = x + 4.0,
+                ty = TOP + 12.0,
+                t = esc(&m.label),
+            );
+        }
+        legend(&mut out, bottom + 58.0, &names);
+        out.push_str("</svg>");
+        out
+    }
+}
+
+fn dedup_names<'a>(it: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for n in it {
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
 }
 
 fn legend(out: &mut String, y: f64, names: &[&str]) -> f64 {
@@ -155,8 +491,24 @@ fn legend(out: &mut String, y: f64, names: &[&str]) -> f64 {
 }
 
 impl BarChart {
-    /// Renders the chart as a standalone SVG document.
+    /// Renders the chart as a standalone SVG document, y axis linear from 0.
     pub fn render(&self) -> String {
+        self.render_scaled(Scale::Linear)
+    }
+
+    /// The values the y axis must show: bars and interval ends.
+    fn values(&self) -> impl Iterator<Item = f64> + Clone + '_ {
+        self.series
+            .iter()
+            .flat_map(|(_, bars)| bars.iter().flatten())
+            .flat_map(|b| [Some(b.value), b.ci.map(|c| c.0), b.ci.map(|c| c.1)])
+            .flatten()
+    }
+
+    /// Renders with a linear or log y axis (`Scale::Percentile` draws linear).
+    /// Bars rise from the axis origin; interval whiskers are clipped to the
+    /// plot (never below zero, nor below a log axis's origin).
+    pub fn render_scaled(&self, scale: Scale) -> String {
         let mut out = String::new();
         let max_label = self.categories.iter().map(|c| c.chars().count()).max().unwrap_or(0) as f64;
         let rotate = self.categories.len() > 4 || max_label > 14.0;
@@ -165,30 +517,22 @@ impl BarChart {
         } else {
             24.0
         };
-        let legend_rows = 1.0
-            + (self
-                .series
-                .iter()
-                .map(|(n, _)| 24.0 + 7.0 * n.len() as f64)
-                .sum::<f64>()
-                / (W - LEFT))
-                .floor();
-        let height = TOP + PLOT_H + label_h + legend_rows * 18.0 + 16.0;
+        let rows = legend_rows(self.series.iter().map(|(n, _)| n.as_str()));
+        let height = TOP + PLOT_H + label_h + rows * 18.0 + 16.0;
         header(&mut out, height, &self.title);
-        let max = self
-            .series
-            .iter()
-            .flat_map(|(_, bars)| bars.iter().flatten())
-            .map(|b| b.ci.map_or(b.value, |(_, hi)| hi.max(b.value)))
-            .fold(0.0, f64::max);
-        let (ymax, step) = nice_axis(max);
-        y_axis(&mut out, ymax, step, &self.y_label);
+        let axis = if scale == Scale::Log {
+            let (lo, hi) = positive_range(self.values());
+            Axis::log(&self.y_label, lo, hi)
+        } else {
+            Axis::linear(&self.y_label, self.values().fold(0.0, f64::max))
+        };
+        draw_y_axis(&mut out, &axis, TOP, PLOT_H);
         let plot_w = W - LEFT - RIGHT;
         let n_cat = self.categories.len().max(1) as f64;
         let group_w = plot_w / n_cat;
         let n_series = self.series.len().max(1) as f64;
         let bar_w = (group_w * 0.8 / n_series).max(1.0);
-        let y_of = |v: f64| TOP + PLOT_H - (v.max(0.0) / ymax * PLOT_H).min(PLOT_H);
+        let y_of = |v: f64| TOP + PLOT_H - axis.fraction(v.max(0.0)) * PLOT_H;
         for (ci, cat) in self.categories.iter().enumerate() {
             let gx = LEFT + ci as f64 * group_w + group_w * 0.1;
             for (si, (name, bars)) in self.series.iter().enumerate() {
@@ -210,7 +554,7 @@ impl BarChart {
                     let cx = x + bar_w / 2.0;
                     let _ = write!(
                         out,
-                        r##"<line x1="{cx:.1}" x2="{cx:.1}" y1="{y1:.1}" y2="{y2:.1}" stroke="#222"/><line x1="{a:.1}" x2="{b:.1}" y1="{y1:.1}" y2="{y1:.1}" stroke="#222"/><line x1="{a:.1}" x2="{b:.1}" y1="{y2:.1}" y2="{y2:.1}" stroke="#222"/>"##,
+                        r##"<line class="ci" x1="{cx:.1}" x2="{cx:.1}" y1="{y1:.1}" y2="{y2:.1}" stroke="#222"/><line x1="{a:.1}" x2="{b:.1}" y1="{y1:.1}" y2="{y1:.1}" stroke="#222"/><line x1="{a:.1}" x2="{b:.1}" y1="{y2:.1}" y2="{y2:.1}" stroke="#222"/>"##,
                         y1 = y_of(lo),
                         y2 = y_of(hi),
                         a = cx - 3.0,
@@ -242,107 +586,73 @@ impl BarChart {
 }
 
 impl LineChart {
-    /// Renders the chart as a standalone SVG document.
+    /// Renders the chart as a standalone SVG document, y axis linear from 0.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        let legend_rows =
-            1.0 + (self.lines.iter().map(|l| 24.0 + 7.0 * l.name.len() as f64).sum::<f64>() / (W - LEFT)).floor();
-        let height = TOP + PLOT_H + 44.0 + legend_rows * 18.0 + 10.0;
-        header(&mut out, height, &self.title);
+        self.render_scaled(Scale::Linear)
+    }
+
+    /// Renders with a linear or log y axis (`Scale::Percentile` draws linear).
+    pub fn render_scaled(&self, scale: Scale) -> String {
+        self.plot(scale).render()
+    }
+
+    /// The chart as a one-panel [`Plot`].
+    pub fn plot(&self, scale: Scale) -> Plot {
         let pts = || self.lines.iter().flat_map(|l| l.points.iter());
-        let ymax_raw = pts().map(|p| p.1).fold(0.0, f64::max);
-        let (ymax, step) = nice_axis(ymax_raw);
-        y_axis(&mut out, ymax, step, &self.y_label);
-        let tx = |x: f64| if self.log_x { x.max(1e-9).log2() } else { x };
-        let xmin = pts().map(|p| tx(p.0)).fold(f64::INFINITY, f64::min);
-        let xmax = pts().map(|p| tx(p.0)).fold(f64::NEG_INFINITY, f64::max);
+        let y = if scale == Scale::Log {
+            let (lo, hi) = positive_range(pts().map(|p| p.1));
+            Axis::log(&self.y_label, lo, hi)
+        } else {
+            Axis::linear(&self.y_label, pts().map(|p| p.1).fold(0.0, f64::max))
+        };
+        let x_scale = if self.log_x { Scale::Log } else { Scale::Linear };
+        let xs: Vec<f64> = pts()
+            .map(|p| p.0)
+            .filter(|x| x.is_finite() && (!self.log_x || *x > 0.0))
+            .collect();
+        let xmin = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let xmax = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let (xmin, xmax) = if xmin.is_finite() && xmax > xmin {
             (xmin, xmax)
+        } else if self.log_x && xmin.is_finite() {
+            (xmin, xmin * 2.0)
         } else {
             (0.0, 1.0)
         };
-        let plot_w = W - LEFT - RIGHT;
-        let xs = |x: f64| LEFT + (tx(x) - xmin) / (xmax - xmin) * plot_w;
-        let ys = |y: f64| TOP + PLOT_H - (y.max(0.0) / ymax * PLOT_H).min(PLOT_H);
         // x ticks: the distinct x values when few (sweeps), else ~8 even ticks.
-        let mut distinct: Vec<f64> = pts().map(|p| p.0).collect();
+        let mut distinct = xs.clone();
         distinct.sort_by(f64::total_cmp);
         distinct.dedup();
-        let ticks: Vec<f64> = if distinct.len() <= 12 {
-            distinct
+        let ticks: Vec<(f64, String)> = if distinct.len() <= 12 {
+            distinct.into_iter().map(|v| (v, fmt_num(v))).collect()
+        } else if self.log_x {
+            Axis::log("", xmin, xmax)
+                .ticks
+                .into_iter()
+                .filter(|(v, _)| *v >= xmin && *v <= xmax)
+                .collect()
         } else {
-            let (m, s) = nice_axis(xmax);
-            let mut t = Vec::new();
-            let mut v = 0.0;
-            while v <= m && !self.log_x {
-                if v >= xmin {
-                    t.push(v);
-                }
-                v += s;
-            }
-            t
+            Axis::linear("", xmax)
+                .ticks
+                .into_iter()
+                .filter(|(v, _)| *v >= xmin)
+                .collect()
         };
-        for t in ticks {
-            let x = xs(t);
-            let _ = write!(
-                out,
-                r##"<line x1="{x:.1}" x2="{x:.1}" y1="{b}" y2="{b2}" stroke="#444"/><text x="{x:.1}" y="{ty}" text-anchor="middle">{l}</text>"##,
-                b = TOP + PLOT_H,
-                b2 = TOP + PLOT_H + 4.0,
-                ty = TOP + PLOT_H + 16.0,
-                l = fmt_num(t),
-            );
+        Plot {
+            title: self.title.clone(),
+            x: Axis {
+                label: self.x_label.clone(),
+                scale: x_scale,
+                min: xmin,
+                max: xmax,
+                ticks,
+            },
+            panels: vec![Panel {
+                y,
+                lines: self.lines.clone(),
+            }],
+            markers: vec![],
         }
-        let _ = write!(
-            out,
-            r#"<text x="{x}" y="{y}" text-anchor="middle">{}</text>"#,
-            esc(&self.x_label),
-            x = LEFT + plot_w / 2.0,
-            y = TOP + PLOT_H + 34.0,
-        );
-        for (i, line) in self.lines.iter().enumerate() {
-            if line.points.is_empty() {
-                continue;
-            }
-            let d: Vec<String> = line
-                .points
-                .iter()
-                .map(|&(x, y)| format!("{:.1},{:.1}", xs(x), ys(y)))
-                .collect();
-            let _ = write!(
-                out,
-                r#"<polyline class="line" fill="none" stroke="{c}" stroke-width="2" points="{p}"><title>{t}</title></polyline>"#,
-                c = color(i),
-                p = d.join(" "),
-                t = esc(&line.name),
-            );
-            if line.points.len() <= 40 {
-                for &(x, y) in &line.points {
-                    let _ = write!(
-                        out,
-                        r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" fill="{}"/>"#,
-                        xs(x),
-                        ys(y),
-                        color(i)
-                    );
-                }
-            }
-            for (x, y, label) in &line.marks {
-                let _ = write!(
-                    out,
-                    r##"<circle class="mark" cx="{cx:.1}" cy="{cy:.1}" r="6" fill="none" stroke="#d00" stroke-width="2"><title>{t}</title></circle><text x="{tx:.1}" y="{ty:.1}" fill="#d00">{t}</text>"##,
-                    cx = xs(*x),
-                    cy = ys(*y),
-                    tx = xs(*x) + 8.0,
-                    ty = ys(*y) - 8.0,
-                    t = esc(label),
-                );
-            }
-        }
-        let names: Vec<&str> = self.lines.iter().map(|l| l.name.as_str()).collect();
-        legend(&mut out, TOP + PLOT_H + 58.0, &names);
-        out.push_str("</svg>");
-        out
     }
 }
 
