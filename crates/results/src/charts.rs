@@ -682,12 +682,51 @@ pub fn timeline_series(result: &LoadResult) -> Vec<TimeSeries> {
             points: t.iter().map(|p| (p.second as f64, f(p))).collect(),
         }
     };
-    let mut out = vec![s("calls/s", "calls/s", false, &|p| p.successes as f64)];
+    let mut out = Vec::new();
+    // A concurrency schedule (the continuous ramp) records its users.
+    if t.iter().any(|p| p.users > 0) {
+        out.push(s("users", "users", false, &|p| p.users as f64));
+    }
+    out.push(s("calls/s", "calls/s", false, &|p| p.successes as f64));
     if t.iter().any(|p| p.errors > 0) {
         out.push(s("errors/s", "calls/s", false, &|p| p.errors as f64));
     }
     out.push(s("p50", "latency (ms)", true, &|p| p.p50_ns as f64 / 1e6));
+    if t.iter().any(|p| p.p95_ns > 0) {
+        out.push(s("p95", "latency (ms)", true, &|p| p.p95_ns as f64 / 1e6));
+    }
     out.push(s("p99", "latency (ms)", true, &|p| p.p99_ns as f64 / 1e6));
+    out
+}
+
+/// The continuous ramp over time, as Locust draws it: users, calls/s and
+/// latency per second on one time axis, the knee marked, for every `ramp`
+/// point run as one continuous run (from the repetition with the median rate).
+pub fn ramp_charts(run: &RunRecord) -> Vec<Chart> {
+    let mut out = Vec::new();
+    for a in run.aggregates() {
+        if a.config.kind != protobench_model::run::PointKind::Ramp {
+            continue;
+        }
+        let Some(m) = crate::html::representative(run, &a) else {
+            continue;
+        };
+        let (Some(r), Some(search)) = (&m.result, &m.search) else {
+            continue;
+        };
+        let Some(knee) = search.knee_second else { continue };
+        let marker = Marker {
+            x: f64::from(knee),
+            label: format!("knee: {} users", search.chosen_concurrency),
+        };
+        out.extend(time_chart(
+            &format!("ramp-{}", a.config.index),
+            &format!("Continuous ramp — {}", a.config.label()),
+            "Users, calls/s and latency per second of one continuous ramp; the dashed line marks the second the knee rule stopped at.",
+            &timeline_series(r),
+            Some(marker),
+        ));
+    }
     out
 }
 

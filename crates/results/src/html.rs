@@ -170,6 +170,7 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
     out.extend(crate::charts::hockey_charts(run));
     out.extend(crate::charts::payload_charts(run));
     out.extend(search_charts(run, &aggs, &layout));
+    out.extend(crate::charts::ramp_charts(run));
     out
 }
 

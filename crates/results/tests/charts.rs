@@ -167,11 +167,22 @@ fn timeline_series_come_from_todays_timeline_fields() {
     let mut r = testing::result("rest", "inventory.s", 100.0, 0, 3);
     let s = charts::timeline_series(&r);
     let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["calls/s", "p50", "p99"], "no errors/s line when nothing failed");
-    assert_eq!(s[0].points, [(0.0, 100.0), (1.0, 100.0), (2.0, 100.0)]);
-    assert_eq!(s[2].points[0], (0.0, 5.0));
+    assert_eq!(
+        names,
+        ["users", "calls/s", "p50", "p95", "p99"],
+        "no errors/s line when nothing failed"
+    );
+    assert_eq!(s[0].points, [(0.0, 16.0), (1.0, 16.0), (2.0, 16.0)]);
+    assert_eq!(s[1].points, [(0.0, 100.0), (1.0, 100.0), (2.0, 100.0)]);
+    assert_eq!(s[4].points[0], (0.0, 5.0));
     r.timeline[1].errors = 4;
-    assert_eq!(charts::timeline_series(&r)[1].name, "errors/s");
+    assert_eq!(charts::timeline_series(&r)[2].name, "errors/s");
+    // A timeline written before users and p95 were recorded (0) has neither.
+    for t in &mut r.timeline {
+        (t.users, t.p95_ns) = (0, 0);
+    }
+    let names: Vec<String> = charts::timeline_series(&r).into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["calls/s", "errors/s", "p50", "p99"]);
 }
 
 fn discover(
@@ -195,6 +206,7 @@ fn discover(
         chosen_concurrency: chosen,
         knee_rate: None,
         stop_reason: "rate gain below 2%".into(),
+        knee_second: None,
     });
     (p, m)
 }

@@ -106,3 +106,32 @@ fn a_version_2_database_is_upgraded_and_its_seconds_read_with_zero_users() {
     assert_eq!(t[3].successes, 400, "the old columns are intact");
     assert_eq!(back.search.as_ref().unwrap().knee_second, None);
 }
+
+/// The report draws the stored ramp as Locust does: users, calls/s and
+/// latency per second on one time axis, with the knee's second marked.
+#[test]
+fn the_report_draws_the_ramp_over_time_with_the_knee() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let mut s = Store::open(&path).unwrap();
+    let mut run = new_run();
+    run.points[0].kind = protobench_model::run::PointKind::Ramp;
+    let id = s.create_run(&run).unwrap();
+    let m = ramp_measurement(&run);
+    s.save_measurement(id, &m).unwrap();
+    let rec = s.load_run(id).unwrap();
+    let charts = protobench_results::html::charts(&rec);
+    let ramp = charts.iter().find(|c| c.id == "ramp-0").expect("a ramp chart");
+    assert!(ramp.svg.contains("knee: 45 users"), "{}", ramp.svg);
+    for series in ["users", "calls/s", "p95"] {
+        assert!(ramp.svg.contains(series), "{series} in the ramp chart");
+    }
+    // A fixed point gets no ramp chart.
+    let mut fixed = rec.clone();
+    fixed.points[0].kind = protobench_model::run::PointKind::Fixed;
+    assert!(
+        !protobench_results::html::charts(&fixed)
+            .iter()
+            .any(|c| c.id.starts_with("ramp-"))
+    );
+}
