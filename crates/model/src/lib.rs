@@ -23,4 +23,5 @@ pub mod stats;
 pub mod steady;
 #[doc(hidden)]
 pub mod testing;
+pub mod threshold;
 pub mod time;
