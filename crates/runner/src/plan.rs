@@ -138,6 +138,10 @@ pub struct Plan {
     pub groups: Vec<ServerGroup>,
     /// Notes from resolution (skipped combinations, defaults taken).
     pub notes: Vec<String>,
+    /// Gates checked at every point after the run (`thresholds = [...]`
+    /// and `--threshold`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<protobench_model::threshold::Threshold>,
 }
 
 impl Plan {

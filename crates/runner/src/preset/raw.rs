@@ -120,6 +120,7 @@ pub(super) struct RawPreset {
     pub(super) ramp: Option<Spanned<RawRamp>>,
     pub(super) server: Option<Spanned<RawServer>>,
     pub(super) generator: Option<Spanned<RawGenerator>>,
+    pub(super) thresholds: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
