@@ -16,6 +16,7 @@
 
 pub mod html;
 pub mod png;
+pub mod regression;
 pub mod report;
 pub mod store;
 pub mod svg;
