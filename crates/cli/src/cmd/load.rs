@@ -3,8 +3,8 @@
 //!
 //! Exit codes: 0 the run completed (failed calls are measurements, not
 //! errors), 2 bad usage or input, 3 the run could not start (target
-//! unreachable or unresolvable), 130 interrupted by Ctrl-C (the partial result
-//! is still printed).
+//! unreachable or unresolvable), 4 a `--threshold` failed, 130 interrupted by
+//! Ctrl-C (the partial result is still printed).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -164,6 +164,8 @@ pub(crate) struct Args {
     /// No progress line.
     #[arg(long, short)]
     quiet: bool,
+    #[arg(long = "threshold", value_name = "GATE", help = super::threshold::HELP)]
+    thresholds: Vec<String>,
 }
 
 pub(crate) use protobench_runner::units::parse_duration;
@@ -277,6 +279,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Err(e) = protobench_load::validate(&plan) {
         return Ok(usage(e));
     }
+    let thresholds = match super::threshold::parse_flags(&args.thresholds, false) {
+        Ok(t) => t,
+        Err(e) => return Ok(usage(e)),
+    };
     // Every output file must be writable before the run, not after it.
     let histogram = match args.histogram.as_deref().map(OutputFile::open).transpose() {
         Ok(h) => h,
@@ -375,6 +381,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Output::Csv => out.write_all(csv(&result).as_bytes())?,
     }
+    // Thresholds: after the summary on stdout, on stderr when stdout is data.
+    let outcomes = protobench_model::threshold::evaluate_result(&thresholds, &result);
+    if !outcomes.is_empty() {
+        let table = protobench_model::threshold::table(&outcomes);
+        if args.output == Output::Text {
+            out.write_all(b"\n")?;
+            out.write_all(table.as_bytes())?;
+        } else {
+            eprint!("{table}");
+        }
+    }
     out.flush()?;
     drop(out);
     if let Some(e) = unwritten {
@@ -384,7 +401,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(if result.end_reason == protobench_load::EndReason::Interrupted {
         ExitCode::from(130)
     } else {
-        ExitCode::SUCCESS
+        super::threshold::exit_code(&outcomes)
     })
 }
 

@@ -12,4 +12,5 @@ pub(crate) mod runs;
 pub(crate) mod serve;
 pub(crate) mod servers;
 pub(crate) mod show;
+pub(crate) mod threshold;
 pub(crate) mod verify;
