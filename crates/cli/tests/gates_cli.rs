@@ -48,7 +48,11 @@ fn serve(protocol: &str) -> (std::process::Child, String) {
     loop {
         let line = lines.next().expect("serve prints its listeners").unwrap();
         if let Some(rest) = line.strip_prefix("listening ") {
-            let addr = rest.split(' ').find_map(|kv| kv.strip_prefix("addr=")).unwrap().to_owned();
+            let addr = rest
+                .split(' ')
+                .find_map(|kv| kv.strip_prefix("addr="))
+                .unwrap()
+                .to_owned();
             return (child, addr);
         }
     }
@@ -58,23 +62,46 @@ fn serve(protocol: &str) -> (std::process::Child, String) {
 fn load_thresholds_pass_with_0_and_fail_with_4() {
     let (mut server, addr) = serve("grpc");
     let base = [
-        "load", "--protocol", "grpc", "--target", &addr, "--workload", "inventory.xs", "-c", "2", "-n", "100",
+        "load",
+        "--protocol",
+        "grpc",
+        "--target",
+        &addr,
+        "--workload",
+        "inventory.xs",
+        "-c",
+        "2",
+        "-n",
+        "100",
     ];
     let with = |extra: &[&str]| {
         let mut a: Vec<&str> = base.to_vec();
         a.extend_from_slice(extra);
         protobench(&a)
     };
-    let o = with(&["--threshold", "rate>0", "--threshold", "error_rate<1%", "--threshold", "p99 < 10s"]);
+    let o = with(&[
+        "--threshold",
+        "rate>0",
+        "--threshold",
+        "error_rate<1%",
+        "--threshold",
+        "p99 < 10s",
+    ]);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    assert!(out.contains("\nthreshold ") && out.ends_with("thresholds: all 3 passed\n"), "{out}");
+    assert!(
+        out.contains("\nthreshold ") && out.ends_with("thresholds: all 3 passed\n"),
+        "{out}"
+    );
     assert!(out.contains("p99<10s") && out.contains("error_rate<1%"), "{out}");
 
     let o = with(&["--threshold", "rate>0", "--threshold", "p99<1ns"]);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
-    assert!(out.contains("FAIL") && out.ends_with("thresholds: 1 of 2 FAILED\n"), "{out}");
+    assert!(
+        out.contains("FAIL") && out.ends_with("thresholds: 1 of 2 FAILED\n"),
+        "{out}"
+    );
 
     // JSON stays JSON; the table goes to stderr.
     let o = with(&["--threshold", "p99<1ns", "--format", "json"]);
@@ -89,16 +116,33 @@ fn load_thresholds_pass_with_0_and_fail_with_4() {
 #[test]
 fn a_bad_threshold_is_named_with_the_accepted_forms_before_any_connection() {
     let o = protobench(&[
-        "load", "--protocol", "rest", "--target", "127.0.0.1:9", "--workload", "tasks.int", "--threshold", "p99<5",
+        "load",
+        "--protocol",
+        "rest",
+        "--target",
+        "127.0.0.1:9",
+        "--workload",
+        "tasks.int",
+        "--threshold",
+        "p99<5",
     ]);
     let err = text(&o.stderr);
     assert!(
-        err.starts_with("error: invalid threshold \"p99<5\": \"5\" needs a unit (ns, us, ms, s), e.g. 5ms; accepted forms: p50|p90"),
+        err.starts_with(
+            "error: invalid threshold \"p99<5\": \"5\" needs a unit (ns, us, ms, s), e.g. 5ms; accepted forms: p50|p90"
+        ),
         "{err}"
     );
     assert_eq!(o.status.code(), Some(2));
     let o = protobench(&[
-        "load", "--protocol", "rest", "--target", "127.0.0.1:9", "--workload", "tasks.int", "--threshold",
+        "load",
+        "--protocol",
+        "rest",
+        "--target",
+        "127.0.0.1:9",
+        "--workload",
+        "tasks.int",
+        "--threshold",
         "cpu_per_call<1ms",
     ]);
     assert_eq!(
@@ -119,19 +163,38 @@ fn run_thresholds_are_checked_per_point_stored_and_shown() {
     .unwrap();
     let o = bin()
         .current_dir(dir.path())
-        .args(["run", "tiny.toml", "--db", "r.db", "--no-report", "--threshold", "p99<1ns"])
+        .args([
+            "run",
+            "tiny.toml",
+            "--db",
+            "r.db",
+            "--no-report",
+            "--threshold",
+            "p99<1ns",
+        ])
         .output()
         .unwrap();
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(4), "{out}\n{}", text(&o.stderr));
-    assert!(out.contains("rate>0") && out.contains("rust grpc inventory.xs c=2"), "{out}");
+    assert!(
+        out.contains("rate>0") && out.contains("rust grpc inventory.xs c=2"),
+        "{out}"
+    );
     assert!(out.ends_with("thresholds: 1 of 2 FAILED\n"), "{out}");
     let store = Store::open_read_only(&dir.path().join("r.db")).unwrap();
     let stored = store.thresholds(1).unwrap();
     let got: Vec<(String, bool)> = stored.iter().map(|o| (o.threshold.to_string(), o.passed)).collect();
     assert_eq!(got, [("rate>0".into(), true), ("p99<1ns".into(), false)]);
-    let o = bin().current_dir(dir.path()).args(["show", "1", "--db", "r.db"]).output().unwrap();
-    assert!(text(&o.stdout).ends_with("thresholds: 1 of 2 FAILED\n"), "{}", text(&o.stdout));
+    let o = bin()
+        .current_dir(dir.path())
+        .args(["show", "1", "--db", "r.db"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&o.stdout).ends_with("thresholds: 1 of 2 FAILED\n"),
+        "{}",
+        text(&o.stdout)
+    );
 }
 
 /// A database with runs of one point whose rates are given per repetition.
@@ -151,7 +214,8 @@ fn runs_db(path: &Path, runs: &[&[f64]]) {
         };
         let id = s.create_run(&run).unwrap();
         for (i, r) in rates.iter().enumerate() {
-            s.save_measurement(id, &testing::measurement(&point, i as u32 + 1, *r)).unwrap();
+            s.save_measurement(id, &testing::measurement(&point, i as u32 + 1, *r))
+                .unwrap();
         }
     }
 }
@@ -163,7 +227,12 @@ fn compare_fails_on_a_regression_beyond_the_intervals_only() {
     // 1: baseline; 2: 20% slower, tight; 3: 20% slower on the median but very noisy; 4: the same.
     runs_db(
         &db,
-        &[&[1000.0, 1010.0, 990.0], &[800.0, 805.0, 795.0], &[800.0, 400.0, 1400.0], &[1000.0, 1005.0, 995.0]],
+        &[
+            &[1000.0, 1010.0, 990.0],
+            &[800.0, 805.0, 795.0],
+            &[800.0, 400.0, 1400.0],
+            &[1000.0, 1005.0, 995.0],
+        ],
     );
     let db = db.to_str().unwrap();
     let cmp = |b: &str| protobench(&["compare", "1", b, "--db", db, "--fail-on-regression", "5%"]);
@@ -192,8 +261,14 @@ fn compare_with_one_repetition_says_it_cannot_judge() {
     let db = db.to_str().unwrap();
     let o = protobench(&["compare", "1", "2", "--db", db]);
     let out = text(&o.stdout);
-    assert!(out.contains("cannot judge (1 repetition)") && !out.contains(" no\n"), "{out}");
-    assert!(out.contains("3 cannot be judged: a run with one repetition has no interval"), "{out}");
+    assert!(
+        out.contains("cannot judge (1 repetition)") && !out.contains(" no\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("3 cannot be judged: a run with one repetition has no interval"),
+        "{out}"
+    );
     let o = protobench(&["compare", "1", "2", "--db", db, "--fail-on-regression", "5"]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
@@ -221,7 +296,8 @@ fn a_closed_stdout_ends_every_writer_quietly_with_0() {
             started_at: "2026-01-01T00:00:00Z".into(),
         };
         let id = s.create_run(&run).unwrap();
-        s.save_measurement(id, &testing::measurement(&points[0], 1, 1000.0)).unwrap();
+        s.save_measurement(id, &testing::measurement(&points[0], 1, 1000.0))
+            .unwrap();
     }
     let db = db.to_str().unwrap();
     let commands: [&[&str]; 4] = [
@@ -232,7 +308,12 @@ fn a_closed_stdout_ends_every_writer_quietly_with_0() {
     ];
     for args in commands {
         // As `| head -c 100`: read a little, then close the pipe.
-        let mut child = bin().args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = bin()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let mut stdout = child.stdout.take().unwrap();
         let mut first = [0u8; 100];
         stdout.read_exact(&mut first).unwrap();

@@ -149,7 +149,8 @@ pub struct CustomCall {
     /// gRPC: the method, `package.Service/Method`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<String>,
-    /// gRPC: the request message as JSON (proto3 JSON mapping).
+    /// gRPC: the request message as JSON (proto3 JSON mapping); rest and
+    /// soap: the request body inline (instead of `body_file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
 }

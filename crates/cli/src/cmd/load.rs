@@ -86,39 +86,47 @@ pub(crate) enum ValidateArg {
 
 /// Load a server with calls of one workload (or a custom call) and report.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  protobench load http://127.0.0.1:8080/items -c 32 -z 10s
+  protobench load grpc://127.0.0.1:50051 --proto api.proto --call pkg.Svc/Get -d '{\"id\": 1}' -n 10000
+  protobench load --protocol rest 127.0.0.1:8080 --workload inventory.m -q 2000 --threshold 'p99<5ms'
+  protobench load https://api.example/v1/orders -m POST -D order.json -H 'Authorization: Bearer T' -O json -o result.json")]
 pub(crate) struct Args {
-    /// rest, rest-h2, grpc or soap.
+    /// The target: a URL (http://, https:// mean rest; grpc://, grpcs:// mean grpc) or host:port.
+    #[arg(value_name = "TARGET", required_unless_present = "target", conflicts_with = "target")]
+    url: Option<String>,
+    /// rest, rest-h2, grpc or soap (default: from TARGET's scheme, or grpc with --call).
     #[arg(long)]
-    protocol: String,
-    /// host:port, or a URL (http://host:port/path) for custom HTTP calls.
-    #[arg(long)]
-    target: String,
+    protocol: Option<String>,
+    /// The target, as the positional TARGET.
+    #[arg(long, value_name = "TARGET")]
+    target: Option<String>,
     /// Contract workload to call (e.g. inventory.s).
     #[arg(long)]
     workload: Option<String>,
     /// Calls in flight at most.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, short = 'c', default_value_t = 10)]
     concurrency: u32,
     /// TCP connections (default: --concurrency for rest/soap, else min(concurrency, CPUs)).
     #[arg(long)]
     connections: Option<u32>,
     /// Open loop: calls started per second (default: closed loop).
-    #[arg(long)]
+    #[arg(long, short = 'q')]
     rate: Option<f64>,
     /// Open-loop spacing of calls.
     #[arg(long, value_enum, default_value_t = ArrivalArg::Uniform)]
     arrival: ArrivalArg,
     /// Measured time, e.g. 10s, 500ms, 2m (default 10s unless --requests).
-    #[arg(long, value_parser = duration_arg)]
+    #[arg(long, short = 'z', value_parser = duration_arg)]
     duration: Option<Duration>,
     /// Stop after this many measured calls.
-    #[arg(long)]
+    #[arg(long, short = 'n')]
     requests: Option<u64>,
     /// Warm-up before measuring (not counted).
     #[arg(long, value_parser = duration_arg, default_value = "0s")]
     warmup: Duration,
     /// Time limit of one call.
-    #[arg(long, value_parser = duration_arg, default_value = "10s")]
+    #[arg(long, short = 't', value_parser = duration_arg, default_value = "10s")]
     timeout: Duration,
     /// Time limit of one connection attempt.
     #[arg(long, value_parser = duration_arg, default_value = "5s")]
@@ -131,14 +139,20 @@ pub(crate) struct Args {
     threads: Option<u32>,
     #[command(flatten)]
     tls: TlsArgs,
-    /// Custom HTTP call: method (default GET, or POST with --body).
-    #[arg(long)]
+    /// Custom HTTP call: method (default GET, or POST with a body).
+    #[arg(long, short = 'm')]
     method: Option<String>,
     /// Extra request header (gRPC: metadata), "Name: value"; repeatable.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
-    /// Custom HTTP/SOAP call: file holding the request body.
-    #[arg(long, value_name = "FILE")]
+    /// Custom call: the request from FILE (rest/soap: the body; grpc: JSON).
+    #[arg(
+        long = "data-file",
+        short = 'D',
+        alias = "body",
+        value_name = "FILE",
+        conflicts_with = "data"
+    )]
     body: Option<PathBuf>,
     /// Custom SOAP call: SOAPAction header value.
     #[arg(long)]
@@ -152,17 +166,20 @@ pub(crate) struct Args {
     /// Custom gRPC call: package.Service/Method.
     #[arg(long)]
     call: Option<String>,
-    /// Custom gRPC call: the request as JSON (or @FILE).
-    #[arg(long)]
+    /// Custom call: the request inline (rest/soap: the body; grpc: JSON, or @FILE).
+    #[arg(long, short = 'd')]
     data: Option<String>,
-    /// Output form.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
+    /// Output form (--output is an older spelling).
+    #[arg(long = "format", short = 'O', alias = "output", value_enum, default_value_t = Output::Text)]
     output: Output,
+    /// Write the output to FILE instead of standard output.
+    #[arg(long = "out", short = 'o', value_name = "FILE")]
+    out: Option<PathBuf>,
     /// Write the latency distribution (HdrHistogram .hgrm text, ms) to FILE.
     #[arg(long, value_name = "FILE")]
     histogram: Option<PathBuf>,
     /// No progress line.
-    #[arg(long, short)]
+    #[arg(long)]
     quiet: bool,
     #[arg(long = "threshold", value_name = "GATE", help = super::threshold::HELP)]
     thresholds: Vec<String>,
@@ -202,11 +219,10 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
 
 impl Args {
     fn plan(&self) -> Result<LoadPlan, String> {
-        let protocol: Protocol = self
-            .protocol
-            .parse()
-            .map_err(|e: protobench_contract::protocol::UnknownProtocol| e.to_string())?;
-        let mut plan = plan_defaults(protocol, &self.target);
+        let written = self.url.as_deref().or(self.target.as_deref()).unwrap_or_default();
+        let resolved = super::target::resolve(self.protocol.as_deref(), written, self.call.is_some())?;
+        let protocol = resolved.protocol;
+        let mut plan = plan_defaults(protocol, &resolved.target);
         plan.workload = self.workload.clone();
         plan.concurrency = self.concurrency;
         let http1 = protocol.is_http1();
@@ -235,7 +251,18 @@ impl Args {
             ValidateArg::Full => Validation::Full,
         };
         plan.threads = self.threads.unwrap_or(0);
-        plan.tls = self.tls.plan();
+        plan.tls = if resolved.tls {
+            Some(
+                TlsArgs {
+                    tls: true,
+                    ..self.tls.clone()
+                }
+                .plan()
+                .unwrap_or_default(),
+            )
+        } else {
+            self.tls.plan()
+        };
         let mut headers = Vec::new();
         for h in &self.headers {
             let (name, value) = h
@@ -246,25 +273,32 @@ impl Args {
                 value: value.trim().to_owned(),
             });
         }
-        let data = match &self.data {
-            Some(d) if d.starts_with('@') => Some(
-                std::fs::read_to_string(&d[1..]).map_err(|e| format!("cannot read --data file {}: {e}", &d[1..]))?,
-            ),
-            other => other.clone(),
+        let read = |path: &std::path::Path, flag: &str| {
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {flag} file {}: {e}", path.display()))
+        };
+        let mut body_file = self.body.clone();
+        let data = match (&self.data, &self.body) {
+            (Some(d), _) if d.starts_with('@') => Some(read(std::path::Path::new(&d[1..]), "--data")?),
+            // -D FILE for gRPC is the JSON request from a file (ghz's -D).
+            (None, Some(f)) if protocol == Protocol::Grpc => {
+                body_file = None;
+                Some(read(f, "--data-file")?)
+            }
+            (other, _) => other.clone(),
         };
         let custom = CustomCall {
             method: self.method.clone(),
             path: None,
             headers,
-            body_file: self.body.clone(),
+            body_file,
             soap_action: self.soap_action.clone(),
             proto_files: self.proto.clone(),
             import_paths: self.import_path.clone(),
             call: self.call.clone(),
             data,
         };
-        // A URL target with no workload is a custom call (GET unless --body).
-        let url = self.target.starts_with("http://") || self.target.starts_with("https://");
+        // A URL target with no workload is a custom call (GET unless a body is given).
+        let url = resolved.target.starts_with("http://") || resolved.target.starts_with("https://");
         plan.custom = (custom != CustomCall::default() || (url && self.workload.is_none())).then_some(custom);
         Ok(plan)
     }
@@ -284,14 +318,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(e) => return Ok(usage(e)),
     };
     // Every output file must be writable before the run, not after it.
-    let histogram = match args.histogram.as_deref().map(OutputFile::open).transpose() {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::from(3));
+    let mut files = Vec::new();
+    for (path, flag) in [(&args.histogram, "--histogram"), (&args.out, "--out")] {
+        match path.as_deref().map(|p| OutputFile::open(p, flag)).transpose() {
+            Ok(f) => files.push(f),
+            Err(e) => {
+                files.into_iter().flatten().for_each(OutputFile::discard);
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(3));
+            }
         }
-    };
-    let progress = !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    }
+    let (histogram, out_file) = (files[0].take(), files[1].take());
+    // Live progress whenever stderr is a terminal, whatever stdout is.
+    let progress = !args.quiet && std::io::stderr().is_terminal();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -350,52 +390,82 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             | LoadError::Tls(_)
             | LoadError::Request(_)),
         ) => {
-            if let Some(h) = histogram {
-                h.discard();
-            }
+            [histogram, out_file]
+                .into_iter()
+                .flatten()
+                .for_each(OutputFile::discard);
             return Ok(usage(error_chain(&e)));
         }
         Err(e @ LoadError::Interrupted { .. }) => {
-            if let Some(h) = histogram {
-                h.discard();
-            }
+            [histogram, out_file]
+                .into_iter()
+                .flatten()
+                .for_each(OutputFile::discard);
             eprintln!("error: {}", error_chain(&e));
             return Ok(ExitCode::from(130));
         }
         Err(e) => {
-            if let Some(h) = histogram {
-                h.discard();
-            }
+            [histogram, out_file]
+                .into_iter()
+                .flatten()
+                .for_each(OutputFile::discard);
             eprintln!("error: {}", error_chain(&e));
             return Ok(ExitCode::from(3));
         }
     };
     // Written before printing; a failure here still prints the result.
-    let unwritten = histogram.and_then(|h| h.write(&result).err());
-    let mut out = std::io::stdout().lock();
-    match args.output {
-        Output::Text => out.write_all(summary(&result).as_bytes())?,
-        Output::Json => {
-            serde_json::to_writer_pretty(&mut out, &result)?;
-            out.write_all(b"\n")?;
-        }
-        Output::Csv => out.write_all(csv(&result).as_bytes())?,
-    }
-    // Thresholds: after the summary on stdout, on stderr when stdout is data.
+    let mut unwritten: Vec<String> = histogram
+        .and_then(|h| {
+            protobench_load::hgrm(&result)
+                .map_err(|e| format!("cannot write --histogram {}: {e}", h.path.display()))
+                .and_then(|text| h.write(&text))
+                .err()
+        })
+        .into_iter()
+        .collect();
+    let mut text = match args.output {
+        Output::Text => summary(&result),
+        Output::Json => serde_json::to_string_pretty(&result)? + "\n",
+        Output::Csv => csv(&result),
+    };
+    // Thresholds: after the summary, on stderr when the output is data.
     let outcomes = protobench_model::threshold::evaluate_result(&thresholds, &result);
     if !outcomes.is_empty() {
         let table = protobench_model::threshold::table(&outcomes);
         if args.output == Output::Text {
-            out.write_all(b"\n")?;
-            out.write_all(table.as_bytes())?;
+            text = format!("{text}\n{table}");
         } else {
             eprint!("{table}");
         }
     }
-    out.flush()?;
-    drop(out);
-    if let Some(e) = unwritten {
-        eprintln!("error: {e}; the result is printed above");
+    let mut printed = true;
+    if let Some(f) = out_file {
+        let path = f.path.clone();
+        match f.write(&text) {
+            Ok(()) => printed = false,
+            // The result must not be lost: it goes to stdout instead.
+            Err(e) => unwritten.push(e),
+        }
+        if !printed && !unwritten.is_empty() {
+            // Say where the result is.
+            for e in &mut unwritten {
+                *e = format!("{e}; the result is in {}", path.display());
+            }
+        }
+    }
+    if printed {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+    }
+    if !unwritten.is_empty() {
+        for e in unwritten {
+            if printed {
+                eprintln!("error: {e}; the result is printed above");
+            } else {
+                eprintln!("error: {e}");
+            }
+        }
         return Ok(ExitCode::from(3));
     }
     Ok(if result.end_reason == protobench_load::EndReason::Interrupted {
@@ -409,14 +479,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// cannot be written fails the run before any connection.
 struct OutputFile {
     path: PathBuf,
+    flag: &'static str,
     file: std::fs::File,
     /// Created by us: removed again when the run fails to start.
     created: bool,
 }
 
 impl OutputFile {
-    fn open(path: &std::path::Path) -> Result<OutputFile, String> {
-        let fail = |e: std::io::Error| format!("cannot write --histogram {}: {e}", path.display());
+    fn open(path: &std::path::Path, flag: &'static str) -> Result<OutputFile, String> {
+        let fail = |e: std::io::Error| format!("cannot write {flag} {}: {e}", path.display());
         let (file, created) = match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
             Ok(f) => (f, true),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -426,15 +497,15 @@ impl OutputFile {
         };
         Ok(OutputFile {
             path: path.to_owned(),
+            flag,
             file,
             created,
         })
     }
 
-    /// Replaces the file's content with the result's `.hgrm` text.
-    fn write(mut self, result: &LoadResult) -> Result<(), String> {
-        let fail = |e: &dyn std::fmt::Display| format!("cannot write --histogram {}: {e}", self.path.display());
-        let text = protobench_load::hgrm(result).map_err(|e| fail(&e))?;
+    /// Replaces the file's content with `text`.
+    fn write(mut self, text: &str) -> Result<(), String> {
+        let fail = |e: &dyn std::fmt::Display| format!("cannot write {} {}: {e}", self.flag, self.path.display());
         if self.file.metadata().is_ok_and(|m| m.is_file()) {
             self.file.set_len(0).map_err(|e| fail(&e))?;
         }

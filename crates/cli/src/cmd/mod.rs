@@ -12,5 +12,6 @@ pub(crate) mod runs;
 pub(crate) mod serve;
 pub(crate) mod servers;
 pub(crate) mod show;
+pub(crate) mod target;
 pub(crate) mod threshold;
 pub(crate) mod verify;
