@@ -170,7 +170,7 @@ pub(crate) struct Args {
     #[arg(long, short = 'd')]
     data: Option<String>,
     /// Output form (--output is an older spelling).
-    #[arg(long = "format", short = 'O', alias = "output", value_enum, default_value_t = Output::Text)]
+    #[arg(long = "format", short = 'O', alias = "output", value_name = "FORMAT", value_enum, default_value_t = Output::Text)]
     output: Output,
     /// Write the output to FILE instead of standard output.
     #[arg(long = "out", short = 'o', value_name = "FILE")]
