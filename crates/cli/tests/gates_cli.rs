@@ -333,8 +333,26 @@ fn short_flags_and_a_url_target_map_to_the_plan() {
     let url = format!("http://{addr}/nowhere");
     // http:// means rest; -c -n -q -t -m -d -H; -O json; -o FILE instead of stdout.
     let o = protobench(&[
-        "load", &url, "-c", "2", "-n", "20", "-q", "1000", "-t", "5s", "-m", "POST", "-d", "{\"a\":1}", "-H", "X-A: b",
-        "-O", "json", "-o", out.to_str().unwrap(),
+        "load",
+        &url,
+        "-c",
+        "2",
+        "-n",
+        "20",
+        "-q",
+        "1000",
+        "-t",
+        "5s",
+        "-m",
+        "POST",
+        "-d",
+        "{\"a\":1}",
+        "-H",
+        "X-A: b",
+        "-O",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert!(o.stdout.is_empty(), "the output went to the file");
@@ -342,19 +360,45 @@ fn short_flags_and_a_url_target_map_to_the_plan() {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let plan = &v["plan"];
     assert_eq!(
-        (&plan["protocol"], &plan["concurrency"], &plan["requests"], &plan["rate"], &plan["timeout_ns"]),
-        (&"rest".into(), &2.into(), &20.into(), &1000.0.into(), &5_000_000_000u64.into())
+        (
+            &plan["protocol"],
+            &plan["concurrency"],
+            &plan["requests"],
+            &plan["rate"],
+            &plan["timeout_ns"]
+        ),
+        (
+            &"rest".into(),
+            &2.into(),
+            &20.into(),
+            &1000.0.into(),
+            &5_000_000_000u64.into()
+        )
     );
     assert_eq!(plan["custom"]["method"], "POST");
     assert_eq!(plan["custom"]["data"], "{\"a\":1}");
-    assert_eq!(plan["custom"]["headers"][0], serde_json::json!({"name": "X-A", "value": "b"}));
+    assert_eq!(
+        plan["custom"]["headers"][0],
+        serde_json::json!({"name": "X-A", "value": "b"})
+    );
     assert_eq!(v["calls"], 20, "failed calls (404) are measurements");
 
     // -D FILE is the body from a file; --body is its older spelling.
     let body = dir.path().join("body.txt");
     std::fs::write(&body, "hello").unwrap();
     for flag in ["-D", "--data-file", "--body"] {
-        let o = protobench(&["load", &url, "-n", "2", "-c", "1", flag, body.to_str().unwrap(), "--format", "json"]);
+        let o = protobench(&[
+            "load",
+            &url,
+            "-n",
+            "2",
+            "-c",
+            "1",
+            flag,
+            body.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
         assert_eq!(o.status.code(), Some(0), "{flag}: {}", text(&o.stderr));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(v["plan"]["custom"]["body_file"], body.to_str().unwrap(), "{flag}");
@@ -365,11 +409,39 @@ fn short_flags_and_a_url_target_map_to_the_plan() {
     // grpc:// means grpc; --output is the older spelling of --format; -z is --duration.
     let (mut server, addr) = serve("grpc");
     let target = format!("grpc://{addr}");
-    let o = protobench(&["load", &target, "--workload", "inventory.xs", "-n", "10", "-c", "1", "--output", "csv"]);
+    let o = protobench(&[
+        "load",
+        &target,
+        "--workload",
+        "inventory.xs",
+        "-n",
+        "10",
+        "-c",
+        "1",
+        "--output",
+        "csv",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let csv = text(&o.stdout);
-    assert!(csv.lines().nth(1).unwrap().starts_with(&format!("grpc,{addr},inventory.xs,")), "{csv}");
-    let o = protobench(&["load", &target, "--workload", "inventory.xs", "-z", "300ms", "-c", "1", "-O", "json"]);
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with(&format!("grpc,{addr},inventory.xs,")),
+        "{csv}"
+    );
+    let o = protobench(&[
+        "load",
+        &target,
+        "--workload",
+        "inventory.xs",
+        "-z",
+        "300ms",
+        "-c",
+        "1",
+        "-O",
+        "json",
+    ]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["plan"]["duration_ns"], 300_000_000);
     let _ = server.kill();
@@ -380,15 +452,49 @@ fn short_flags_and_a_url_target_map_to_the_plan() {
 fn q_is_the_rate_never_quiet_and_an_unknown_protocol_is_asked_for() {
     let o = protobench(&["load", "--help"]);
     let help = text(&o.stdout);
-    assert!(help.contains("-q, --rate <RATE>") && !help.contains("-q, --quiet"), "{help}");
-    assert!(help.contains("-O, --format <FORMAT>") && !help.contains("--output <"), "{help}");
+    assert!(
+        help.contains("-q, --rate <RATE>") && !help.contains("-q, --quiet"),
+        "{help}"
+    );
+    assert!(
+        help.contains("-O, --format <FORMAT>") && !help.contains("--output <"),
+        "{help}"
+    );
     let o = protobench(&["load", "127.0.0.1:9", "--workload", "tasks.int"]);
     assert_eq!(
         text(&o.stderr),
         "error: cannot tell the protocol of 127.0.0.1:9: give --protocol rest|rest-h2|grpc|soap, a URL (http://, https://, grpc://, grpcs://) or --call for gRPC\n"
     );
     assert_eq!(o.status.code(), Some(2));
-    let o = protobench(&["load", "grpc://127.0.0.1:9", "--protocol", "rest", "--workload", "tasks.int"]);
+    let o = protobench(&[
+        "load",
+        "grpc://127.0.0.1:9",
+        "--protocol",
+        "rest",
+        "--workload",
+        "tasks.int",
+    ]);
     assert!(text(&o.stderr).starts_with("error: --protocol rest does not match the target grpc://127.0.0.1:9"));
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn every_subcommand_spells_the_output_format_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("f.db");
+    runs_db(&db, &[&[1000.0, 1010.0]]);
+    let db = db.to_str().unwrap();
+    let json = |args: &[&str]| {
+        let o = protobench(args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    };
+    for flag in ["--format", "-O"] {
+        assert!(json(&["runs", "--db", db, flag, "json"]).is_array());
+        assert!(json(&["compare", "1", "1", "--db", db, flag, "json"]).is_array());
+        assert!(json(&["report", "1", "--db", db, flag, "json"]).is_object());
+    }
+    // The older spellings still work.
+    assert!(json(&["runs", "--db", db, "--json"]).is_array());
+    assert!(json(&["compare", "1", "1", "--db", db, "--json"]).is_array());
 }

@@ -17,7 +17,7 @@ use protobench_results::store::DEFAULT_DB;
 /// Exit code when `--fail-on-regression` finds a regression (README.md).
 pub(crate) const EXIT_REGRESSION: u8 = 5;
 
-/// Output forms of `compare`.
+/// Output forms of `compare` and `runs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Format {
     /// A table.

@@ -27,7 +27,7 @@ pub(crate) struct Args {
     /// Run id, or `latest`.
     run: String,
     /// Output format.
-    #[arg(long, value_enum, default_value = "html")]
+    #[arg(long, short = 'O', value_enum, default_value = "html")]
     format: Format,
     /// Output directory (HTML default: protobench-report/run-<ID>; other formats print to stdout without it).
     #[arg(long)]
