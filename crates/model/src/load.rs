@@ -213,6 +213,20 @@ pub struct LoadResult {
     pub timeline: Vec<TimelinePoint>,
     /// The corrected latency histogram in ns: HdrHistogram V2 + deflate, base64.
     pub histogram: String,
+    /// The corrected latency histogram of each second of the measured window,
+    /// for interval-log (`.hlog`) exports. In memory only: neither in the
+    /// JSON form nor in the store (a result read back has none).
+    #[serde(skip)]
+    pub intervals: Vec<IntervalHistogram>,
+}
+
+/// The latency histogram of one second of the measured window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntervalHistogram {
+    /// Seconds since the measured window started.
+    pub second: u32,
+    /// Latencies in ns: HdrHistogram V2 + deflate, base64.
+    pub histogram: String,
 }
 
 impl LoadResult {
