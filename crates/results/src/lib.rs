@@ -14,6 +14,7 @@
 //! assert!(report::text_table(&run).contains("inventory.s"));
 //! ```
 
+pub mod export;
 pub mod html;
 pub mod png;
 pub mod regression;
