@@ -498,3 +498,67 @@ fn every_subcommand_spells_the_output_format_the_same() {
     assert!(json(&["runs", "--db", db, "--json"]).is_array());
     assert!(json(&["compare", "1", "1", "--db", db, "--json"]).is_array());
 }
+
+#[test]
+fn load_exports_hgrm_hlog_openmetrics_and_the_timeline() {
+    let (mut server, addr) = serve("grpc");
+    let dir = tempfile::tempdir().unwrap();
+    let (hgrm, hlog) = (dir.path().join("l.hgrm"), dir.path().join("l.hlog"));
+    let target = format!("grpc://{addr}");
+    let base = [
+        "load",
+        target.as_str(),
+        "--workload",
+        "inventory.xs",
+        "-c",
+        "2",
+        "-z",
+        "1200ms",
+    ];
+    let mut args = base.to_vec();
+    args.extend([
+        "-O",
+        "openmetrics",
+        "--histogram",
+        hgrm.to_str().unwrap(),
+        "--hlog",
+        hlog.to_str().unwrap(),
+    ]);
+    let o = protobench(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let metrics = text(&o.stdout);
+    assert!(
+        metrics.contains("# TYPE protobench_latency_seconds gauge") && metrics.ends_with("# EOF\n"),
+        "{metrics}"
+    );
+    let hgrm = std::fs::read_to_string(&hgrm).unwrap();
+    let total: Vec<u64> = hgrm
+        .lines()
+        .skip(2)
+        .take_while(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        total.windows(2).all(|w| w[0] <= w[1]),
+        "TotalCount is cumulative:\n{hgrm}"
+    );
+    let hlog = std::fs::read_to_string(&hlog).unwrap();
+    let intervals: Vec<&str> = hlog.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        intervals.len(),
+        2,
+        "one histogram per second (the last partial):\n{hlog}"
+    );
+    assert!(intervals[0].starts_with("Tag=latency,0.000,1.000,"), "{hlog}");
+    assert!(intervals[1].starts_with("Tag=latency,1.000,0.200,"), "{hlog}");
+
+    let mut args = base.to_vec();
+    args.extend(["-O", "timeline-csv"]);
+    let o = protobench(&args);
+    let csv = text(&o.stdout);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "second,successes,errors,rate,p50_ns,p99_ns");
+    assert_eq!(lines.len(), 3, "{csv}");
+    let _ = server.kill();
+    let _ = server.wait();
+}

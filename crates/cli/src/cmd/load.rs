@@ -28,6 +28,10 @@ pub(crate) enum Output {
     Json,
     /// A header line and one row.
     Csv,
+    /// OpenMetrics / Prometheus text exposition.
+    Openmetrics,
+    /// CSV of the per-second timeline (second, successes, errors, rate, p50, p99).
+    TimelineCsv,
 }
 
 /// TLS flags shared by `load` and `verify`.
@@ -178,6 +182,9 @@ pub(crate) struct Args {
     /// Write the latency distribution (HdrHistogram .hgrm text, ms) to FILE.
     #[arg(long, value_name = "FILE")]
     histogram: Option<PathBuf>,
+    /// Write one latency histogram per second (HdrHistogram interval log, .hlog) to FILE.
+    #[arg(long, value_name = "FILE")]
+    hlog: Option<PathBuf>,
     /// No progress line.
     #[arg(long)]
     quiet: bool,
@@ -319,7 +326,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     // Every output file must be writable before the run, not after it.
     let mut files = Vec::new();
-    for (path, flag) in [(&args.histogram, "--histogram"), (&args.out, "--out")] {
+    for (path, flag) in [
+        (&args.histogram, "--histogram"),
+        (&args.out, "--out"),
+        (&args.hlog, "--hlog"),
+    ] {
         match path.as_deref().map(|p| OutputFile::open(p, flag)).transpose() {
             Ok(f) => files.push(f),
             Err(e) => {
@@ -329,7 +340,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    let (histogram, out_file) = (files[0].take(), files[1].take());
+    let (histogram, out_file, hlog) = (files[0].take(), files[1].take(), files[2].take());
     // Live progress whenever stderr is a terminal, whatever stdout is.
     let progress = !args.quiet && std::io::stderr().is_terminal();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -390,14 +401,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             | LoadError::Tls(_)
             | LoadError::Request(_)),
         ) => {
-            [histogram, out_file]
+            [histogram, out_file, hlog]
                 .into_iter()
                 .flatten()
                 .for_each(OutputFile::discard);
             return Ok(usage(error_chain(&e)));
         }
         Err(e @ LoadError::Interrupted { .. }) => {
-            [histogram, out_file]
+            [histogram, out_file, hlog]
                 .into_iter()
                 .flatten()
                 .for_each(OutputFile::discard);
@@ -405,7 +416,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(130));
         }
         Err(e) => {
-            [histogram, out_file]
+            [histogram, out_file, hlog]
                 .into_iter()
                 .flatten()
                 .for_each(OutputFile::discard);
@@ -414,19 +425,26 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     // Written before printing; a failure here still prints the result.
-    let mut unwritten: Vec<String> = histogram
-        .and_then(|h| {
-            protobench_load::hgrm(&result)
-                .map_err(|e| format!("cannot write --histogram {}: {e}", h.path.display()))
-                .and_then(|text| h.write(&text))
-                .err()
-        })
-        .into_iter()
-        .collect();
+    let mut unwritten: Vec<String> = Vec::new();
+    type Export = fn(&LoadResult) -> Result<String, protobench_load::HistogramError>;
+    for (file, export) in [
+        (histogram, protobench_load::hgrm as Export),
+        (hlog, protobench_load::hlog),
+    ] {
+        if let Some(f) = file
+            && let Err(e) = export(&result)
+                .map_err(|e| format!("cannot write {} {}: {e}", f.flag, f.path.display()))
+                .and_then(|text| f.write(&text))
+        {
+            unwritten.push(e);
+        }
+    }
     let mut text = match args.output {
         Output::Text => summary(&result),
         Output::Json => serde_json::to_string_pretty(&result)? + "\n",
         Output::Csv => csv(&result),
+        Output::Openmetrics => protobench_results::export::openmetrics(&result),
+        Output::TimelineCsv => protobench_results::export::timeline_csv(&result),
     };
     // Thresholds: after the summary, on stderr when the output is data.
     let outcomes = protobench_model::threshold::evaluate_result(&thresholds, &result);
