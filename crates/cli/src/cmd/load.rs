@@ -351,6 +351,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _runtime = rt.enter();
         super::common::ShutdownSignals::install()?
     };
+    let tls_on = plan.tls.is_some();
     let result = rt.block_on(async {
         let cancel = CancellationToken::new();
         let on_signal = cancel.clone();
@@ -420,7 +421,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .into_iter()
                 .flatten()
                 .for_each(OutputFile::discard);
-            eprintln!("error: {}", error_chain(&e));
+            let message = error_chain(&e);
+            eprintln!("error: {message}");
+            if let Some(hint) = super::target::tls_hint_for_error(tls_on, &message) {
+                eprintln!("{hint}");
+            }
             return Ok(ExitCode::from(3));
         }
     };
@@ -446,6 +451,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Output::Openmetrics => protobench_results::export::openmetrics(&result),
         Output::TimelineCsv => protobench_results::export::timeline_csv(&result),
     };
+    if let Some(hint) = super::target::tls_hint_for_result(&result) {
+        eprintln!("{hint}");
+    }
     // Thresholds: after the summary, on stderr when the output is data.
     let outcomes = protobench_model::threshold::evaluate_result(&thresholds, &result);
     if !outcomes.is_empty() {

@@ -146,3 +146,65 @@ mod tests {
         }
     }
 }
+
+/// A hint when the TLS setting likely does not match the target: a TLS
+/// handshake answered in plain text (`tls`, and rustls saw no TLS record).
+pub(crate) fn tls_hint_for_error(tls: bool, message: &str) -> Option<&'static str> {
+    (tls && message.contains("InvalidContentType")).then_some(
+        "hint: the target answered the TLS handshake in plain text: it does not speak TLS there; \
+drop --tls/--insecure/--cacert, or use http:// or grpc:// instead of https:// or grpcs://",
+    )
+}
+
+/// A hint when a clear-text run got no success and only replies that were
+/// not HTTP (or connections closed at once): what a TLS server does with
+/// clear text.
+pub(crate) fn tls_hint_for_result(r: &protobench_load::LoadResult) -> Option<&'static str> {
+    use protobench_model::load::ErrorKind;
+    let garbled = !r.errors.is_empty()
+        && r.errors.iter().all(|e| {
+            matches!(e.kind, ErrorKind::Reset | ErrorKind::Other)
+                || (e.kind == ErrorKind::Connect && e.sample.contains("HTTP/2"))
+        });
+    (r.plan.tls.is_none() && r.successes == 0 && garbled).then_some(
+        "hint: no call succeeded and the replies were not plain HTTP: if the target speaks TLS, add --tls \
+(--insecure for a self-signed certificate) or use https:// or grpcs://",
+    )
+}
+
+#[cfg(test)]
+mod hint_tests {
+    use protobench_model::load::{ErrorCount, ErrorKind, TlsPlan};
+
+    use super::*;
+
+    #[test]
+    fn a_plain_text_answer_to_tls_gets_the_hint() {
+        let rustls = "TLS handshake with 127.0.0.1:1: received corrupt message of type InvalidContentType";
+        assert!(tls_hint_for_error(true, rustls).is_some());
+        assert!(
+            tls_hint_for_error(false, rustls).is_none(),
+            "no TLS asked: not this mistake"
+        );
+        assert!(tls_hint_for_error(true, "connection refused").is_none());
+    }
+
+    #[test]
+    fn clear_text_to_a_tls_server_gets_the_hint_only_when_nothing_worked() {
+        let mut r = protobench_model::testing::result("rest", "inventory.xs", 0.0, 5, 1);
+        r.errors = vec![ErrorCount {
+            kind: ErrorKind::Other,
+            count: 5,
+            sample: "invalid HTTP/1.1 response: invalid HTTP version".into(),
+        }];
+        assert!(tls_hint_for_result(&r).is_some());
+        r.plan.tls = Some(TlsPlan::default());
+        assert!(tls_hint_for_result(&r).is_none(), "TLS was on");
+        r.plan.tls = None;
+        r.errors[0].kind = ErrorKind::HttpStatus;
+        assert!(tls_hint_for_result(&r).is_none(), "an HTTP status is plain HTTP");
+        r.errors[0].kind = ErrorKind::Reset;
+        r.successes = 3;
+        assert!(tls_hint_for_result(&r).is_none(), "some calls worked");
+    }
+}
