@@ -562,3 +562,39 @@ fn load_exports_hgrm_hlog_openmetrics_and_the_timeline() {
     let _ = server.kill();
     let _ = server.wait();
 }
+
+#[test]
+fn two_loads_stored_with_db_compare_and_report_like_runs() {
+    let (mut server, addr) = serve("grpc");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("loads.db");
+    let db = db.to_str().unwrap();
+    let target = format!("grpc://{addr}");
+    for run in 1..=2 {
+        let o = protobench(&[
+            "load",
+            &target,
+            "--workload",
+            "inventory.xs",
+            "-c",
+            "2",
+            "-n",
+            "50",
+            "--db",
+            db,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        assert_eq!(text(&o.stderr), format!("stored as run {run} in {db}\n"));
+    }
+    let o = protobench(&["compare", "1", "2", "--db", db]);
+    let out = text(&o.stdout);
+    assert!(
+        out.contains(&format!("{addr} grpc inventory.xs c=2")) && out.contains("cannot judge"),
+        "{out}"
+    );
+    let o = protobench(&["report", "2", "--format", "md", "--db", db]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).contains("inventory.xs"));
+    let _ = server.kill();
+    let _ = server.wait();
+}

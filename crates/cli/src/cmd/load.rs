@@ -190,6 +190,10 @@ pub(crate) struct Args {
     quiet: bool,
     #[arg(long = "threshold", value_name = "GATE", help = super::threshold::HELP)]
     thresholds: Vec<String>,
+    /// Also store the result as a run (one point, one repetition) in this
+    /// results database, for `compare`, `show` and `report`.
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
 }
 
 pub(crate) use protobench_runner::units::parse_duration;
@@ -341,6 +345,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let (histogram, out_file, hlog) = (files[0].take(), files[1].take(), files[2].take());
+    let mut store = match args.db.as_deref().map(super::load_db::open).transpose() {
+        Ok(s) => s,
+        Err(e) => {
+            [histogram, out_file, hlog]
+                .into_iter()
+                .flatten()
+                .for_each(OutputFile::discard);
+            eprintln!("error: {e:#}");
+            return Ok(ExitCode::from(3));
+        }
+    };
     // Live progress whenever stderr is a terminal, whatever stdout is.
     let progress = !args.quiet && std::io::stderr().is_terminal();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -451,11 +466,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Output::Openmetrics => protobench_results::export::openmetrics(&result),
         Output::TimelineCsv => protobench_results::export::timeline_csv(&result),
     };
+    let outcomes = protobench_model::threshold::evaluate_result(&thresholds, &result);
+    if let (Some(store), Some(db)) = (store.as_mut(), args.db.as_deref()) {
+        match super::load_db::save(store, &result, &outcomes) {
+            Ok(id) => eprintln!("stored as run {id} in {}", db.display()),
+            Err(e) => unwritten.push(format!("cannot store the result in {}: {e:#}", db.display())),
+        }
+    }
     if let Some(hint) = super::target::tls_hint_for_result(&result) {
         eprintln!("{hint}");
     }
     // Thresholds: after the summary, on stderr when the output is data.
-    let outcomes = protobench_model::threshold::evaluate_result(&thresholds, &result);
     if !outcomes.is_empty() {
         let table = protobench_model::threshold::table(&outcomes);
         if args.output == Output::Text {

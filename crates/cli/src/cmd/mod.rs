@@ -6,6 +6,7 @@ pub(crate) mod compare;
 pub(crate) mod contract;
 pub(crate) mod import;
 pub(crate) mod load;
+pub(crate) mod load_db;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod runs;
