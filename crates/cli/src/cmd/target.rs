@@ -72,9 +72,12 @@ mod tests {
         (r.protocol, r.target, r.tls)
     }
 
+    /// `--protocol`, TARGET, `--call` given, and what they resolve to.
+    type Case<'a> = (Option<&'a str>, &'a str, bool, (Protocol, &'a str, bool));
+
     #[test]
     fn inference_table() {
-        let cases: &[(Option<&str>, &str, bool, (Protocol, &str, bool))] = &[
+        let cases: &[Case<'_>] = &[
             (
                 None,
                 "http://127.0.0.1:8080/items",
