@@ -23,6 +23,9 @@ pub(crate) enum Format {
 
 /// Render a stored run as HTML, Markdown, JSON or CSV.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  protobench report latest\n  protobench report 3 -O md > run-3.md\n  protobench report 3 --format csv | head"
+)]
 pub(crate) struct Args {
     /// Run id, or `latest`.
     run: String,

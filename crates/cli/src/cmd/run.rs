@@ -29,6 +29,9 @@ use super::common::{catalog, git_commit, repo_dir, write_html};
 
 /// Run a preset (default: quick) and report it.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  protobench run\n  protobench run presets/grpcbench.toml --repetitions 5 --db results.db\n  protobench run quick --threshold 'p99<5ms' --threshold 'error_rate<0.1%'   # exit 4 if one fails\n  protobench run --resume 3"
+)]
 pub(crate) struct Args {
     /// Preset name (looked up in the presets directory) or path to a preset file.
     preset: Option<String>,

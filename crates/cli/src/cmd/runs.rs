@@ -9,6 +9,7 @@ use super::compare::Format;
 
 /// List the runs in the results database.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  protobench runs\n  protobench runs --db results.db -O json")]
 pub(crate) struct Args {
     /// Results database.
     #[arg(long, default_value = DEFAULT_DB)]
