@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod pipe;
 
 /// Measure what API protocols really cost.
 #[derive(Parser)]
@@ -43,8 +44,11 @@ enum Command {
     Import(cmd::import::Args),
 }
 
-/// Exit codes (documented in README.md): 0 success, 1 a check failed (verify,
-/// contract check), 2 bad usage or input, 3 runtime failure.
+/// Exit codes (documented in README.md): 0 success (also when standard output
+/// was closed early, as by `| head`), 1 a check failed (verify, contract
+/// check), 2 bad usage or input, 3 runtime failure, 4 a threshold failed
+/// (`load`, `run`), 5 `compare --fail-on-regression` found a regression,
+/// 130 interrupted.
 fn main() -> ExitCode {
     // The hidden wrapper every server is started through (runner::guard):
     // handled before parsing, so its arguments are passed on untouched.
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         eprintln!("error: {err}");
         return ExitCode::from(3);
     }
+    pipe::quiet_on_broken_stdout();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Contract(args) => cmd::contract::run(args),
@@ -71,6 +76,7 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        Err(err) if pipe::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::from(3)

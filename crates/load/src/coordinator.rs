@@ -242,8 +242,12 @@ fn assemble(
         starved,
         window_ns: duration_ns,
     });
-    let mut encoded = Vec::new();
-    let _ = hdrhistogram::serialization::V2DeflateSerializer::new().serialize(&latency, &mut encoded);
+    let encode = |h: &hdrhistogram::Histogram<u64>| {
+        let mut encoded = Vec::new();
+        let _ = hdrhistogram::serialization::V2DeflateSerializer::new().serialize(h, &mut encoded);
+        base64::engine::general_purpose::STANDARD.encode(encoded)
+    };
+    let (timeline, intervals) = timeline.finish_with_histograms();
     LoadResult {
         schema_version: SCHEMA_VERSION,
         plan: plan.clone(),
@@ -273,8 +277,15 @@ fn assemble(
             generator_bound,
             reason,
         },
-        timeline: timeline.finish(),
-        histogram: base64::engine::general_purpose::STANDARD.encode(encoded),
+        timeline,
+        histogram: encode(&latency),
+        intervals: intervals
+            .iter()
+            .map(|(second, h)| protobench_model::load::IntervalHistogram {
+                second: *second,
+                histogram: encode(h),
+            })
+            .collect(),
     }
 }
 

@@ -513,6 +513,8 @@ type PendingSecond = (usize, u64, u64, Option<Histogram<u64>>, u32);
 pub(crate) struct Timeline {
     pending: std::collections::BTreeMap<u32, PendingSecond>,
     pub(crate) points: Vec<protobench_model::load::TimelinePoint>,
+    /// Each closed second's merged latency histogram (for `.hlog` exports).
+    histograms: Vec<(u32, Histogram<u64>)>,
 }
 
 impl Timeline {
@@ -534,6 +536,9 @@ impl Timeline {
         if e.0 >= threads {
             let second = r.second;
             let e = self.pending.remove(&second).expect("present");
+            if let Some(h) = &e.3 {
+                self.histograms.push((second, h.clone()));
+            }
             let p = point(second, e);
             self.points.push(p);
             return Some(p);
@@ -549,6 +554,20 @@ impl Timeline {
         }
         self.points.sort_by_key(|p| p.second);
         self.points
+    }
+
+    /// Closes what is left, in order, with each second's histogram.
+    pub(crate) fn finish_with_histograms(
+        mut self,
+    ) -> (Vec<protobench_model::load::TimelinePoint>, Vec<(u32, Histogram<u64>)>) {
+        for (second, e) in &self.pending {
+            if let Some(h) = &e.3 {
+                self.histograms.push((*second, h.clone()));
+            }
+        }
+        let mut histograms = std::mem::take(&mut self.histograms);
+        histograms.sort_by_key(|(s, _)| *s);
+        (self.finish(), histograms)
     }
 }
 

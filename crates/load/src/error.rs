@@ -15,7 +15,7 @@ pub enum PlanError {
     UnknownWorkload(String),
     /// Neither a workload nor a custom call.
     #[error(
-        "nothing to call: give --workload or a custom call (--body/--method for HTTP, --proto and --call for gRPC)"
+        "nothing to call: give --workload or a custom call (a URL, --method, --data/--data-file for HTTP; --proto and --call for gRPC)"
     )]
     NothingToCall,
     /// Both a workload and a custom call.

@@ -47,7 +47,7 @@ pub use crate::coordinator::{CPU_BOUND_UTILIZATION, LAG_BOUND_NS, MIN_JUDGED_CAL
 pub use crate::driver::http2::Http2Error;
 pub use crate::driver::net::TlsError;
 pub use crate::error::{HistogramError, LoadError, PlanError};
-pub use crate::export::hgrm;
+pub use crate::export::{hgrm, hlog};
 pub use crate::validate::{MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};
 pub use crate::verify::{Outcome, VerifyReport, WorkloadVerdict, verify};
 

@@ -186,7 +186,8 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
             what: format!("body file {}", path.display()),
             source: Box::new(e),
         })?,
-        None => Vec::new(),
+        // `-d`: the body inline.
+        None => custom.data.clone().map(String::into_bytes).unwrap_or_default(),
     };
     let path = custom
         .path

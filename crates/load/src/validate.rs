@@ -119,7 +119,7 @@ fn validate_call(plan: &LoadPlan) -> Result<(), PlanError> {
     if plan.workload.is_some() {
         if let Some(c) = custom {
             let flag = if c.body_file.is_some() {
-                "--body"
+                "--data-file"
             } else if !c.proto_files.is_empty() {
                 "--proto"
             } else if c.call.is_some() {
@@ -326,7 +326,7 @@ fn validate_custom(protocol: Protocol, c: &CustomCall) -> Result<(), PlanError> 
             return Err(not_for("--method", "rest, rest-h2 or soap"));
         }
         if c.body_file.is_some() {
-            return Err(not_for("--body", "rest, rest-h2 or soap"));
+            return Err(not_for("--data-file", "rest, rest-h2 or soap"));
         }
         if c.soap_action.is_some() {
             return Err(not_for("--soap-action", "soap"));
@@ -345,8 +345,9 @@ fn validate_custom(protocol: Protocol, c: &CustomCall) -> Result<(), PlanError> 
     if c.call.is_some() {
         return Err(not_for("--call", "grpc"));
     }
-    if c.data.is_some() {
-        return Err(not_for("--data", "grpc"));
+    // rest/soap: `data` is the body inline (`-d`), `body_file` from a file (`-D`).
+    if c.data.is_some() && c.body_file.is_some() {
+        return Err(PlanError::Conflict("--data", "--data-file"));
     }
     if !c.import_paths.is_empty() {
         return Err(not_for("--import-path", "grpc"));
@@ -354,8 +355,11 @@ fn validate_custom(protocol: Protocol, c: &CustomCall) -> Result<(), PlanError> 
     if c.soap_action.is_some() && protocol != Protocol::Soap {
         return Err(not_for("--soap-action", "soap"));
     }
-    if protocol == Protocol::Soap && c.body_file.is_none() {
-        return Err(PlanError::Requires("--protocol soap with a custom call", "--body"));
+    if protocol == Protocol::Soap && c.body_file.is_none() && c.data.is_none() {
+        return Err(PlanError::Requires(
+            "--protocol soap with a custom call",
+            "--data or --data-file",
+        ));
     }
     Ok(())
 }

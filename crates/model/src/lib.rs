@@ -25,4 +25,5 @@ pub mod stats;
 pub mod steady;
 #[doc(hidden)]
 pub mod testing;
+pub mod threshold;
 pub mod time;

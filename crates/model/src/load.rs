@@ -185,7 +185,8 @@ pub struct CustomCall {
     /// gRPC: the method, `package.Service/Method`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<String>,
-    /// gRPC: the request message as JSON (proto3 JSON mapping).
+    /// gRPC: the request message as JSON (proto3 JSON mapping); rest and
+    /// soap: the request body inline (instead of `body_file`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<String>,
 }
@@ -247,6 +248,20 @@ pub struct LoadResult {
     /// One point per second of the measured window.
     pub timeline: Vec<TimelinePoint>,
     /// The corrected latency histogram in ns: HdrHistogram V2 + deflate, base64.
+    pub histogram: String,
+    /// The corrected latency histogram of each second of the measured window,
+    /// for interval-log (`.hlog`) exports. In memory only: neither in the
+    /// JSON form nor in the store (a result read back has none).
+    #[serde(skip)]
+    pub intervals: Vec<IntervalHistogram>,
+}
+
+/// The latency histogram of one second of the measured window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IntervalHistogram {
+    /// Seconds since the measured window started.
+    pub second: u32,
+    /// Latencies in ns: HdrHistogram V2 + deflate, base64.
     pub histogram: String,
 }
 

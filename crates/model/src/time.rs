@@ -36,8 +36,22 @@ pub fn rfc3339_millis(t: SystemTime) -> String {
         .unwrap_or_default()
 }
 
+/// Parses an RFC 3339 time (as the functions above write them).
+pub fn parse_rfc3339(s: &str) -> Option<SystemTime> {
+    let t = OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()?;
+    let nanos = u64::try_from(t.unix_timestamp_nanos()).ok()?;
+    Some(UNIX_EPOCH + Duration::from_nanos(nanos))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn parses_what_it_writes() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_777_777_777_123);
+        assert_eq!(super::parse_rfc3339(&super::rfc3339_millis(t)), Some(t));
+        assert_eq!(super::parse_rfc3339("yesterday"), None);
+    }
+
     use super::*;
 
     #[test]

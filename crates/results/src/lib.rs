@@ -15,8 +15,10 @@
 //! ```
 
 pub mod charts;
+pub mod export;
 pub mod html;
 pub mod png;
+pub mod regression;
 pub mod report;
 pub mod store;
 pub mod svg;

@@ -666,7 +666,13 @@ pub fn compare_table(rows: &[Comparison]) -> String {
                 fmt(&r.metric, r.a),
                 fmt(&r.metric, r.b),
                 ci,
-                if r.ratio.significant { "yes".into() } else { "no".into() },
+                if r.ratio.significant {
+                    "yes".into()
+                } else if r.ratio.ci_low.is_none() {
+                    "cannot judge (1 repetition)".into()
+                } else {
+                    "no".into()
+                },
             ]
         })
         .collect();

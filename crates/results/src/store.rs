@@ -18,9 +18,10 @@ use protobench_model::run::{
     Failure, Measurement, MeasurementStatus, PointConfig, RunEnvironment, RunRecord, RunStatus, Search, ServerCost,
     Warmup,
 };
+use protobench_model::threshold::{Outcome, Threshold};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The default database file.
 pub const DEFAULT_DB: &str = "protobench-results.db";
@@ -120,6 +121,18 @@ pub const MIGRATIONS: &[&str] = &[
         link_json   TEXT    NOT NULL
     );
     CREATE INDEX links_run ON links(run_id);
+    "#,
+    // 4 -> 5: thresholds checked after a run (issue 13).
+    r#"
+    CREATE TABLE thresholds (
+        run_id    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        position  INTEGER NOT NULL,
+        threshold TEXT    NOT NULL,
+        point     TEXT,
+        value     REAL,
+        passed    INTEGER NOT NULL,
+        PRIMARY KEY (run_id, position)
+    );
     "#,
 ];
 
@@ -385,6 +398,57 @@ impl Store {
 
     fn err(&self, e: rusqlite::Error) -> StoreError {
         classify(&self.path, e)
+    }
+
+    /// Stores the thresholds checked after run `run_id`, replacing any stored
+    /// before (a resumed run is checked again).
+    pub fn save_thresholds(&mut self, run_id: i64, outcomes: &[Outcome]) -> Result<(), StoreError> {
+        let tx = self.conn.transaction().map_err(|e| classify(&self.path, e))?;
+        tx.execute("DELETE FROM thresholds WHERE run_id = ?1", [run_id])
+            .map_err(|e| classify(&self.path, e))?;
+        for (i, o) in outcomes.iter().enumerate() {
+            tx.execute(
+                "INSERT INTO thresholds (run_id, position, threshold, point, value, passed) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![run_id, i as i64, o.threshold.to_string(), o.point, o.value, o.passed],
+            )
+            .map_err(|e| classify(&self.path, e))?;
+        }
+        tx.commit().map_err(|e| classify(&self.path, e))
+    }
+
+    /// The thresholds checked after run `run_id`, in the order they were
+    /// checked; empty when it had none.
+    pub fn thresholds(&self, run_id: i64) -> Result<Vec<Outcome>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT threshold, point, value, passed FROM thresholds WHERE run_id = ?1 ORDER BY position")
+            .map_err(|e| self.err(e))?;
+        let rows = stmt
+            .query_map([run_id], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Option<String>>(1)?,
+                    r.get::<_, Option<f64>>(2)?,
+                    r.get::<_, bool>(3)?,
+                ))
+            })
+            .map_err(|e| self.err(e))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (text, point, value, passed) = row.map_err(|e| self.err(e))?;
+            let threshold = Threshold::parse(&text).map_err(|e| StoreError::Corrupt {
+                path: self.path.clone(),
+                what: "threshold".into(),
+                source: serde::de::Error::custom(e),
+            })?;
+            out.push(Outcome {
+                threshold,
+                point,
+                value,
+                passed,
+            });
+        }
+        Ok(out)
     }
 
     /// Records a new run and its points; returns its id.

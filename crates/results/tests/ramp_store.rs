@@ -84,7 +84,7 @@ fn a_version_2_database_is_upgraded_and_its_seconds_read_with_zero_users() {
     m.search.as_mut().unwrap().knee_second = None;
     s.save_measurement(id, &m).unwrap();
     drop(s);
-    // Turn the file back into what version 2 wrote: no users or p95 columns, no networks,
+    // Turn the file back into what version 2 wrote: no users or p95 columns, no networks, no thresholds,
     // and a search record without a knee second.
     let c = rusqlite::Connection::open(&path).unwrap();
     c.execute_batch(
@@ -93,6 +93,7 @@ fn a_version_2_database_is_upgraded_and_its_seconds_read_with_zero_users() {
          DROP TABLE links;
          ALTER TABLE points DROP COLUMN network;
          ALTER TABLE measurements DROP COLUMN link_json;
+         DROP TABLE thresholds;
          PRAGMA user_version = 2;",
     )
     .unwrap();

@@ -287,3 +287,65 @@ fn a_version_2_database_upgrades_and_networks_round_trip() {
     assert!(rec.aggregates()[0].link_bound);
     assert!(rec.points[0].variant_label().ends_with("net=rate=100mbit"));
 }
+
+#[test]
+fn thresholds_round_trip_and_are_replaced_on_a_second_check() {
+    use protobench_model::threshold::{Outcome, Threshold};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let mut s = Store::open(&path).unwrap();
+    let id = s.create_run(&new_run(1)).unwrap();
+    assert!(
+        s.thresholds(id).unwrap().is_empty(),
+        "a run without thresholds has none"
+    );
+    let first = vec![
+        Outcome {
+            threshold: Threshold::parse("p99<5ms").unwrap(),
+            point: Some("rust grpc inventory.xs c=16".into()),
+            value: Some(6e6),
+            passed: false,
+        },
+        Outcome {
+            threshold: Threshold::parse("error_rate<0.1%").unwrap(),
+            point: None,
+            value: None,
+            passed: false,
+        },
+    ];
+    s.save_thresholds(id, &first).unwrap();
+    assert_eq!(s.thresholds(id).unwrap(), first);
+    let second = vec![Outcome {
+        passed: true,
+        value: Some(4e6),
+        ..first[0].clone()
+    }];
+    s.save_thresholds(id, &second).unwrap();
+    drop(s);
+    let s = Store::open_read_only(&path).unwrap();
+    assert_eq!(s.thresholds(id).unwrap(), second);
+}
+
+#[test]
+fn a_version_2_file_is_upgraded_and_keeps_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    {
+        // The file as protobench wrote it before thresholds were stored.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        for sql in &MIGRATIONS[..2] {
+            c.execute_batch(sql).unwrap();
+        }
+        c.pragma_update(None, "user_version", 2).unwrap();
+        c.execute(
+            "INSERT INTO runs (preset, status, started_at, repetitions, noise_threshold, plan_json, environment_json, protobench_version)
+             VALUES ('quick', 'complete', '2026-01-01T00:00:00Z', 1, 0.1, '{}', ?1, '0.1.0')",
+            [serde_json::to_string(&RunEnvironment::default()).unwrap()],
+        )
+        .unwrap();
+    }
+    let s = Store::open_read_only(&path).unwrap();
+    assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+    assert_eq!(s.load_run(1).unwrap().preset, "quick");
+    assert!(s.thresholds(1).unwrap().is_empty());
+}

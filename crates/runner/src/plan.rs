@@ -186,6 +186,10 @@ pub struct Plan {
     /// What the preset's study found, judged against every run of it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<protobench_model::findings::Finding>,
+    /// Gates checked at every point after the run (`thresholds = [...]`
+    /// and `--threshold`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<protobench_model::threshold::Threshold>,
 }
 
 fn one() -> f64 {

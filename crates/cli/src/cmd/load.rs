@@ -3,8 +3,8 @@
 //!
 //! Exit codes: 0 the run completed (failed calls are measurements, not
 //! errors), 2 bad usage or input, 3 the run could not start (target
-//! unreachable or unresolvable), 130 interrupted by Ctrl-C (the partial result
-//! is still printed).
+//! unreachable or unresolvable), 4 a `--threshold` failed, 130 interrupted by
+//! Ctrl-C (the partial result is still printed).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -28,6 +28,10 @@ pub(crate) enum Output {
     Json,
     /// A header line and one row.
     Csv,
+    /// OpenMetrics / Prometheus text exposition.
+    Openmetrics,
+    /// CSV of the per-second timeline (second, successes, errors, rate, p50, p99).
+    TimelineCsv,
 }
 
 /// TLS flags shared by `load` and `verify`.
@@ -86,33 +90,41 @@ pub(crate) enum ValidateArg {
 
 /// Load a server with calls of one workload (or a custom call) and report.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  protobench load http://127.0.0.1:8080/items -c 32 -z 10s
+  protobench load grpc://127.0.0.1:50051 --proto api.proto --call pkg.Svc/Get -d '{\"id\": 1}' -n 10000
+  protobench load --protocol rest 127.0.0.1:8080 --workload inventory.m -q 2000 --threshold 'p99<5ms'
+  protobench load https://api.example/v1/orders -m POST -D order.json -H 'Authorization: Bearer T' -O json -o result.json")]
 pub(crate) struct Args {
-    /// rest, rest-h2, grpc or soap.
+    /// The target: a URL (http://, https:// mean rest; grpc://, grpcs:// mean grpc) or host:port.
+    #[arg(value_name = "TARGET", required_unless_present = "target", conflicts_with = "target")]
+    url: Option<String>,
+    /// rest, rest-h2, grpc or soap (default: from TARGET's scheme, or grpc with --call).
     #[arg(long)]
-    protocol: String,
-    /// host:port, or a URL (http://host:port/path) for custom HTTP calls.
-    #[arg(long)]
-    target: String,
+    protocol: Option<String>,
+    /// The target, as the positional TARGET.
+    #[arg(long, value_name = "TARGET")]
+    target: Option<String>,
     /// Contract workload to call (e.g. inventory.s).
     #[arg(long)]
     workload: Option<String>,
     /// Calls in flight at most.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, short = 'c', default_value_t = 10)]
     concurrency: u32,
     /// TCP connections (default: --concurrency for rest/soap, else min(concurrency, CPUs)).
     #[arg(long)]
     connections: Option<u32>,
     /// Open loop: calls started per second (default: closed loop).
-    #[arg(long)]
+    #[arg(long, short = 'q')]
     rate: Option<f64>,
     /// Open-loop spacing of calls.
     #[arg(long, value_enum, default_value_t = ArrivalArg::Uniform)]
     arrival: ArrivalArg,
     /// Measured time, e.g. 10s, 500ms, 2m (default 10s unless --requests).
-    #[arg(long, value_parser = duration_arg)]
+    #[arg(long, short = 'z', value_parser = duration_arg)]
     duration: Option<Duration>,
     /// Stop after this many measured calls.
-    #[arg(long)]
+    #[arg(long, short = 'n')]
     requests: Option<u64>,
     /// A concurrency schedule (closed loop; k6's --stage): reach TARGET
     /// callers over DURATION, linearly, then the next stage; repeatable or
@@ -128,7 +140,7 @@ pub(crate) struct Args {
     #[arg(long, value_parser = duration_arg, default_value = "0s")]
     warmup: Duration,
     /// Time limit of one call.
-    #[arg(long, value_parser = duration_arg, default_value = "10s")]
+    #[arg(long, short = 't', value_parser = duration_arg, default_value = "10s")]
     timeout: Duration,
     /// Time limit of one connection attempt.
     #[arg(long, value_parser = duration_arg, default_value = "5s")]
@@ -141,14 +153,20 @@ pub(crate) struct Args {
     threads: Option<u32>,
     #[command(flatten)]
     tls: TlsArgs,
-    /// Custom HTTP call: method (default GET, or POST with --body).
-    #[arg(long)]
+    /// Custom HTTP call: method (default GET, or POST with a body).
+    #[arg(long, short = 'm')]
     method: Option<String>,
     /// Extra request header (gRPC: metadata), "Name: value"; repeatable.
     #[arg(short = 'H', long = "header", value_name = "NAME: VALUE")]
     headers: Vec<String>,
-    /// Custom HTTP/SOAP call: file holding the request body.
-    #[arg(long, value_name = "FILE")]
+    /// Custom call: the request from FILE (rest/soap: the body; grpc: JSON).
+    #[arg(
+        long = "data-file",
+        short = 'D',
+        alias = "body",
+        value_name = "FILE",
+        conflicts_with = "data"
+    )]
     body: Option<PathBuf>,
     /// Custom SOAP call: SOAPAction header value.
     #[arg(long)]
@@ -162,17 +180,23 @@ pub(crate) struct Args {
     /// Custom gRPC call: package.Service/Method.
     #[arg(long)]
     call: Option<String>,
-    /// Custom gRPC call: the request as JSON (or @FILE).
-    #[arg(long)]
+    /// Custom call: the request inline (rest/soap: the body; grpc: JSON, or @FILE).
+    #[arg(long, short = 'd')]
     data: Option<String>,
-    /// Output form.
-    #[arg(long, value_enum, default_value_t = Output::Text)]
+    /// Output form (--output is an older spelling).
+    #[arg(long = "format", short = 'O', alias = "output", value_name = "FORMAT", value_enum, default_value_t = Output::Text)]
     output: Output,
+    /// Write the output to FILE instead of standard output.
+    #[arg(long = "out", short = 'o', value_name = "FILE")]
+    out: Option<PathBuf>,
     /// Write the latency distribution (HdrHistogram .hgrm text, ms) to FILE.
     #[arg(long, value_name = "FILE")]
     histogram: Option<PathBuf>,
+    /// Write one latency histogram per second (HdrHistogram interval log, .hlog) to FILE.
+    #[arg(long, value_name = "FILE")]
+    hlog: Option<PathBuf>,
     /// No progress line.
-    #[arg(long, short)]
+    #[arg(long)]
     quiet: bool,
     /// Network between engine and target: only `loopback` here, because a
     /// link needs the server inside an emulated host that protobench starts;
@@ -180,6 +204,12 @@ pub(crate) struct Args {
     /// preset with `network = [...]` (docs/network.md).
     #[arg(long, value_name = "PROFILE")]
     network: Option<String>,
+    #[arg(long = "threshold", value_name = "GATE", help = super::threshold::HELP)]
+    thresholds: Vec<String>,
+    /// Also store the result as a run (one point, one repetition) in this
+    /// results database, for `compare`, `show` and `report`.
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
 }
 
 /// `--network`: `loopback` is what `load` always measures; an emulated
@@ -234,11 +264,10 @@ fn usage(msg: impl std::fmt::Display) -> ExitCode {
 
 impl Args {
     fn plan(&self) -> Result<LoadPlan, String> {
-        let protocol: Protocol = self
-            .protocol
-            .parse()
-            .map_err(|e: protobench_contract::protocol::UnknownProtocol| e.to_string())?;
-        let mut plan = plan_defaults(protocol, &self.target);
+        let written = self.url.as_deref().or(self.target.as_deref()).unwrap_or_default();
+        let resolved = super::target::resolve(self.protocol.as_deref(), written, self.call.is_some())?;
+        let protocol = resolved.protocol;
+        let mut plan = plan_defaults(protocol, &resolved.target);
         plan.workload = self.workload.clone();
         plan.concurrency = self.concurrency;
         if !self.stages.is_empty() {
@@ -276,7 +305,18 @@ impl Args {
             ValidateArg::Full => Validation::Full,
         };
         plan.threads = self.threads.unwrap_or(0);
-        plan.tls = self.tls.plan();
+        plan.tls = if resolved.tls {
+            Some(
+                TlsArgs {
+                    tls: true,
+                    ..self.tls.clone()
+                }
+                .plan()
+                .unwrap_or_default(),
+            )
+        } else {
+            self.tls.plan()
+        };
         let mut headers = Vec::new();
         for h in &self.headers {
             let (name, value) = h
@@ -287,25 +327,32 @@ impl Args {
                 value: value.trim().to_owned(),
             });
         }
-        let data = match &self.data {
-            Some(d) if d.starts_with('@') => Some(
-                std::fs::read_to_string(&d[1..]).map_err(|e| format!("cannot read --data file {}: {e}", &d[1..]))?,
-            ),
-            other => other.clone(),
+        let read = |path: &std::path::Path, flag: &str| {
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {flag} file {}: {e}", path.display()))
+        };
+        let mut body_file = self.body.clone();
+        let data = match (&self.data, &self.body) {
+            (Some(d), _) if d.starts_with('@') => Some(read(std::path::Path::new(&d[1..]), "--data")?),
+            // -D FILE for gRPC is the JSON request from a file (ghz's -D).
+            (None, Some(f)) if protocol == Protocol::Grpc => {
+                body_file = None;
+                Some(read(f, "--data-file")?)
+            }
+            (other, _) => other.clone(),
         };
         let custom = CustomCall {
             method: self.method.clone(),
             path: None,
             headers,
-            body_file: self.body.clone(),
+            body_file,
             soap_action: self.soap_action.clone(),
             proto_files: self.proto.clone(),
             import_paths: self.import_path.clone(),
             call: self.call.clone(),
             data,
         };
-        // A URL target with no workload is a custom call (GET unless --body).
-        let url = self.target.starts_with("http://") || self.target.starts_with("https://");
+        // A URL target with no workload is a custom call (GET unless a body is given).
+        let url = resolved.target.starts_with("http://") || resolved.target.starts_with("https://");
         plan.custom = (custom != CustomCall::default() || (url && self.workload.is_none())).then_some(custom);
         Ok(plan)
     }
@@ -323,15 +370,40 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Err(e) = protobench_load::validate(&plan) {
         return Ok(usage(e));
     }
+    let thresholds = match super::threshold::parse_flags(&args.thresholds, false) {
+        Ok(t) => t,
+        Err(e) => return Ok(usage(e)),
+    };
     // Every output file must be writable before the run, not after it.
-    let histogram = match args.histogram.as_deref().map(OutputFile::open).transpose() {
-        Ok(h) => h,
+    let mut files = Vec::new();
+    for (path, flag) in [
+        (&args.histogram, "--histogram"),
+        (&args.out, "--out"),
+        (&args.hlog, "--hlog"),
+    ] {
+        match path.as_deref().map(|p| OutputFile::open(p, flag)).transpose() {
+            Ok(f) => files.push(f),
+            Err(e) => {
+                files.into_iter().flatten().for_each(OutputFile::discard);
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(3));
+            }
+        }
+    }
+    let (histogram, out_file, hlog) = (files[0].take(), files[1].take(), files[2].take());
+    let mut store = match args.db.as_deref().map(super::load_db::open).transpose() {
+        Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            [histogram, out_file, hlog]
+                .into_iter()
+                .flatten()
+                .for_each(OutputFile::discard);
+            eprintln!("error: {e:#}");
             return Ok(ExitCode::from(3));
         }
     };
-    let progress = !args.quiet && std::io::stdout().is_terminal() && std::io::stderr().is_terminal();
+    // Live progress whenever stderr is a terminal, whatever stdout is.
+    let progress = !args.quiet && std::io::stderr().is_terminal();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -340,6 +412,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _runtime = rt.enter();
         super::common::ShutdownSignals::install()?
     };
+    let tls_on = plan.tls.is_some();
     let result = rt.block_on(async {
         let cancel = CancellationToken::new();
         let on_signal = cancel.clone();
@@ -391,47 +464,108 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             | LoadError::Tls(_)
             | LoadError::Request(_)),
         ) => {
-            if let Some(h) = histogram {
-                h.discard();
-            }
+            [histogram, out_file, hlog]
+                .into_iter()
+                .flatten()
+                .for_each(OutputFile::discard);
             return Ok(usage(error_chain(&e)));
         }
         Err(e @ LoadError::Interrupted { .. }) => {
-            if let Some(h) = histogram {
-                h.discard();
-            }
+            [histogram, out_file, hlog]
+                .into_iter()
+                .flatten()
+                .for_each(OutputFile::discard);
             eprintln!("error: {}", error_chain(&e));
             return Ok(ExitCode::from(130));
         }
         Err(e) => {
-            if let Some(h) = histogram {
-                h.discard();
+            [histogram, out_file, hlog]
+                .into_iter()
+                .flatten()
+                .for_each(OutputFile::discard);
+            let message = error_chain(&e);
+            eprintln!("error: {message}");
+            if let Some(hint) = super::target::tls_hint_for_error(tls_on, &message) {
+                eprintln!("{hint}");
             }
-            eprintln!("error: {}", error_chain(&e));
             return Ok(ExitCode::from(3));
         }
     };
     // Written before printing; a failure here still prints the result.
-    let unwritten = histogram.and_then(|h| h.write(&result).err());
-    let mut out = std::io::stdout().lock();
-    match args.output {
-        Output::Text => out.write_all(summary(&result).as_bytes())?,
-        Output::Json => {
-            serde_json::to_writer_pretty(&mut out, &result)?;
-            out.write_all(b"\n")?;
+    let mut unwritten: Vec<String> = Vec::new();
+    type Export = fn(&LoadResult) -> Result<String, protobench_load::HistogramError>;
+    for (file, export) in [
+        (histogram, protobench_load::hgrm as Export),
+        (hlog, protobench_load::hlog),
+    ] {
+        if let Some(f) = file
+            && let Err(e) = export(&result)
+                .map_err(|e| format!("cannot write {} {}: {e}", f.flag, f.path.display()))
+                .and_then(|text| f.write(&text))
+        {
+            unwritten.push(e);
         }
-        Output::Csv => out.write_all(csv(&result).as_bytes())?,
     }
-    out.flush()?;
-    drop(out);
-    if let Some(e) = unwritten {
-        eprintln!("error: {e}; the result is printed above");
+    let mut text = match args.output {
+        Output::Text => summary(&result),
+        Output::Json => serde_json::to_string_pretty(&result)? + "\n",
+        Output::Csv => csv(&result),
+        Output::Openmetrics => protobench_results::export::openmetrics(&result),
+        Output::TimelineCsv => protobench_results::export::timeline_csv(&result),
+    };
+    let outcomes = protobench_model::threshold::evaluate_result(&thresholds, &result);
+    if let (Some(store), Some(db)) = (store.as_mut(), args.db.as_deref()) {
+        match super::load_db::save(store, &result, &outcomes) {
+            Ok(id) => eprintln!("stored as run {id} in {}", db.display()),
+            Err(e) => unwritten.push(format!("cannot store the result in {}: {e:#}", db.display())),
+        }
+    }
+    if let Some(hint) = super::target::tls_hint_for_result(&result) {
+        eprintln!("{hint}");
+    }
+    // Thresholds: after the summary, on stderr when the output is data.
+    if !outcomes.is_empty() {
+        let table = protobench_model::threshold::table(&outcomes);
+        if args.output == Output::Text {
+            text = format!("{text}\n{table}");
+        } else {
+            eprint!("{table}");
+        }
+    }
+    let mut printed = true;
+    if let Some(f) = out_file {
+        let path = f.path.clone();
+        match f.write(&text) {
+            Ok(()) => printed = false,
+            // The result must not be lost: it goes to stdout instead.
+            Err(e) => unwritten.push(e),
+        }
+        if !printed && !unwritten.is_empty() {
+            // Say where the result is.
+            for e in &mut unwritten {
+                *e = format!("{e}; the result is in {}", path.display());
+            }
+        }
+    }
+    if printed {
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+    }
+    if !unwritten.is_empty() {
+        for e in unwritten {
+            if printed {
+                eprintln!("error: {e}; the result is printed above");
+            } else {
+                eprintln!("error: {e}");
+            }
+        }
         return Ok(ExitCode::from(3));
     }
     Ok(if result.end_reason == protobench_load::EndReason::Interrupted {
         ExitCode::from(130)
     } else {
-        ExitCode::SUCCESS
+        super::threshold::exit_code(&outcomes)
     })
 }
 
@@ -439,14 +573,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// cannot be written fails the run before any connection.
 struct OutputFile {
     path: PathBuf,
+    flag: &'static str,
     file: std::fs::File,
     /// Created by us: removed again when the run fails to start.
     created: bool,
 }
 
 impl OutputFile {
-    fn open(path: &std::path::Path) -> Result<OutputFile, String> {
-        let fail = |e: std::io::Error| format!("cannot write --histogram {}: {e}", path.display());
+    fn open(path: &std::path::Path, flag: &'static str) -> Result<OutputFile, String> {
+        let fail = |e: std::io::Error| format!("cannot write {flag} {}: {e}", path.display());
         let (file, created) = match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
             Ok(f) => (f, true),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -456,15 +591,15 @@ impl OutputFile {
         };
         Ok(OutputFile {
             path: path.to_owned(),
+            flag,
             file,
             created,
         })
     }
 
-    /// Replaces the file's content with the result's `.hgrm` text.
-    fn write(mut self, result: &LoadResult) -> Result<(), String> {
-        let fail = |e: &dyn std::fmt::Display| format!("cannot write --histogram {}: {e}", self.path.display());
-        let text = protobench_load::hgrm(result).map_err(|e| fail(&e))?;
+    /// Replaces the file's content with `text`.
+    fn write(mut self, text: &str) -> Result<(), String> {
+        let fail = |e: &dyn std::fmt::Display| format!("cannot write {} {}: {e}", self.flag, self.path.display());
         if self.file.metadata().is_ok_and(|m| m.is_file()) {
             self.file.set_len(0).map_err(|e| fail(&e))?;
         }

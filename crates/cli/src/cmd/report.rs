@@ -23,11 +23,14 @@ pub(crate) enum Format {
 
 /// Render a stored run as HTML, Markdown, JSON or CSV.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  protobench report latest\n  protobench report 3 -O md > run-3.md\n  protobench report 3 --format csv | head"
+)]
 pub(crate) struct Args {
     /// Run id, or `latest`.
     run: String,
     /// Output format.
-    #[arg(long, value_enum, default_value = "html")]
+    #[arg(long, short = 'O', value_enum, default_value = "html")]
     format: Format,
     /// Output directory (HTML default: protobench-report/run-<ID>; other formats print to stdout without it).
     #[arg(long)]

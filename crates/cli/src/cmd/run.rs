@@ -5,16 +5,16 @@
 //!
 //! Exit codes: 0 every measurement taken, 1 some measurements failed (server
 //! did not start, failed verification, crashed), 2 invalid preset or usage,
-//! 3 runtime failure (database unusable, ...), 130 interrupted (resume with
-//! `--resume RUN`).
+//! 3 runtime failure (database unusable, ...), 4 every measurement taken but
+//! a threshold failed, 130 interrupted (resume with `--resume RUN`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use protobench_model::run::RunStatus;
-use protobench_results::store::DEFAULT_DB;
+use protobench_model::run::{RunRecord, RunStatus};
+use protobench_results::store::{DEFAULT_DB, Store};
 use protobench_runner::engine::LoadEngine;
 use protobench_runner::lookup;
 use protobench_runner::manifest::Catalog;
@@ -29,6 +29,9 @@ use super::common::{catalog, git_commit, repo_dir, write_html};
 
 /// Run a preset (default: quick) and report it.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  protobench run\n  protobench run presets/grpcbench.toml --repetitions 5 --db results.db\n  protobench run quick --threshold 'p99<5ms' --threshold 'error_rate<0.1%'   # exit 4 if one fails\n  protobench run --resume 3"
+)]
 pub(crate) struct Args {
     /// Preset name (looked up in the presets directory) or path to a preset file.
     preset: Option<String>,
@@ -67,6 +70,8 @@ pub(crate) struct Args {
     /// (0.1 = a tenth); the report records the scale.
     #[arg(long, value_name = "SCALE")]
     time_scale: Option<f64>,
+    #[arg(long = "threshold", value_name = "GATE", help = super::threshold::HELP)]
+    thresholds: Vec<String>,
     /// Print the resolved plan and exit without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -93,9 +98,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 || args.repetitions.is_some()
                 || args.time_scale.is_some()
                 || !overrides(&args).is_empty()
+                || !args.thresholds.is_empty()
             {
                 eprintln!(
-                    "error: --resume continues the stored plan: --duration, --warmup, --repetitions, --time-scale, --servers, --protocols and --workloads cannot be changed"
+                    "error: --resume continues the stored plan: --duration, --warmup, --repetitions, --time-scale, --servers, --protocols, --workloads and --threshold cannot be changed"
                 );
                 return Ok(ExitCode::from(2));
             }
@@ -196,6 +202,13 @@ fn new_plan(args: &Args, catalog: &Catalog) -> Result<Plan, ExitCode> {
         plan.repetitions = r;
         plan.notes
             .push(format!("repetitions overridden to {r} (--repetitions)"));
+    }
+    match super::threshold::parse_flags(&args.thresholds, true) {
+        Ok(t) => plan.thresholds.extend(t),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Err(ExitCode::from(2));
+        }
     }
     Ok(plan)
 }
@@ -344,6 +357,12 @@ fn report(session: &Session, finished: &Finished, args: &Args, started: Instant)
             Err(e) => eprintln!("warning: report not written: {e:#}"),
         }
     }
+    // An interrupted run is not judged: its missing points would fail.
+    let gates = if finished.status == RunStatus::Interrupted {
+        ExitCode::SUCCESS
+    } else {
+        thresholds(session, &record, args)?
+    };
     if !outcome.unsaved.is_empty() {
         return Ok(ExitCode::from(3));
     }
@@ -358,11 +377,23 @@ fn report(session: &Session, finished: &Finished, args: &Args, started: Instant)
     if finished.status_error.is_some() {
         return Ok(ExitCode::from(3));
     }
-    Ok(if outcome.failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(if outcome.failed > 0 { ExitCode::from(1) } else { gates })
+}
+
+/// Checks the plan's thresholds at every point, prints the table, stores the
+/// outcomes with the run, and returns the exit code they call for.
+fn thresholds(session: &Session, record: &RunRecord, args: &Args) -> anyhow::Result<ExitCode> {
+    let ts = &session.plan().thresholds;
+    if ts.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let outcomes = protobench_model::threshold::evaluate_run(ts, record);
+    print!("\n{}", protobench_model::threshold::table(&outcomes));
+    let stored = Store::open(&args.db).and_then(|mut s| s.save_thresholds(session.run_id(), &outcomes));
+    if let Err(e) = stored {
+        eprintln!("warning: the thresholds' outcomes could not be stored: {e}");
+    }
+    Ok(super::threshold::exit_code(&outcomes))
 }
 
 /// The live terminal view: a progress bar with ETA, the current point and its

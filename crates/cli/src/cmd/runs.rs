@@ -5,14 +5,20 @@ use std::process::ExitCode;
 
 use protobench_results::store::DEFAULT_DB;
 
+use super::compare::Format;
+
 /// List the runs in the results database.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  protobench runs\n  protobench runs --db results.db -O json")]
 pub(crate) struct Args {
     /// Results database.
     #[arg(long, default_value = DEFAULT_DB)]
     db: PathBuf,
-    /// Print JSON instead of a table.
-    #[arg(long)]
+    /// Output form.
+    #[arg(long, short = 'O', value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Same as --format json (older spelling).
+    #[arg(long, hide = true, conflicts_with = "format")]
     json: bool,
 }
 
@@ -24,7 +30,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let store = super::common::open_read(&args.db)?;
     let runs = store.list_runs()?;
-    if args.json {
+    if args.json || args.format == Format::Json {
         println!("{}", serde_json::to_string_pretty(&runs)?);
         return Ok(ExitCode::SUCCESS);
     }

@@ -61,5 +61,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    let gates = store.thresholds(record.id)?;
+    if !gates.is_empty() {
+        print!("\n{}", protobench_model::threshold::table(&gates));
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -290,6 +290,13 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
     for d in raw.differences.iter().flatten() {
         notes.push(format!("differs from the study: {}", d.trim()));
     }
+    let mut thresholds = Vec::new();
+    for t in raw.thresholds.iter().flat_map(|t| t.get_ref()) {
+        match protobench_model::threshold::Threshold::parse(t.get_ref()) {
+            Ok(parsed) => thresholds.push(parsed),
+            Err(e) => c.issue(t.span(), "thresholds", e.to_string()),
+        }
+    }
     if c.issues.is_empty() && points.is_empty() {
         c.issue(
             0..0,
@@ -324,6 +331,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         notes,
         time_scale: 1.0,
         findings,
+        thresholds,
     }
 }
 
@@ -404,5 +412,30 @@ concurrency = [1, 8]
         assert_eq!(plan.groups[0].protocols, [Protocol::Rest, Protocol::Grpc]);
         assert_eq!(plan.points[1].concurrency, 8);
         assert_eq!(plan.points[1].connections, 8);
+    }
+
+    #[test]
+    fn thresholds_resolve_and_a_wrong_one_is_located() {
+        let text = r#"
+servers = ["rust"]
+protocols = ["rest"]
+workloads = ["inventory.xs"]
+thresholds = ["p99 < 5ms", "error_rate<0.1%"]
+[load]
+concurrency = 1
+"#;
+        let plan = resolve(text, "presets/x.toml", &ctx()).unwrap();
+        let written: Vec<String> = plan.thresholds.iter().map(|t| t.to_string()).collect();
+        assert_eq!(written, ["p99<5ms", "error_rate<0.1%"]);
+        // Stored plans without the key (older runs) still read back.
+        let mut json = serde_json::to_value(&plan).unwrap();
+        json.as_object_mut().unwrap().remove("thresholds");
+        assert!(serde_json::from_value::<Plan>(json).unwrap().thresholds.is_empty());
+
+        let bad = text.replace("p99 < 5ms", "p99<5");
+        let err = resolve(&bad, "presets/x.toml", &ctx()).unwrap_err();
+        assert_eq!(err.issues.len(), 1, "{err}");
+        assert_eq!((err.issues[0].line, err.issues[0].key.as_str()), (5, "thresholds"));
+        assert!(err.issues[0].message.contains("invalid threshold \"p99<5\""), "{err}");
     }
 }

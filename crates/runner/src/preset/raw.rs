@@ -125,6 +125,7 @@ pub(super) struct RawPreset {
     pub(super) findings: Option<Vec<Spanned<RawFinding>>>,
     /// How this run differs from the study it reruns, one line each.
     pub(super) differences: Option<Vec<String>>,
+    pub(super) thresholds: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// One `[[findings]]` entry (checked in `findings.rs`).

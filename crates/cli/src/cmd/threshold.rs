@@ -1,0 +1,37 @@
+//! `--threshold` on `load` and `run`: the flag, the table printed after the
+//! run and the exit code when one fails. Parsing and evaluation are pure, in
+//! `protobench_model::threshold`.
+
+use std::process::ExitCode;
+
+use protobench_model::threshold::{Metric, Outcome, Threshold, parse_all};
+
+/// Exit code of `load` and `run` when a threshold failed (and nothing worse
+/// happened): documented in README.md.
+pub(crate) const EXIT_THRESHOLD_FAILED: u8 = 4;
+
+/// The help of `--threshold`.
+pub(crate) const HELP: &str = "Gate checked after the run, repeatable: p50|p90|p95|p99|p99.9|mean|min|max<DURATION, \
+rate>CALLS_PER_S, error_rate<PERCENT% (e.g. --threshold 'p99<5ms' --threshold 'error_rate<0.1%'); \
+a failed one exits with 4";
+
+/// Parses `--threshold` flags; `run_only` metrics are refused unless `in_run`.
+pub(crate) fn parse_flags(written: &[String], in_run: bool) -> Result<Vec<Threshold>, String> {
+    let parsed = parse_all(written).map_err(|e| e.to_string())?;
+    if !in_run && let Some(t) = parsed.iter().find(|t| t.metric == Metric::CpuPerCall) {
+        return Err(format!(
+            "threshold {t:?}: cpu_per_call is the server's CPU, which only `protobench run` measures",
+            t = t.to_string()
+        ));
+    }
+    Ok(parsed)
+}
+
+/// The exit code the outcomes call for: 0 when all passed (or none).
+pub(crate) fn exit_code(outcomes: &[Outcome]) -> ExitCode {
+    if protobench_model::threshold::all_passed(outcomes) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_THRESHOLD_FAILED)
+    }
+}
