@@ -170,6 +170,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         search_start,
         protocols_span: raw.protocols.as_ref().map(|p| p.span()),
     };
+    load_spec::http1_connections(raw.load.as_ref(), &load, &top.protocols, top.kind, c, &mut notes);
     let (points, groups) = matrix::expand(&dimensions, ctx, c, &mut notes);
     if c.issues.is_empty() && points.is_empty() {
         c.issue(
