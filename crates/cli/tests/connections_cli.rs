@@ -12,6 +12,7 @@ fn protobench(args: &[&str]) -> Output {
 }
 
 /// `protobench serve` on 127.0.0.1:0 for `protocol`; its address.
+#[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
 fn serve(protocol: &str) -> (std::process::Child, String) {
     let flag = format!("--{protocol}");
     let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
