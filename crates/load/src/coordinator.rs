@@ -186,6 +186,7 @@ fn assemble(
     let mut errors = record::Errors::default();
     let (mut successes, mut failures, mut started, mut starved) = (0, 0, 0, 0);
     let (mut sent, mut received, mut cpu_ns, mut window_ns, mut opened, mut last) = (0, 0, 0, 0, 0, 0);
+    let (mut connects, mut connect_in_calls_ns, mut latency_sum_ns) = (0u64, 0u64, 0u64);
     for r in reports {
         let rec = r.recorder;
         let _ = latency.add(&rec.latency);
@@ -198,6 +199,9 @@ fn assemble(
         started += rec.started;
         starved += rec.starved;
         opened += rec.connections_opened;
+        connects += rec.connects_measured;
+        connect_in_calls_ns += rec.connect_in_calls_ns;
+        latency_sum_ns += rec.latency_sum_ns;
         last = last.max(rec.last_completion_ns);
         sent += r.bytes_sent;
         received += r.bytes_received;
@@ -263,6 +267,12 @@ fn assemble(
         service_time: record::summary(&service),
         connect: record::summary(&connect),
         connections_opened: opened,
+        connects_per_second: connects as f64 / secs,
+        connect_share: if latency_sum_ns == 0 {
+            0.0
+        } else {
+            connect_in_calls_ns as f64 / latency_sum_ns as f64
+        },
         errors: errors.into_counts(),
         bytes_sent: sent,
         bytes_received: received,

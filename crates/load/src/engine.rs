@@ -39,6 +39,8 @@ pub(crate) struct ThreadPlan {
     pub(crate) timeout: Duration,
     pub(crate) connect_timeout: Duration,
     pub(crate) open_loop: bool,
+    /// Every call opens its own connection and closes it after the response.
+    pub(crate) per_call: bool,
 }
 
 /// Messages from engine threads to the coordinator.
@@ -177,24 +179,7 @@ impl<D: Driver> ConnCell<D> {
         if let Some(c) = self.try_share(&ctx.driver) {
             return Ok(c);
         }
-        let t0 = Instant::now();
-        let conn = match tokio::time::timeout(ctx.plan.connect_timeout, ctx.driver.connect(&ctx.counters)).await {
-            Ok(r) => r?,
-            Err(_) => {
-                return Err(CallError::new(
-                    ErrorKind::Connect,
-                    format!(
-                        "connecting timed out after {}",
-                        protobench_model::format::fmt_duration(ctx.plan.connect_timeout)
-                    ),
-                ));
-            }
-        };
-        {
-            let mut rec = ctx.recorder.borrow_mut();
-            rec.connect.saturating_record(t0.elapsed().as_nanos() as u64);
-            rec.connections_opened += 1;
-        }
+        let conn = open_counted(ctx).await?;
         match ctx.driver.share(&conn) {
             Some(handle) => {
                 *self.current.borrow_mut() = Some(conn);
@@ -202,6 +187,47 @@ impl<D: Driver> ConnCell<D> {
             }
             None => Ok(conn),
         }
+    }
+}
+
+/// Opens one connection within the connect timeout, not recorded.
+async fn open<D: Driver>(ctx: &Ctx<D>) -> Result<D::Conn, CallError> {
+    match tokio::time::timeout(ctx.plan.connect_timeout, ctx.driver.connect(&ctx.counters)).await {
+        Ok(r) => r,
+        Err(_) => Err(CallError::new(
+            ErrorKind::Connect,
+            format!(
+                "connecting timed out after {}",
+                protobench_model::format::fmt_duration(ctx.plan.connect_timeout)
+            ),
+        )),
+    }
+}
+
+/// Opens one connection and records its connect time; those begun in the
+/// measured window count towards `connects_per_second`.
+async fn open_counted<D: Driver>(ctx: &Ctx<D>) -> Result<D::Conn, CallError> {
+    let begun_ns = ctx.elapsed_ns();
+    let t0 = Instant::now();
+    let conn = open(ctx).await?;
+    let mut rec = ctx.recorder.borrow_mut();
+    rec.connect.saturating_record(t0.elapsed().as_nanos() as u64);
+    rec.connections_opened += 1;
+    if begun_ns >= ctx.plan.warmup_ns {
+        rec.connects_measured += 1;
+    }
+    Ok(conn)
+}
+
+/// Per call: one connection opened and closed before the start, to fail
+/// fast when the target does not answer (not counted as opened).
+async fn probe<D: Driver>(ctx: &Ctx<D>) -> (usize, Option<CallError>) {
+    match open(ctx).await {
+        Ok(conn) => {
+            drop(conn);
+            (1, None)
+        }
+        Err(e) => (0, Some(e)),
     }
 }
 
@@ -234,17 +260,20 @@ async fn worker<D: Driver>(
         busy: Cell::new(0),
         plan,
     });
-    // Open the initial connections, all at once. With a concurrency
-    // schedule, only those of the callers there from the start (at least
-    // one, to know the target answers): later callers connect as they join.
+    // Open the initial connections, all at once (per call: none). With a
+    // concurrency schedule, only those of the callers there from the start
+    // (at least one, to know the target answers): later callers connect as
+    // they join.
     let cells: Vec<Rc<ConnCell<D>>> = (0..ctx.plan.connections).map(|_| Rc::new(ConnCell::new())).collect();
-    let initial = if ctx.plan.joins.is_empty() {
+    let initial = if ctx.plan.per_call {
+        0
+    } else if ctx.plan.joins.is_empty() {
         cells.len()
     } else {
         let at_start = ctx.plan.joins.iter().take_while(|&&j| j == 0).count();
         at_start.clamp(1, cells.len().max(1))
     };
-    let opening = futures_join_all(cells[..initial.min(cells.len())].iter().map(|cell| {
+    let opening = futures_join_all(cells.iter().take(initial).map(|cell| {
         let cell = cell.clone();
         let ctx = ctx.clone();
         async move { cell.acquire(&ctx).await }
@@ -268,6 +297,14 @@ async fn worker<D: Driver>(
                 handles.push(None);
             }
         }
+    }
+    // The initial connections were opened before the start, not while measuring.
+    ctx.recorder.borrow_mut().connects_measured = 0;
+    if ctx.plan.per_call {
+        (connected, first_error) = tokio::select! {
+            r = probe(&ctx) => r,
+            () = cancel.cancelled() => return None,
+        };
     }
     let _ = tx.send(Msg::Ready { connected, first_error });
     // Wait for the common start (or an abort).
@@ -439,7 +476,8 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
             }
         }
         ctx.busy.set(ctx.busy.get() + 1);
-        let outcome = one_call(&ctx, &cell, &mut conn).await;
+        let mut connect_ns = 0;
+        let outcome = one_call(&ctx, &cell, &mut conn, &mut connect_ns).await;
         ctx.busy.set(ctx.busy.get() - 1);
         let Some(outcome) = outcome else { return };
         let ended_ns = ctx.elapsed_ns();
@@ -450,7 +488,10 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
                 let closed = rec.roll_to(ended_ns);
                 ctx.send_seconds(closed);
                 match &outcome {
-                    Ok(()) => rec.success(intended_ns, started_ns, ended_ns),
+                    Ok(()) => {
+                        rec.success(intended_ns, started_ns, ended_ns);
+                        rec.connect_in_call(connect_ns, ended_ns.saturating_sub(intended_ns));
+                    }
                     Err(e) => rec.failure(e.kind, &e.message, ended_ns),
                 }
             }
@@ -466,17 +507,31 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
 }
 
 /// One call with its time limit; `None` when the run was cancelled meanwhile.
+/// `connect_ns` gets the time the call spent getting a connection (0 when
+/// it had one). Per call, the connection is opened here and closed (dropped)
+/// when the call ends.
 async fn one_call<D: Driver>(
     ctx: &Ctx<D>,
     cell: &ConnCell<D>,
     conn: &mut Option<D::Conn>,
+    connect_ns: &mut u64,
 ) -> Option<Result<(), CallError>> {
-    if conn.as_ref().is_some_and(|c| !ctx.driver.is_usable(c)) {
+    if ctx.plan.per_call || conn.as_ref().is_some_and(|c| !ctx.driver.is_usable(c)) {
         *conn = None;
+    }
+    if conn.is_none() && !ctx.plan.per_call {
+        // A handle on an open shared connection: not a connect.
+        *conn = cell.try_share(&ctx.driver);
     }
     let result = async {
         if conn.is_none() {
-            *conn = Some(cell.acquire(ctx).await?);
+            let t0 = Instant::now();
+            *conn = Some(if ctx.plan.per_call {
+                open_counted(ctx).await
+            } else {
+                cell.acquire(ctx).await
+            }?);
+            *connect_ns = t0.elapsed().as_nanos() as u64;
         }
         let c = conn.as_mut().expect("just set");
         let keep = ctx.check.wants_body(&ctx.check_state);
@@ -499,10 +554,14 @@ async fn one_call<D: Driver>(
         };
         ctx.check.judge(&resp, &ctx.check_state)
     };
-    tokio::select! {
+    let outcome = tokio::select! {
         r = result => Some(r),
         _ = ctx.cancel.cancelled() => None,
+    };
+    if ctx.plan.per_call {
+        *conn = None;
     }
+    outcome
 }
 
 /// Merges per-second reports from all threads into timeline points.
@@ -642,6 +701,7 @@ pub(crate) fn thread_plans(plan: &LoadPlan, threads: usize) -> Vec<ThreadPlan> {
                 timeout: Duration::from_nanos(plan.timeout_ns),
                 connect_timeout: Duration::from_nanos(plan.connect_timeout_ns),
                 open_loop: plan.rate.is_some(),
+                per_call: plan.per_call,
             }
         })
         .collect()

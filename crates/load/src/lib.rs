@@ -38,8 +38,8 @@ mod verify;
 use std::time::Instant;
 
 pub use protobench_model::load::{
-    Arrival, CustomCall, EndReason, Environment, ErrorKind, Header, LatencySummary, LoadPlan, LoadResult, Protocol,
-    Stage, TimelinePoint, TlsPlan, Validation,
+    Arrival, ConnectionPolicy, CustomCall, EndReason, Environment, ErrorKind, Header, LatencySummary, LoadPlan,
+    LoadResult, Protocol, Stage, TimelinePoint, TlsPlan, Validation,
 };
 use protobench_model::load::{DEFAULT_CONNECT_TIMEOUT_NS, DEFAULT_DURATION_NS, DEFAULT_TIMEOUT_NS};
 
@@ -91,6 +91,7 @@ pub fn plan_defaults(protocol: Protocol, target: &str) -> LoadPlan {
         custom: None,
         concurrency: 1,
         connections: 1,
+        per_call: false,
         rate: None,
         arrival: Arrival::Uniform,
         duration_ns: Some(DEFAULT_DURATION_NS),

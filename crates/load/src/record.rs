@@ -84,6 +84,12 @@ pub(crate) struct Recorder {
     pub(crate) lag: Histogram<u64>,
     pub(crate) connect: Histogram<u64>,
     pub(crate) connections_opened: u64,
+    /// Connections begun in the measured window.
+    pub(crate) connects_measured: u64,
+    /// Successful measured calls: time spent getting a connection, summed.
+    pub(crate) connect_in_calls_ns: u64,
+    /// Successful measured calls: corrected latency, summed.
+    pub(crate) latency_sum_ns: u64,
     pub(crate) errors: Errors,
     pub(crate) successes: u64,
     pub(crate) failures: u64,
@@ -113,6 +119,9 @@ impl Recorder {
             lag: histogram(),
             connect: histogram(),
             connections_opened: 0,
+            connects_measured: 0,
+            connect_in_calls_ns: 0,
+            latency_sum_ns: 0,
             errors: Errors::default(),
             successes: 0,
             failures: 0,
@@ -174,6 +183,13 @@ impl Recorder {
             .get_or_insert_with(histogram)
             .saturating_record(latency);
         self.last_completion_ns = self.last_completion_ns.max(ended_ns);
+    }
+
+    /// Adds a successful measured call's connect time and latency to the
+    /// sums behind `connect_share`.
+    pub(crate) fn connect_in_call(&mut self, connect_ns: u64, latency_ns: u64) {
+        self.connect_in_calls_ns += connect_ns.min(latency_ns);
+        self.latency_sum_ns += latency_ns;
     }
 
     /// Records a failed measured call.

@@ -169,6 +169,13 @@ fn validate_load(plan: &LoadPlan) -> Result<(), PlanError> {
             concurrency: plan.concurrency,
         });
     }
+    if plan.per_call && plan.connections != plan.concurrency {
+        return Err(PlanError::OutOfRange {
+            flag: "--connections",
+            rule: "equal to --concurrency with per-call (the most connections open at once)",
+            value: plan.connections.to_string(),
+        });
+    }
     if p.is_http1() && plan.connections != plan.concurrency {
         return Err(PlanError::Http1Connections {
             connections: plan.connections,
@@ -394,6 +401,15 @@ mod tests {
                     p.connections = 4;
                 }),
                 "--connections (4) cannot be greater than --concurrency (2)",
+            ),
+            (
+                Box::new(|p| {
+                    p.protocol = Protocol::Grpc;
+                    p.concurrency = 8;
+                    p.connections = 2;
+                    p.per_call = true;
+                }),
+                "--connections must be equal to --concurrency with per-call (the most connections open at once), got 2",
             ),
             (
                 Box::new(|p| p.requests = Some(5)),

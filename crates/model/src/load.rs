@@ -41,8 +41,14 @@ pub struct LoadPlan {
     /// Calls in flight at most (closed loop: always).
     pub concurrency: u32,
     /// TCP connections; HTTP/2 and gRPC multiplex `concurrency` streams over
-    /// them, HTTP/1.1 needs one connection per call in flight.
+    /// them, HTTP/1.1 needs one connection per call in flight. With
+    /// `per_call`: the most open at once (= `concurrency`).
     pub connections: u32,
+    /// Every call opens its own connection (TCP, TLS, HTTP/2 preface), makes
+    /// its one call and closes it; the connect time is part of the call's
+    /// latency (`--connections per-call`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_call: bool,
     /// Open loop: calls started per second; `None` = closed loop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
@@ -106,6 +112,91 @@ impl LoadPlan {
             self.duration_ns.unwrap_or(DEFAULT_DURATION_NS)
         } else {
             self.stages.iter().map(|s| s.duration_ns).sum()
+        }
+    }
+}
+
+/// How callers get connections: `"per-caller"`, `"per-call"` or a number
+/// (written so in presets and `--connections`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ConnectionPolicy {
+    /// Each caller owns a connection (HTTP/1.1 keep-alive, one channel per user).
+    #[default]
+    PerCaller,
+    /// Every call opens a new connection and closes it after its response.
+    PerCall,
+    /// All callers multiplex over this many HTTP/2 connections.
+    Shared(u32),
+}
+
+impl ConnectionPolicy {
+    /// The connections an engine plan needs for `concurrency` callers:
+    /// `(connections, per_call)`. A shared count never exceeds the callers.
+    pub fn for_callers(self, concurrency: u32) -> (u32, bool) {
+        let c = concurrency.max(1);
+        match self {
+            ConnectionPolicy::PerCaller => (c, false),
+            ConnectionPolicy::PerCall => (c, true),
+            ConnectionPolicy::Shared(n) => (n.clamp(1, c), false),
+        }
+    }
+
+    /// Parses `per-caller`, `per-call` or a count of at least 1.
+    pub fn parse(s: &str) -> Result<ConnectionPolicy, String> {
+        match s.trim() {
+            "per-caller" => Ok(ConnectionPolicy::PerCaller),
+            "per-call" => Ok(ConnectionPolicy::PerCall),
+            t => match t.parse::<u32>() {
+                Ok(n) if n >= 1 => Ok(ConnectionPolicy::Shared(n)),
+                _ => Err(format!(
+                    "expected \"per-caller\", \"per-call\" or a number of connections of at least 1, found {s:?}"
+                )),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for ConnectionPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectionPolicy::PerCaller => f.write_str("per-caller"),
+            ConnectionPolicy::PerCall => f.write_str("per-call"),
+            ConnectionPolicy::Shared(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for ConnectionPolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<ConnectionPolicy, String> {
+        ConnectionPolicy::parse(s)
+    }
+}
+
+impl Serialize for ConnectionPolicy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ConnectionPolicy::Shared(n) => s.serialize_u32(*n),
+            other => s.serialize_str(&other.to_string()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ConnectionPolicy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ConnectionPolicy, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Count(i64),
+            Name(String),
+        }
+        match Form::deserialize(d)? {
+            Form::Count(n) if (1..=i64::from(u32::MAX)).contains(&n) => Ok(ConnectionPolicy::Shared(n as u32)),
+            Form::Count(n) => Err(serde::de::Error::custom(format!(
+                "a number of connections must be at least 1, found {n}"
+            ))),
+            Form::Name(s) => ConnectionPolicy::parse(&s).map_err(serde::de::Error::custom),
         }
     }
 }
@@ -231,8 +322,20 @@ pub struct LoadResult {
     pub service_time: LatencySummary,
     /// Time to open one connection (TCP, TLS, HTTP/2 preface), per connection.
     pub connect: LatencySummary,
-    /// Connections opened (including reconnects after failures).
+    /// Connections opened (including reconnects after failures), warm-up
+    /// included; with `plan.per_call`, one per call (the probe connection
+    /// each engine thread opens before the start is not counted).
     pub connections_opened: u64,
+    /// Connections opened by the measured calls, per second of the measured
+    /// window (per call: one per call; otherwise reconnects only).
+    #[serde(default)]
+    pub connects_per_second: f64,
+    /// The share of the successful measured calls' latency spent opening
+    /// connections (TCP, TLS, HTTP/2 preface) inside those calls: 0 when
+    /// every call found its connection open, near 1 when connecting is most
+    /// of a call.
+    #[serde(default)]
+    pub connect_share: f64,
     /// Errors by kind, most frequent first.
     pub errors: Vec<ErrorCount>,
     /// Bytes written to the connections in the measured window (see docs/engine.md).

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::format::plain_number;
-use crate::load::{Environment, LoadResult, Protocol};
+use crate::load::{ConnectionPolicy, Environment, LoadResult, Protocol};
 use crate::stats::{DEFAULT_NOISE_THRESHOLD, Summary};
 
 /// Where a run stands.
@@ -119,8 +119,13 @@ pub struct PointConfig {
     pub kind: PointKind,
     /// Calls in flight (closed loop), the cap in open loop, or the start of a search.
     pub concurrency: u32,
-    /// TCP connections.
+    /// TCP connections (the first search step's, for `discover` and `ramp`).
     pub connections: u32,
+    /// How callers get connections (`per-caller`, `per-call`, a shared
+    /// count); `None` in points stored before the policy existed: read it
+    /// with [`PointConfig::policy`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_policy: Option<ConnectionPolicy>,
     /// Open loop: calls per second.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
@@ -143,18 +148,38 @@ pub struct PointConfig {
 }
 
 impl PointConfig {
-    /// A short description of the load, e.g. `c=16`, `c=16/conn=4`, `rate=100/s`, `discover`.
+    /// The connection policy. Points stored before it existed: searches
+    /// had one connection per caller; fixed and rate points a shared count
+    /// when it was below the concurrency.
+    pub fn policy(&self) -> ConnectionPolicy {
+        match (self.connection_policy, self.kind) {
+            (Some(p), _) => p,
+            (None, PointKind::Discover | PointKind::Ramp) => ConnectionPolicy::PerCaller,
+            (None, _) if self.connections < self.concurrency => ConnectionPolicy::Shared(self.connections),
+            (None, _) => ConnectionPolicy::PerCaller,
+        }
+    }
+
+    /// A short description of the load, e.g. `c=16`, `c=16/conn=4`,
+    /// `c=16/conn=per-call`, `rate=100/s`, `discover`, `ramp/conn=1`.
     pub fn load_label(&self) -> String {
-        match self.kind {
+        let base = match self.kind {
             PointKind::Discover => "discover".into(),
             PointKind::Ramp => "ramp".into(),
             PointKind::Fixed | PointKind::Rate => match self.rate {
                 Some(r) => format!("rate={}/s", plain_number(r)),
-                None if self.connections != self.concurrency => {
-                    format!("c={}/conn={}", self.concurrency, self.connections)
-                }
                 None => format!("c={}", self.concurrency),
             },
+        };
+        let searched = matches!(self.kind, PointKind::Discover | PointKind::Ramp);
+        match self.policy() {
+            ConnectionPolicy::PerCaller => base,
+            ConnectionPolicy::PerCall => format!("{base}/conn=per-call"),
+            // A fixed count at or above the callers is one per caller.
+            ConnectionPolicy::Shared(n) if searched || self.rate.is_some() || n < self.concurrency => {
+                format!("{base}/conn={n}")
+            }
+            ConnectionPolicy::Shared(_) => base,
         }
     }
 
@@ -609,5 +634,79 @@ impl PointAggregate {
                 .max_by(|a, b| a.change.abs().total_cmp(&b.change.abs())),
             failures,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(kind: PointKind, concurrency: u32, connections: u32, policy: Option<ConnectionPolicy>) -> PointConfig {
+        PointConfig {
+            kind,
+            concurrency,
+            connections,
+            connection_policy: policy,
+            ..crate::testing::point(0, "grpc", "inventory.s")
+        }
+    }
+
+    #[test]
+    fn the_policy_shows_in_the_label() {
+        use ConnectionPolicy::{PerCall, PerCaller, Shared};
+        let rows = [
+            (point(PointKind::Fixed, 16, 16, Some(PerCaller)), "c=16"),
+            (point(PointKind::Fixed, 16, 4, Some(Shared(4))), "c=16/conn=4"),
+            (point(PointKind::Fixed, 16, 16, Some(Shared(16))), "c=16"),
+            (point(PointKind::Fixed, 16, 16, Some(PerCall)), "c=16/conn=per-call"),
+            (point(PointKind::Discover, 2, 2, Some(PerCaller)), "discover"),
+            (point(PointKind::Discover, 2, 1, Some(Shared(1))), "discover/conn=1"),
+            (point(PointKind::Ramp, 1, 1, Some(PerCall)), "ramp/conn=per-call"),
+            (point(PointKind::Ramp, 1, 1, Some(Shared(2))), "ramp/conn=2"),
+            // points stored before the policy existed keep their labels
+            (point(PointKind::Fixed, 16, 4, None), "c=16/conn=4"),
+            (point(PointKind::Ramp, 1, 1, None), "ramp"),
+            (point(PointKind::Discover, 2, 0, None), "discover"),
+        ];
+        for (p, want) in rows {
+            assert_eq!(p.load_label(), want, "{:?}", p.connection_policy);
+        }
+        let mut rate = point(PointKind::Rate, 64, 2, Some(Shared(2)));
+        rate.rate = Some(100.0);
+        assert_eq!(rate.load_label(), "rate=100/s/conn=2");
+    }
+
+    #[test]
+    fn the_policy_round_trips_through_json_and_old_points_still_read() {
+        use ConnectionPolicy::{PerCall, PerCaller, Shared};
+        for policy in [PerCaller, PerCall, Shared(3)] {
+            let p = point(PointKind::Fixed, 16, 3, Some(policy));
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(serde_json::from_str::<PointConfig>(&json).unwrap(), p, "{json}");
+        }
+        assert!(
+            serde_json::to_string(&point(PointKind::Fixed, 16, 16, Some(PerCall)))
+                .unwrap()
+                .contains("\"connection_policy\":\"per-call\"")
+        );
+        assert!(
+            serde_json::to_string(&point(PointKind::Fixed, 16, 2, Some(Shared(2))))
+                .unwrap()
+                .contains("\"connection_policy\":2")
+        );
+        let mut old = serde_json::to_value(point(PointKind::Fixed, 16, 4, None)).unwrap();
+        assert!(old.get("connection_policy").is_none());
+        old["connections"] = 4.into();
+        let read: PointConfig = serde_json::from_value(old).unwrap();
+        assert_eq!(read.policy(), Shared(4));
+        for bad in ["0", "\"per-host\"", "-1"] {
+            assert!(serde_json::from_str::<ConnectionPolicy>(bad).is_err(), "{bad}");
+        }
+        assert_eq!(PerCaller.for_callers(8), (8, false));
+        assert_eq!(PerCall.for_callers(8), (8, true));
+        assert_eq!(Shared(2).for_callers(8), (2, false));
+        assert_eq!(Shared(20).for_callers(8), (8, false));
+        assert_eq!("per-call".parse::<ConnectionPolicy>(), Ok(PerCall));
+        assert!("2x".parse::<ConnectionPolicy>().is_err());
     }
 }

@@ -2,8 +2,8 @@
 //! the runner (not for production use).
 
 use crate::load::{
-    EndReason, Environment, ErrorCount, ErrorKind, Generator, LatencySummary, LoadPlan, LoadResult, TimelinePoint,
-    Validation,
+    ConnectionPolicy, EndReason, Environment, ErrorCount, ErrorKind, Generator, LatencySummary, LoadPlan, LoadResult,
+    TimelinePoint, Validation,
 };
 use crate::run::{
     Measurement, MeasurementStatus, PointConfig, PointKind, RunEnvironment, RunRecord, RunStatus, ServerCost,
@@ -37,6 +37,7 @@ pub fn result(protocol: &str, workload: &str, rate: f64, errors: u64, seconds: u
             custom: None,
             concurrency: 16,
             connections: 16,
+            per_call: false,
             rate: None,
             arrival: Default::default(),
             duration_ns: Some(seconds as u64 * 1_000_000_000),
@@ -62,6 +63,8 @@ pub fn result(protocol: &str, workload: &str, rate: f64, errors: u64, seconds: u
         service_time: latency(1_000_000),
         connect: latency(100_000),
         connections_opened: 16,
+        connects_per_second: 0.0,
+        connect_share: 0.0,
         errors: if errors > 0 {
             vec![ErrorCount {
                 kind: ErrorKind::HttpStatus,
@@ -111,6 +114,7 @@ pub fn point(index: u32, protocol: &str, workload: &str) -> PointConfig {
         kind: PointKind::Fixed,
         concurrency: 16,
         connections: 16,
+        connection_policy: Some(ConnectionPolicy::PerCaller),
         rate: None,
         failure_rate: 0.0,
         service_time: None,

@@ -349,3 +349,41 @@ fn a_version_2_file_is_upgraded_and_keeps_its_runs() {
     assert_eq!(s.load_run(1).unwrap().preset, "quick");
     assert!(s.thresholds(1).unwrap().is_empty());
 }
+
+#[test]
+fn the_connection_policy_round_trips_and_old_points_still_read() {
+    use protobench_model::load::ConnectionPolicy;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.db");
+    let mut s = Store::open(&path).unwrap();
+    let mut run = new_run(4);
+    let policies = [
+        Some(ConnectionPolicy::PerCaller),
+        Some(ConnectionPolicy::PerCall),
+        Some(ConnectionPolicy::Shared(2)),
+        None, // stored before the policy existed
+    ];
+    for (p, policy) in run.points.iter_mut().zip(policies) {
+        p.connection_policy = policy;
+        p.connections = if policy == Some(ConnectionPolicy::Shared(2)) {
+            2
+        } else {
+            16
+        };
+    }
+    let id = s.create_run(&run).unwrap();
+    let mut m = testing::measurement(&run.points[1], 1, 500.0);
+    if let Some(r) = m.result.as_mut() {
+        r.plan.per_call = true;
+        r.connects_per_second = 500.0;
+        r.connect_share = 0.4;
+    }
+    s.save_measurement(id, &m).unwrap();
+    drop(s);
+    let rec = Store::open_read_only(&path).unwrap().load_run(id).unwrap();
+    assert_eq!(rec.points, run.points);
+    let labels: Vec<String> = rec.points.iter().map(|p| p.load_label()).collect();
+    assert_eq!(labels, ["c=16", "c=16/conn=per-call", "c=16/conn=2", "c=16"]);
+    assert_eq!(rec.points[3].policy(), ConnectionPolicy::PerCaller);
+    assert_eq!(rec.measurements[0].result, m.result);
+}

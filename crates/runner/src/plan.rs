@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use protobench_model::load::{Arrival, LoadPlan, Protocol, TlsPlan, Validation};
+use protobench_model::load::{Arrival, ConnectionPolicy, LoadPlan, Protocol, TlsPlan, Validation};
 use protobench_model::run::{PointConfig, PointKind};
 
 use crate::units::CpuSet;
@@ -299,11 +299,13 @@ impl Plan {
         duration_ns: u64,
         warmup_ns: u64,
     ) -> LoadPlan {
-        let connections = if point.kind == PointKind::Discover || point.kind == PointKind::Ramp {
-            concurrency
-        } else {
-            point.connections.min(concurrency).max(1)
-        };
+        // A fixed count stays that count whatever the callers (at most one
+        // per caller); HTTP/1.1 never shares a connection.
+        let (connections, per_call) = match point.policy() {
+            ConnectionPolicy::Shared(_) if point.protocol.is_http1() => ConnectionPolicy::PerCaller,
+            p => p,
+        }
+        .for_callers(concurrency);
         let threads = if self.generator_threads > 0 {
             self.generator_threads
         } else {
@@ -316,6 +318,7 @@ impl Plan {
             custom: None,
             concurrency,
             connections,
+            per_call,
             rate: point.rate,
             arrival: self.arrival,
             duration_ns: Some(duration_ns),

@@ -44,6 +44,13 @@ fn point(r: &LoadResult) -> PointConfig {
         cpu_limit: None,
         memory_limit_bytes: None,
         network: None,
+        connection_policy: Some(if p.per_call {
+            protobench_model::load::ConnectionPolicy::PerCall
+        } else if p.connections >= p.concurrency {
+            protobench_model::load::ConnectionPolicy::PerCaller
+        } else {
+            protobench_model::load::ConnectionPolicy::Shared(p.connections)
+        }),
     }
 }
 

@@ -5,11 +5,11 @@ use std::ops::Range;
 
 use toml::Spanned;
 
-use protobench_model::load::Arrival;
+use protobench_model::load::{Arrival, ConnectionPolicy, Protocol};
 use protobench_model::run::PointKind;
 
 use super::check::Checker;
-use super::raw::{Mode, OneOrMany, RawLoad};
+use super::raw::{ConnectionsValue, Mode, OneOrMany, RawLoad};
 
 /// `[load]`, checked: the load dimensions of the matrix.
 pub(super) struct LoadSpec {
@@ -17,8 +17,8 @@ pub(super) struct LoadSpec {
     /// Calls in flight (closed loop), the one cap (open loop), or `[0]`
     /// when a search chooses it.
     pub(super) concurrency: Vec<u32>,
-    /// Connections to try; empty = as many as the concurrency.
-    pub(super) connections: Vec<u32>,
+    /// Connection policies to try; empty = one connection per caller.
+    pub(super) connections: Vec<ConnectionPolicy>,
     /// Calls per second (open loop), or `[None]` (closed loop).
     pub(super) rates: Vec<Option<f64>>,
 }
@@ -30,7 +30,7 @@ pub(super) fn load_spec(raw: Option<&Spanned<RawLoad>>, kind: PointKind, c: &mut
     let open = mode(load, kind, c) == Mode::Open;
     let arrival = c.choice(load.arrival.as_ref(), "load.arrival", Arrival::Uniform);
     let concurrency = counts(load.concurrency.as_ref(), "load.concurrency", c);
-    let connections = counts(load.connections.as_ref(), "load.connections", c);
+    let connections = policies(load.connections.as_ref(), c);
     let rates = rates(load.rate.as_ref(), c);
     let load_span = raw.map_or(0..0, |l| l.span());
     let (concurrency, rates) = match (kind, open) {
@@ -40,7 +40,11 @@ pub(super) fn load_spec(raw: Option<&Spanned<RawLoad>>, kind: PointKind, c: &mut
         (PointKind::Rate, false) => (vec![], vec![]),
     };
     if let (Some(conns), Some(v)) = (&connections, &load.connections) {
-        for &conn in conns {
+        let shared = conns.iter().filter_map(|p| match p {
+            ConnectionPolicy::Shared(n) => Some(*n),
+            _ => None,
+        });
+        for conn in shared {
             for &conc in concurrency.iter().filter(|c| **c > 0) {
                 if conn > conc {
                     c.issue(
@@ -84,6 +88,94 @@ fn mode(load: &RawLoad, kind: PointKind, c: &mut Checker<'_>) -> Mode {
         _ => {}
     }
     mode
+}
+
+/// `load.connections`: `"per-caller"`, `"per-call"` or counts from 1 to
+/// 1000000 (one value or a list, a matrix dimension).
+fn policies(v: Option<&Spanned<OneOrMany<ConnectionsValue>>>, c: &mut Checker<'_>) -> Option<Vec<ConnectionPolicy>> {
+    let v = v?;
+    let list = v.get_ref().to_vec();
+    if list.is_empty() {
+        c.issue(v.span(), "load.connections", "is empty");
+    }
+    let mut out = Vec::new();
+    for value in list {
+        let policy = match &value {
+            ConnectionsValue::Count(n) if (1..=1_000_000).contains(n) => Some(ConnectionPolicy::Shared(*n as u32)),
+            ConnectionsValue::Count(_) => None,
+            ConnectionsValue::Name(s) => match s.as_str() {
+                "per-caller" => Some(ConnectionPolicy::PerCaller),
+                "per-call" => Some(ConnectionPolicy::PerCall),
+                _ => None,
+            },
+        };
+        match policy {
+            Some(p) => out.push(p),
+            None => {
+                let found = match value {
+                    ConnectionsValue::Count(n) => n.to_string(),
+                    ConnectionsValue::Name(s) => format!("{s:?}"),
+                };
+                c.issue(
+                    v.span(),
+                    "load.connections",
+                    format!("must be \"per-caller\", \"per-call\" or a number of connections from 1 to 1000000, found {found}"),
+                );
+            }
+        }
+    }
+    Some(out)
+}
+
+/// A shared connection count needs HTTP/2: HTTP/1.1 (`rest`, `soap`) carries
+/// one call at a time per connection. When every protocol is HTTP/1.1, a
+/// count below the callers (any count, for the searches) is an issue; mixed
+/// with HTTP/2 protocols, the HTTP/1.1 points take one connection per caller
+/// instead, with a note.
+pub(super) fn http1_connections(
+    raw: Option<&Spanned<RawLoad>>,
+    load: &LoadSpec,
+    protocols: &[Protocol],
+    kind: PointKind,
+    c: &mut Checker<'_>,
+    notes: &mut Vec<String>,
+) {
+    let Some(v) = raw.and_then(|l| l.get_ref().connections.as_ref()) else {
+        return;
+    };
+    let searched = matches!(kind, PointKind::Discover | PointKind::Ramp);
+    let below = |n: u32| searched || load.concurrency.iter().any(|&conc| n < conc);
+    let Some(n) = load.connections.iter().find_map(|p| match p {
+        ConnectionPolicy::Shared(n) if below(*n) => Some(*n),
+        _ => None,
+    }) else {
+        return;
+    };
+    let http1: Vec<String> = protocols
+        .iter()
+        .filter(|p| p.is_http1())
+        .map(|p| p.to_string())
+        .collect();
+    if http1.is_empty() {
+        return;
+    }
+    if http1.len() == protocols.len() {
+        c.issue(
+            v.span(),
+            "load.connections",
+            format!(
+                "{n} shared connection{} HTTP/2: {} (HTTP/1.1) carr{} one call at a time per connection; use \"per-caller\" or \"per-call\"",
+                if n == 1 { " needs" } else { "s need" },
+                http1.join(" and "),
+                if http1.len() == 1 { "ies" } else { "y" }
+            ),
+        );
+    } else {
+        notes.push(format!(
+            "load.connections: {} (HTTP/1.1) cannot share connections: one connection per caller instead",
+            http1.join(" and ")
+        ));
+    }
 }
 
 /// `load.concurrency` or `load.connections`: counts from 1 to 1000000.

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use protobench_model::load::Protocol;
+use protobench_model::load::{ConnectionPolicy, Protocol};
 use protobench_model::run::PointConfig;
 
 use super::Context;
@@ -142,6 +142,28 @@ fn served(
     served
 }
 
+/// The connection policies of `protocol`'s points: one connection per
+/// caller by default; HTTP/1.1 carries one call per connection at a time, so
+/// a shared count becomes one per caller (`http1_connections` says so).
+fn policies(protocol: Protocol, written: &[ConnectionPolicy]) -> Vec<ConnectionPolicy> {
+    let mut out: Vec<ConnectionPolicy> = Vec::new();
+    let written = if written.is_empty() {
+        &[ConnectionPolicy::PerCaller][..]
+    } else {
+        written
+    };
+    for &p in written {
+        let p = match p {
+            ConnectionPolicy::Shared(_) if protocol.is_http1() => ConnectionPolicy::PerCaller,
+            p => p,
+        };
+        if !out.contains(&p) {
+            out.push(p);
+        }
+    }
+    out
+}
+
 /// Adds the group's points: its protocols x workloads x concurrency x
 /// connections x rates.
 fn add_points(d: &Dimensions<'_>, group: &mut ServerGroup, points: &mut Vec<PointConfig>) {
@@ -149,14 +171,9 @@ fn add_points(d: &Dimensions<'_>, group: &mut ServerGroup, points: &mut Vec<Poin
     for protocol in group.protocols.clone() {
         for workload in &d.top.workloads {
             for &conc in &load.concurrency {
-                // HTTP/1.1 carries one call per connection at a time: its
-                // connections always equal concurrency.
-                let conns = if protocol.is_http1() || load.connections.is_empty() {
-                    std::slice::from_ref(&conc)
-                } else {
-                    load.connections.as_slice()
-                };
-                for &conn in conns {
+                let conns = policies(protocol, &load.connections);
+                for &policy in &conns {
+                    let callers = d.search_start.unwrap_or(conc);
                     for &rate in &load.rates {
                         let index = points.len() as u32;
                         points.push(PointConfig {
@@ -166,8 +183,9 @@ fn add_points(d: &Dimensions<'_>, group: &mut ServerGroup, points: &mut Vec<Poin
                             workload: workload.clone(),
                             tls: group.tls,
                             kind: d.top.kind,
-                            concurrency: d.search_start.unwrap_or(conc),
-                            connections: conn.min(conc.max(1)),
+                            concurrency: callers,
+                            connections: policy.for_callers(callers).0,
+                            connection_policy: Some(policy),
                             rate,
                             failure_rate: group.failure_rate,
                             service_time: group.service_time.clone(),

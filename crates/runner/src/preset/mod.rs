@@ -284,6 +284,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         protocols_span: raw.protocols.as_ref().map(|p| p.span()),
         networks: network::networks(raw, c),
     };
+    load_spec::http1_connections(raw.load.as_ref(), &load, &top.protocols, top.kind, c, &mut notes);
     let (points, groups) = matrix::expand(&dimensions, ctx, c, &mut notes);
     let findings = findings::findings(raw.findings.as_ref(), &points, c, &mut notes);
     // The report repeats what the preset says differs from its study.

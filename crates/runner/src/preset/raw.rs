@@ -89,6 +89,14 @@ impl<T: Clone> OneOrMany<T> {
     }
 }
 
+/// `load.connections`: a count, or `"per-caller"` / `"per-call"`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum ConnectionsValue {
+    Count(i64),
+    Name(String),
+}
+
 /// A size in bytes or a string with a unit.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
@@ -146,7 +154,7 @@ pub(super) struct RawFinding {
 pub(super) struct RawLoad {
     pub(super) mode: Option<Spanned<Choice<Mode>>>,
     pub(super) concurrency: Option<Spanned<OneOrMany<i64>>>,
-    pub(super) connections: Option<Spanned<OneOrMany<i64>>>,
+    pub(super) connections: Option<Spanned<OneOrMany<ConnectionsValue>>>,
     pub(super) rate: Option<Spanned<OneOrMany<f64>>>,
     pub(super) arrival: Option<Spanned<Choice<Arrival>>>,
 }
