@@ -127,6 +127,8 @@ def crate(key, fl):
         return "libc, other (system call wrappers)"
     if not obj.startswith("protobench"):
         return obj
+    if re.match(r"(ring_core_|_?aesni_|_?x25519|_?sha\d|_?ChaCha|_?gcm_)", fn):
+        return "ring"  # ring's C and assembly (AES-GCM, GHASH)
     m = re.match(r"[<&\s]*(?:dyn |mut |impl )*([A-Za-z_][A-Za-z0-9_]*)::", fn)
     if m:
         c = m.group(1)

@@ -3,9 +3,9 @@
 # and for the built-in Rust servers: a figure that does not move with the
 # machine's load, unlike calls/s (see docs/dev/callgrind.md).
 #
-#   bench/callgrind.sh [--n1 500] [--n2 2500] [--rate 200] [--workload tasks.int]
+#   bench/callgrind.sh [--n1 1000] [--n2 5000] [--rate 200] [--workload tasks.int]
 #                      [--protocols rest,rest-h2,grpc,soap] [--no-server]
-#                      [--profile] [--keep DIR] [--no-build]
+#                      [--tls] [--profile] [--keep DIR] [--no-build]
 #
 # Method. Every figure is a difference of two runs that differ only in their
 # number of calls: instructions per call = (I(N2) - I(N1)) / (N2 - N1), so
@@ -52,8 +52,8 @@
 # each callgrind run takes well under 2 minutes at the defaults.
 set -euo pipefail
 
-N1=500
-N2=2500
+N1=1000
+N2=5000
 RATE=200
 WORKLOAD=tasks.int
 PROTOCOLS=rest,rest-h2,grpc,soap
@@ -61,8 +61,10 @@ SERVER=1
 PROFILE=0
 KEEP=""
 BUILD=1
+TLS_SERVE=()
+TLS_LOAD=()
 usage() {
-  echo "usage: $0 [--n1 N] [--n2 N] [--rate R] [--workload NAME] [--protocols LIST] [--no-server] [--profile] [--keep DIR] [--no-build]" >&2
+  echo "usage: $0 [--n1 N] [--n2 N] [--rate R] [--workload NAME] [--protocols LIST] [--no-server] [--tls] [--profile] [--keep DIR] [--no-build]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -73,6 +75,7 @@ while [ $# -gt 0 ]; do
     --workload) WORKLOAD="$2"; shift 2 ;;
     --protocols) PROTOCOLS="$2"; shift 2 ;;
     --no-server) SERVER=0; shift ;;
+    --tls) TLS_SERVE=(--tls); TLS_LOAD=(--insecure); shift ;;
     --profile) PROFILE=1; shift ;;
     --keep) KEEP="$2"; shift 2 ;;
     --no-build) BUILD=0; shift ;;
@@ -127,7 +130,10 @@ if r["successes"] != n or r["calls"] != n:
 EOF
 }
 
-LOAD_COMMON=(load --quiet --output json --warmup 0s --threads 1 --concurrency 1 --connections 1 --workload "$WORKLOAD")
+LOAD_COMMON=(load --quiet --output json --warmup 0s --threads 1 --concurrency 1 --connections 1 --workload "$WORKLOAD"
+  ${TLS_LOAD[@]+"${TLS_LOAD[@]}"})
+SERVE_ALL=(serve --workers 1 --rest 127.0.0.1:0 --rest-h2 127.0.0.1:0 --grpc 127.0.0.1:0 --soap 127.0.0.1:0
+  ${TLS_SERVE[@]+"${TLS_SERVE[@]}"})
 
 # engine NAME N PROTOCOL TARGET [ARGS...]: engine under callgrind, N calls.
 engine() {
@@ -147,8 +153,7 @@ IFS=, read -r -a PROTOS <<< "$PROTOCOLS"
 
 # 1. The engine, against a native server.
 echo "== engine under callgrind: N1=$N1, N2=$N2 calls, $WORKLOAD, closed loop c=1 (+ open loop $RATE/s on rest)" >&2
-PROTOBENCH_WORKERS=1 "$PB" serve --rest 127.0.0.1:0 --rest-h2 127.0.0.1:0 --grpc 127.0.0.1:0 --soap 127.0.0.1:0 \
-  > "$WORK/native-serve.log" 2>&1 &
+"$PB" "${SERVE_ALL[@]}" > "$WORK/native-serve.log" 2>&1 &
 NATIVE=$!
 PIDS+=("$NATIVE")
 wait_listening "$WORK/native-serve.log" 4 30
@@ -173,19 +178,18 @@ wait "$NATIVE" 2>/dev/null || true
 if [ "$SERVER" = 1 ]; then
   echo "== server under callgrind (--workers 1)" >&2
   "${CG[@]}" --callgrind-out-file="$WORK/server.cg" --log-file="$WORK/server.vg" \
-    "$PB" serve --workers 1 --rest 127.0.0.1:0 --rest-h2 127.0.0.1:0 --grpc 127.0.0.1:0 --soap 127.0.0.1:0 \
-    > "$WORK/cg-serve.log" 2>&1 &
+    "$PB" "${SERVE_ALL[@]}" > "$WORK/cg-serve.log" 2>&1 &
   SPID=$!
   PIDS+=("$SPID")
   wait_listening "$WORK/cg-serve.log" 4 120
-  callgrind_control --dump=startup "$SPID" > /dev/null
+  callgrind_control --dump=startup "$SPID" >> "$WORK/control.log" 2>&1
   part=1
   for p in "${PROTOS[@]}"; do
     a="$(addr "$WORK/cg-serve.log" "$p")"
     for n in "$N1" "$N2"; do
       "$PB" "${LOAD_COMMON[@]}" --protocol "$p" --target "$a" --requests "$n" > "$WORK/server-$p-$n.json"
       check_json "$WORK/server-$p-$n.json" "$n"
-      callgrind_control --dump="$p-$n" "$SPID" > /dev/null
+      callgrind_control --dump="$p-$n" "$SPID" >> "$WORK/control.log" 2>&1
       part=$((part + 1))
       ln -sf "server.cg.$part" "$WORK/server-$p-$n.cg"
     done
@@ -198,7 +202,7 @@ fi
 
 # 3. The table.
 echo
-echo "per call, $WORKLOAD, (I(N2=$N2) - I(N1=$N1)) / $((N2 - N1)); Ir = user-space instructions of the whole process"
+echo "per call, $WORKLOAD${TLS_SERVE[@]+ over TLS}, (I(N2=$N2) - I(N1=$N1)) / $((N2 - N1)); Ir = user-space instructions of the whole process"
 printf '%-20s %10s %6s %6s   %10s %6s %6s\n' "" engine "" "" server "" ""
 printf '%-20s %10s %6s %6s   %10s %6s %6s\n' protocol Ir sys clock Ir sys clock
 row() {
@@ -214,12 +218,12 @@ echo "valgrind but vDSO reads natively (their instructions are in neither Ir nor
 
 # 4. The profile: top functions per call and self cost by crate.
 if [ "$PROFILE" = 1 ]; then
-  for p in rest grpc; do
+  for p in rest grpc rest-open; do
     [ -f "$WORK/engine-$p-$N2.cg" ] || continue
     echo
-    echo "== engine profile, $p, $WORKLOAD, closed loop c=1: per call, (N2 - N1) difference"
+    echo "== engine profile, $p, $WORKLOAD: per call, (N2 - N1) difference"
     python3 "$ROOT/bench/callgrind.py" profile "$WORK/engine-$p-$N1.cg" "$WORK/engine-$p-$N2.cg" "$N1" "$N2" 15
-    if [ "$SERVER" = 1 ]; then
+    if [ "$SERVER" = 1 ] && [ -f "$WORK/server-$p-$N2.cg" ]; then
       echo
       echo "== server profile, $p"
       python3 "$ROOT/bench/callgrind.py" profile "$WORK/server-$p-$N1.cg" "$WORK/server-$p-$N2.cg" "$N1" "$N2" 15
