@@ -176,13 +176,14 @@ def profile(a, b, n1, n2, top):
     print(f"-- top {top} functions by self instructions per call (calls per call)")
     for key, v in sorted(self_ir.items(), key=lambda kv: -kv[1])[:top]:
         print(f"{v:9.0f} {100 * v / total:5.1f}% {calls[key]:6.2f}  {short(key)}")
-    print(f"-- top {top} functions by inclusive instructions per call (below the frames that hold the whole run)")
+    print(f"-- top {top} functions by inclusive instructions per call (without the once-per-run frames that hold it all)")
     shown = 0
     for key, v in sorted(incl_ir.items(), key=lambda kv: -kv[1]):
         if shown == top:
             break
-        # Skip the chain of frames that holds everything (thread start, runtime loop).
-        if v >= 0.99 * total:
+        # Skip frames entered once per run that hold nearly everything
+        # (thread start, the runtime's loop): they say nothing per call.
+        if v >= 0.9 * total and calls[key] < 0.5:
             continue
         print(f"{v:9.0f} {100 * v / total:5.1f}% {calls[key]:6.2f}  {short(key)}")
         shown += 1
