@@ -5,15 +5,15 @@
 #
 #   bench/callgrind.sh [--n1 1000] [--n2 5000] [--rate 200] [--workload tasks.int]
 #                      [--protocols rest,rest-h2,grpc,soap] [--no-server]
-#                      [--tls] [--profile] [--keep DIR] [--no-build]
+#                      [--concurrency 1] [--tls] [--profile] [--keep DIR] [--no-build]
 #
 # Method. Every figure is a difference of two runs that differ only in their
 # number of calls: instructions per call = (I(N2) - I(N1)) / (N2 - N1), so
 # start-up, connecting and shutting down cancel out (the engine's warm-up is
 # time-based, hence --warmup 0s). Engine: `protobench load` runs under
-# callgrind, closed loop, one caller, one connection, one engine thread,
-# against a server running natively; then the same open loop at --rate calls/s
-# (rest only). Server: one `protobench serve --workers 1` runs under
+# callgrind, closed loop, one engine thread, --concurrency callers (default
+# one, on one connection), against a server running natively; then the same
+# open loop at --rate calls/s (rest only). Server: one `protobench serve --workers 1` runs under
 # callgrind; the engine, natively, makes N1 then N2 calls on each protocol and
 # `callgrind_control --dump` closes a profile part after each run. Counts are
 # user-space instructions (Ir) of the whole process (every thread); the
@@ -62,6 +62,7 @@ N1=1000
 N2=5000
 RATE=200
 WORKLOAD=tasks.int
+CONCURRENCY=1
 PROTOCOLS=rest,rest-h2,grpc,soap
 SERVER=1
 PROFILE=0
@@ -70,7 +71,7 @@ BUILD=1
 TLS_SERVE=()
 TLS_LOAD=()
 usage() {
-  echo "usage: $0 [--n1 N] [--n2 N] [--rate R] [--workload NAME] [--protocols LIST] [--no-server] [--tls] [--profile] [--keep DIR] [--no-build]" >&2
+  echo "usage: $0 [--n1 N] [--n2 N] [--rate R] [--workload NAME] [--concurrency C] [--protocols LIST] [--no-server] [--tls] [--profile] [--keep DIR] [--no-build]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -79,6 +80,7 @@ while [ $# -gt 0 ]; do
     --n2) N2="$2"; shift 2 ;;
     --rate) RATE="$2"; shift 2 ;;
     --workload) WORKLOAD="$2"; shift 2 ;;
+    --concurrency) CONCURRENCY="$2"; shift 2 ;;
     --protocols) PROTOCOLS="$2"; shift 2 ;;
     --no-server) SERVER=0; shift ;;
     --tls) TLS_SERVE=(--tls); TLS_LOAD=(--insecure); shift ;;
@@ -136,8 +138,11 @@ if r["successes"] != n or r["calls"] != n:
 EOF
 }
 
-LOAD_COMMON=(load --quiet --output json --warmup 0s --threads 1 --concurrency 1 --connections 1 --workload "$WORKLOAD"
+# One engine thread; with --concurrency above 1, the engine's default connections
+# (rest, soap: one per caller; rest-h2, grpc: min(callers, CPUs)).
+LOAD_COMMON=(load --quiet --output json --warmup 0s --threads 1 --concurrency "$CONCURRENCY" --workload "$WORKLOAD"
   ${TLS_LOAD[@]+"${TLS_LOAD[@]}"})
+[ "$CONCURRENCY" != 1 ] || LOAD_COMMON+=(--connections 1)
 SERVE_ALL=(serve --workers 1 --rest 127.0.0.1:0 --rest-h2 127.0.0.1:0 --grpc 127.0.0.1:0 --soap 127.0.0.1:0
   ${TLS_SERVE[@]+"${TLS_SERVE[@]}"})
 
@@ -158,7 +163,7 @@ per_call() { python3 "$ROOT/bench/callgrind.py" per-call "$1" "$2" "$N1" "$N2"; 
 IFS=, read -r -a PROTOS <<< "$PROTOCOLS"
 
 # 1. The engine, against a native server.
-echo "== engine under callgrind: N1=$N1, N2=$N2 calls, $WORKLOAD, closed loop c=1 (+ open loop $RATE/s on rest)" >&2
+echo "== engine under callgrind: N1=$N1, N2=$N2 calls, $WORKLOAD, closed loop c=$CONCURRENCY (+ open loop $RATE/s on rest)" >&2
 "$PB" "${SERVE_ALL[@]}" > "$WORK/native-serve.log" 2>&1 &
 NATIVE=$!
 PIDS+=("$NATIVE")
@@ -217,7 +222,7 @@ row() {
   read -r -a s <<< "$3"
   printf '%-20s %10s %6s %6s   %10s %6s %6s\n' "$label" "${e[@]}" "${s[@]}"
 }
-for p in "${PROTOS[@]}"; do row "$p closed c=1" "${ENG[$p]}" "${SRV[$p]:-- - -}"; done
+for p in "${PROTOS[@]}"; do row "$p closed c=$CONCURRENCY" "${ENG[$p]}" "${SRV[$p]:-- - -}"; done
 [ "$RATE" = 0 ] || row "rest open $RATE/s" "${ENG[rest-open]}" "- - -"
 echo "sys: system calls other than clock reads; clock: clock_gettime calls, system calls under"
 echo "valgrind but vDSO reads natively (their instructions are in neither Ir nor sys)."
