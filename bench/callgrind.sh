@@ -152,7 +152,11 @@ engine() {
   local out="$WORK/engine-$name-$n"
   if ! "${CG[@]}" --callgrind-out-file="$out.cg" --log-file="$out.vg" \
     "$PB" "${LOAD_COMMON[@]}" --protocol "$proto" --target "$target" --requests "$n" "$@" > "$out.json"; then
-    echo "callgrind run $name N=$n failed; valgrind's log:" >&2; tail -n 30 "$out.vg" >&2; exit 1
+    echo "callgrind run $name N=$n failed; valgrind's log:" >&2; tail -n 30 "$out.vg" >&2
+    if grep -q 'rustix::backend::param::auxv' "$out.vg"; then
+      echo "$PB was built without --cfg rustix_use_libc (see the header of $0)" >&2
+    fi
+    exit 1
   fi
   check_json "$out.json" "$n"
 }
@@ -163,7 +167,7 @@ per_call() { python3 "$ROOT/bench/callgrind.py" per-call "$1" "$2" "$N1" "$N2"; 
 IFS=, read -r -a PROTOS <<< "$PROTOCOLS"
 
 # 1. The engine, against a native server.
-echo "== engine under callgrind: N1=$N1, N2=$N2 calls, $WORKLOAD, closed loop c=$CONCURRENCY (+ open loop $RATE/s on rest)" >&2
+echo "== engine under callgrind: N1=$N1, N2=$N2 calls, $WORKLOAD, closed loop c=$CONCURRENCY$([ "$RATE" = 0 ] || echo ", open loop $RATE/s on rest")" >&2
 "$PB" "${SERVE_ALL[@]}" > "$WORK/native-serve.log" 2>&1 &
 NATIVE=$!
 PIDS+=("$NATIVE")
