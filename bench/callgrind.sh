@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# Instructions per call, counted by valgrind's callgrind, for the load engine
+# and for the built-in Rust servers: a figure that does not move with the
+# machine's load, unlike calls/s (see docs/dev/callgrind.md).
+#
+#   bench/callgrind.sh [--n1 1000] [--n2 5000] [--rate 200] [--workload tasks.int]
+#                      [--protocols rest,rest-h2,grpc,soap] [--no-server]
+#                      [--concurrency 1] [--tls] [--profile] [--keep DIR] [--no-build]
+#
+# Method. Every figure is a difference of two runs that differ only in their
+# number of calls: instructions per call = (I(N2) - I(N1)) / (N2 - N1), so
+# start-up, connecting and shutting down cancel out (the engine's warm-up is
+# time-based, hence --warmup 0s). Engine: `protobench load` runs under
+# callgrind, closed loop, one engine thread, --concurrency callers (default
+# one, on one connection), against a server running natively; then the same
+# open loop at --rate calls/s (rest only). Server: one `protobench serve --workers 1` runs under
+# callgrind; the engine, natively, makes N1 then N2 calls on each protocol and
+# `callgrind_control --dump` closes a profile part after each run. Counts are
+# user-space instructions (Ir) of the whole process (every thread); the
+# kernel's work is not in them, so the number of system calls per call
+# (callgrind's sysCount, --collect-systime) is printed beside them, with
+# clock_gettime apart: under valgrind it is a system call, natively a vDSO
+# read that is in neither column. --tls: the same over TLS (the server's
+# self-signed certificate, the engine with --insecure). Repeated runs agree
+# within 0.5%.
+#
+# Build configuration. callgrind cannot run the normal release build: rustix
+# 1.x's linux_raw backend reads the aux vector with prctl(PR_GET_AUXV), which
+# valgrind 3.19 hands to the kernel, so rustix gets the kernel's aux vector
+# instead of the guest's, and its AT_SYSINFO_EHDR points at a vDSO that is not
+# mapped in the guest
+# (SIGSEGV in rustix::backend::param::auxv::check_elf_base on the engine's
+# first clock_gettime; rustix issue #1559). The fix used here:
+#
+#   RUSTFLAGS="--cfg rustix_use_libc" CARGO_TARGET_DIR=target/callgrind \
+#     cargo build --release --locked -p protobench
+#
+# `rustix_use_libc` (read by rustix 1.1's build.rs, CARGO_CFG_RUSTIX_USE_LIBC)
+# switches rustix to its libc backend for every crate that uses it, so time,
+# timerfd and I/O calls go through glibc, which valgrind supports. It is a
+# rustc flag, not a Cargo feature, so the workspace manifest and the normal
+# release build (target/release) are untouched; the separate target dir keeps
+# the two builds from invalidating each other. Same profile (release:
+# codegen-units 4, line-tables-only debug info, which callgrind_annotate uses
+# for names and files). The only code that differs is rustix's few calls on
+# the engine's path (clock_gettime(CLOCK_THREAD_CPUTIME_ID), timerfd_settime,
+# read on the timerfd), which become glibc calls: rustix is 0 instructions per
+# call in the closed loop and 52 in the open loop (measured). A cargo profile alone cannot do it (profile rustflags are
+# unstable), and rustix's `use-libc-auxv` feature would change the release
+# build's dependency graph through the workspace manifest.
+#
+# --profile: for the engine on rest, grpc and rest open loop (and the server
+# on rest and grpc), the top functions per call
+# (self and inclusive, from the same N2 - N1 difference) and the self cost per
+# call grouped by crate (ours, hyper, h2, tokio, std, libc's allocator, ...).
+#
+# Needs: valgrind (apt), python3, cargo. A benchmark, never run by `make test`;
+# each callgrind run takes well under 2 minutes at the defaults.
+set -euo pipefail
+
+N1=1000
+N2=5000
+RATE=200
+WORKLOAD=tasks.int
+CONCURRENCY=1
+PROTOCOLS=rest,rest-h2,grpc,soap
+SERVER=1
+PROFILE=0
+KEEP=""
+BUILD=1
+TLS_SERVE=()
+TLS_LOAD=()
+usage() {
+  echo "usage: $0 [--n1 N] [--n2 N] [--rate R] [--workload NAME] [--concurrency C] [--protocols LIST] [--no-server] [--tls] [--profile] [--keep DIR] [--no-build]" >&2
+  exit 2
+}
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --n1) N1="$2"; shift 2 ;;
+    --n2) N2="$2"; shift 2 ;;
+    --rate) RATE="$2"; shift 2 ;;
+    --workload) WORKLOAD="$2"; shift 2 ;;
+    --concurrency) CONCURRENCY="$2"; shift 2 ;;
+    --protocols) PROTOCOLS="$2"; shift 2 ;;
+    --no-server) SERVER=0; shift ;;
+    --tls) TLS_SERVE=(--tls); TLS_LOAD=(--insecure); shift ;;
+    --profile) PROFILE=1; shift ;;
+    --keep) KEEP="$2"; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    *) usage ;;
+  esac
+done
+[ "$N2" -gt "$N1" ] && [ "$N1" -gt 0 ] || { echo "need 0 < --n1 < --n2" >&2; exit 2; }
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+TARGET_DIR="${PROTOBENCH_CALLGRIND_TARGET:-$ROOT/target/callgrind}"
+PB="$TARGET_DIR/release/protobench"
+for tool in valgrind callgrind_annotate callgrind_control python3; do
+  command -v "$tool" >/dev/null || { echo "missing $tool (apt install valgrind python3)" >&2; exit 2; }
+done
+
+if [ "$BUILD" = 1 ]; then
+  echo "== building $PB (release, --cfg rustix_use_libc)" >&2
+  (cd "$ROOT" && env -u CARGO_ENCODED_RUSTFLAGS RUSTFLAGS="${RUSTFLAGS:-} --cfg rustix_use_libc" \
+    CARGO_TARGET_DIR="$TARGET_DIR" cargo build --release --locked -p protobench >&2)
+fi
+[ -x "$PB" ] || { echo "missing $PB: run without --no-build" >&2; exit 2; }
+
+if [ -n "$KEEP" ]; then WORK="$KEEP"; mkdir -p "$WORK"; else WORK="$(mktemp -d /tmp/protobench-callgrind.XXXXXX)"; fi
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [ -n "$KEEP" ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+CG=(valgrind --tool=callgrind --collect-systime=yes)
+
+# wait_listening LOG COUNT SECONDS: until LOG has COUNT "listening" lines.
+wait_listening() {
+  for _ in $(seq $(($3 * 5))); do
+    [ "$(grep -c '^listening' "$1" || true)" -ge "$2" ] && return 0
+    sleep 0.2
+  done
+  echo "server did not start; its log:" >&2; cat "$1" >&2; exit 1
+}
+addr() { grep "protocol=$2 " "$1" | sed 's/.*addr=\([^ ]*\).*/\1/'; }
+
+# check_json FILE N: the run made N calls, all successful.
+check_json() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = int(sys.argv[2])
+if r["successes"] != n or r["calls"] != n:
+    sys.exit(f"{sys.argv[1]}: expected {n} successful calls, got {r['successes']} of {r['calls']}: {r.get('errors')}")
+EOF
+}
+
+# One engine thread; with --concurrency above 1, the engine's default connections
+# (rest, soap: one per caller; rest-h2, grpc: min(callers, CPUs)).
+LOAD_COMMON=(load --quiet --output json --warmup 0s --threads 1 --concurrency "$CONCURRENCY" --workload "$WORKLOAD"
+  ${TLS_LOAD[@]+"${TLS_LOAD[@]}"})
+[ "$CONCURRENCY" != 1 ] || LOAD_COMMON+=(--connections 1)
+SERVE_ALL=(serve --workers 1 --rest 127.0.0.1:0 --rest-h2 127.0.0.1:0 --grpc 127.0.0.1:0 --soap 127.0.0.1:0
+  ${TLS_SERVE[@]+"${TLS_SERVE[@]}"})
+
+# engine NAME N PROTOCOL TARGET [ARGS...]: engine under callgrind, N calls.
+engine() {
+  local name="$1" n="$2" proto="$3" target="$4"; shift 4
+  local out="$WORK/engine-$name-$n"
+  if ! "${CG[@]}" --callgrind-out-file="$out.cg" --log-file="$out.vg" \
+    "$PB" "${LOAD_COMMON[@]}" --protocol "$proto" --target "$target" --requests "$n" "$@" > "$out.json"; then
+    echo "callgrind run $name N=$n failed; valgrind's log:" >&2; tail -n 30 "$out.vg" >&2
+    if grep -q 'rustix::backend::param::auxv' "$out.vg"; then
+      echo "$PB was built without --cfg rustix_use_libc (see the header of $0)" >&2
+    fi
+    exit 1
+  fi
+  check_json "$out.json" "$n"
+}
+
+# per_call A.cg B.cg: "Ir/call syscalls/call clock-reads/call" from runs of N1 and N2 calls.
+per_call() { python3 "$ROOT/bench/callgrind.py" per-call "$1" "$2" "$N1" "$N2"; }
+
+IFS=, read -r -a PROTOS <<< "$PROTOCOLS"
+
+# 1. The engine, against a native server.
+echo "== engine under callgrind: N1=$N1, N2=$N2 calls, $WORKLOAD, closed loop c=$CONCURRENCY$([ "$RATE" = 0 ] || echo ", open loop $RATE/s on rest")" >&2
+"$PB" "${SERVE_ALL[@]}" > "$WORK/native-serve.log" 2>&1 &
+NATIVE=$!
+PIDS+=("$NATIVE")
+wait_listening "$WORK/native-serve.log" 4 30
+declare -A ENG SRV
+for p in "${PROTOS[@]}"; do
+  a="$(addr "$WORK/native-serve.log" "$p")"
+  for n in "$N1" "$N2"; do engine "$p" "$n" "$p" "$a"; done
+  ENG[$p]="$(per_call "$WORK/engine-$p-$N1.cg" "$WORK/engine-$p-$N2.cg")"
+  echo "   $p: ${ENG[$p]%% *} instructions/call" >&2
+done
+if [ "$RATE" != 0 ]; then
+  a="$(addr "$WORK/native-serve.log" rest)"
+  for n in "$N1" "$N2"; do engine rest-open "$n" rest "$a" --rate "$RATE"; done
+  ENG[rest-open]="$(per_call "$WORK/engine-rest-open-$N1.cg" "$WORK/engine-rest-open-$N2.cg")"
+  echo "   rest open loop: ${ENG[rest-open]%% *} instructions/call" >&2
+fi
+kill "$NATIVE" 2>/dev/null || true
+wait "$NATIVE" 2>/dev/null || true
+
+# 2. The server under callgrind, loaded by the native engine; one profile
+# part per load run (callgrind_control --dump), so every part is one run.
+if [ "$SERVER" = 1 ]; then
+  echo "== server under callgrind (--workers 1)" >&2
+  "${CG[@]}" --callgrind-out-file="$WORK/server.cg" --log-file="$WORK/server.vg" \
+    "$PB" "${SERVE_ALL[@]}" > "$WORK/cg-serve.log" 2>&1 &
+  SPID=$!
+  PIDS+=("$SPID")
+  wait_listening "$WORK/cg-serve.log" 4 120
+  callgrind_control --dump=startup "$SPID" >> "$WORK/control.log" 2>&1
+  part=1
+  for p in "${PROTOS[@]}"; do
+    a="$(addr "$WORK/cg-serve.log" "$p")"
+    for n in "$N1" "$N2"; do
+      "$PB" "${LOAD_COMMON[@]}" --protocol "$p" --target "$a" --requests "$n" > "$WORK/server-$p-$n.json"
+      check_json "$WORK/server-$p-$n.json" "$n"
+      callgrind_control --dump="$p-$n" "$SPID" >> "$WORK/control.log" 2>&1
+      part=$((part + 1))
+      ln -sf "server.cg.$part" "$WORK/server-$p-$n.cg"
+    done
+    SRV[$p]="$(per_call "$WORK/server-$p-$N1.cg" "$WORK/server-$p-$N2.cg")"
+    echo "   $p: ${SRV[$p]%% *} instructions/call" >&2
+  done
+  kill -TERM "$SPID" 2>/dev/null || true
+  wait "$SPID" 2>/dev/null || true
+fi
+
+# 3. The table.
+echo
+echo "per call, $WORKLOAD${TLS_SERVE[@]+ over TLS}, (I(N2=$N2) - I(N1=$N1)) / $((N2 - N1)); Ir = user-space instructions of the whole process"
+printf '%-20s %10s %6s %6s   %10s %6s %6s\n' "" engine "" "" server "" ""
+printf '%-20s %10s %6s %6s   %10s %6s %6s\n' protocol Ir sys clock Ir sys clock
+row() {
+  local label="$1" e s
+  read -r -a e <<< "$2"
+  read -r -a s <<< "$3"
+  printf '%-20s %10s %6s %6s   %10s %6s %6s\n' "$label" "${e[@]}" "${s[@]}"
+}
+for p in "${PROTOS[@]}"; do row "$p closed c=$CONCURRENCY" "${ENG[$p]}" "${SRV[$p]:-- - -}"; done
+[ "$RATE" = 0 ] || row "rest open $RATE/s" "${ENG[rest-open]}" "- - -"
+echo "sys: system calls other than clock reads; clock: clock_gettime calls, system calls under"
+echo "valgrind but vDSO reads natively (their instructions are in neither Ir nor sys)."
+
+# 4. The profile: top functions per call and self cost by crate.
+if [ "$PROFILE" = 1 ]; then
+  for p in rest grpc rest-open; do
+    [ -f "$WORK/engine-$p-$N2.cg" ] || continue
+    echo
+    echo "== engine profile, $p, $WORKLOAD: per call, (N2 - N1) difference"
+    python3 "$ROOT/bench/callgrind.py" profile "$WORK/engine-$p-$N1.cg" "$WORK/engine-$p-$N2.cg" "$N1" "$N2" 15
+    if [ "$SERVER" = 1 ] && [ -f "$WORK/server-$p-$N2.cg" ]; then
+      echo
+      echo "== server profile, $p"
+      python3 "$ROOT/bench/callgrind.py" profile "$WORK/server-$p-$N1.cg" "$WORK/server-$p-$N2.cg" "$N1" "$N2" 15
+    fi
+  done
+fi
+[ -z "$KEEP" ] || echo "callgrind outputs kept in $WORK (callgrind_annotate FILE.cg)" >&2
