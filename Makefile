@@ -5,7 +5,7 @@ CARGO ?= cargo
 SERVERS := go python node java-spring cpp-grpc
 export PATH := $(shell go env GOPATH 2>/dev/null || echo $(HOME)/go)/bin:$(PATH)
 
-.PHONY: run test setup lint unit contract-check servers-test verify-servers bench clean
+.PHONY: run test setup lint unit contract-check servers-test verify-servers bench bench-callgrind clean
 
 ## The main job: build, run the quick preset on the built-in servers, write the DB and report.
 run:
@@ -41,6 +41,10 @@ verify-servers:
 bench:
 	bash bench/servers.sh
 	bash bench/engine.sh
+
+## Instructions per call of the engine and the built-in server (valgrind).
+bench-callgrind:
+	bash bench/callgrind.sh --profile
 
 clean:
 	$(CARGO) clean
