@@ -16,7 +16,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::format::{fmt_bytes, fmt_ns, fmt_rate};
-use crate::load::Protocol;
+use crate::load::{ConnectionPolicy, Protocol};
 use crate::run::{PointAggregate, PointConfig};
 use crate::stats::{Summary, ratio};
 
@@ -44,11 +44,15 @@ pub enum Metric {
     Memory,
     /// Bytes the client received per call.
     BytesReceivedPerCall,
+    /// `ramp`: calls per second at the knee (the saturation point).
+    KneeRate,
+    /// `ramp`: callers at the knee; `discover`: the best concurrency.
+    KneeUsers,
 }
 
 impl Metric {
     /// Every metric, in the order of [`Metric::name`]'s list.
-    pub const ALL: [Metric; 10] = [
+    pub const ALL: [Metric; 12] = [
         Metric::Rate,
         Metric::Mean,
         Metric::P50,
@@ -59,6 +63,8 @@ impl Metric {
         Metric::CpuPerCall,
         Metric::Memory,
         Metric::BytesReceivedPerCall,
+        Metric::KneeRate,
+        Metric::KneeUsers,
     ];
 
     /// The name in presets.
@@ -74,6 +80,8 @@ impl Metric {
             Metric::CpuPerCall => "cpu_per_call",
             Metric::Memory => "memory",
             Metric::BytesReceivedPerCall => "bytes_received_per_call",
+            Metric::KneeRate => "knee_rate",
+            Metric::KneeUsers => "knee_users",
         }
     }
 
@@ -90,13 +98,16 @@ impl Metric {
             Metric::CpuPerCall => a.cpu_ns_per_call.as_ref(),
             Metric::Memory => a.rss_peak_bytes.as_ref(),
             Metric::BytesReceivedPerCall => a.bytes_received_per_call.as_ref(),
+            Metric::KneeRate => a.knee_rate.as_ref(),
+            Metric::KneeUsers => a.chosen_concurrency.as_ref(),
         }
     }
 
     /// A value of this metric for people (`1,234/s`, `1.20ms`, `20.0%`).
     pub fn format(self, v: f64) -> String {
         match self {
-            Metric::Rate => format!("{}/s", fmt_rate(v)),
+            Metric::Rate | Metric::KneeRate => format!("{}/s", fmt_rate(v)),
+            Metric::KneeUsers => format!("{v:.0} users"),
             Metric::ErrorRate => format!("{:.1}%", v * 100.0),
             Metric::Memory | Metric::BytesReceivedPerCall => fmt_bytes(v),
             _ => fmt_ns(v),
@@ -143,6 +154,13 @@ pub struct Selector {
     /// Server CPU limit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_limit: Option<f64>,
+    /// Connection policy (`per-caller`, `per-call` or a count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<ConnectionPolicy>,
+    /// Network, as the preset writes it (`loopback` also matches a point of
+    /// a preset without networks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
 }
 
 impl Selector {
@@ -156,6 +174,11 @@ impl Selector {
             && self.rate.is_none_or(|r| Some(r) == p.rate)
             && self.failure_rate.is_none_or(|f| f == p.failure_rate)
             && self.cpu_limit.is_none_or(|c| Some(c) == p.cpu_limit)
+            && self.connections.is_none_or(|c| c == p.policy())
+            && self.network.as_ref().is_none_or(|n| match &p.network {
+                Some(net) => net == n,
+                None => n == "loopback",
+            })
     }
 
     /// `server protocol workload ...`, the fields given.
@@ -184,6 +207,15 @@ impl Selector {
         }
         if let Some(c) = self.cpu_limit {
             parts.push(format!("cpu={c}"));
+        }
+        match self.connections {
+            Some(ConnectionPolicy::PerCaller) => parts.push("conn=per-caller".into()),
+            Some(ConnectionPolicy::PerCall) => parts.push("conn=per-call".into()),
+            Some(ConnectionPolicy::Shared(n)) => parts.push(format!("conn={n}")),
+            None => {}
+        }
+        if let Some(n) = &self.network {
+            parts.push(format!("net={n}"));
         }
         parts.join(" ")
     }

@@ -118,7 +118,7 @@ fn selector(
                 v.span(),
                 key,
                 format!(
-                    "{} (expected a table of server, protocol, workload, tls, concurrency, rate, failure_rate, cpu_limit{})",
+                    "{} (expected a table of server, protocol, workload, tls, concurrency, rate, failure_rate, cpu_limit, connections, network{})",
                     e.message().trim(),
                     if key.ends_with(".b") { ", or a number" } else { "" }
                 ),
