@@ -266,7 +266,7 @@ fn compare_with_one_repetition_says_it_cannot_judge() {
         "{out}"
     );
     assert!(
-        out.contains("3 cannot be judged: a run with one repetition has no interval"),
+        out.contains("5 cannot be judged: a run with one repetition has no interval"),
         "{out}"
     );
     let o = protobench(&["compare", "1", "2", "--db", db, "--fail-on-regression", "5"]);
