@@ -1,6 +1,7 @@
 //! `protobench load --connections N|per-caller|per-call` as a user runs it.
 
-use std::io::BufRead;
+mod common;
+use common::serve;
 use std::process::{Command, Output, Stdio};
 
 fn protobench(args: &[&str]) -> Output {
@@ -9,31 +10,6 @@ fn protobench(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .unwrap()
-}
-
-/// `protobench serve` on 127.0.0.1:0 for `protocol`; its address.
-#[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
-fn serve(protocol: &str) -> (std::process::Child, String) {
-    let flag = format!("--{protocol}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(["serve", flag.as_str(), "127.0.0.1:0"])
-        .env("PROTOBENCH_WORKERS", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = lines.next().expect("serve prints its listeners").unwrap();
-        if let Some(rest) = line.strip_prefix("listening ") {
-            let addr = rest
-                .split(' ')
-                .find_map(|kv| kv.strip_prefix("addr="))
-                .unwrap()
-                .to_owned();
-            return (child, addr);
-        }
-    }
 }
 
 fn load(protocol: &str, addr: &str, connections: &str, output: &str) -> Output {
@@ -58,7 +34,7 @@ fn load(protocol: &str, addr: &str, connections: &str, output: &str) -> Output {
 
 #[test]
 fn per_call_per_caller_and_a_count_reach_the_engine() {
-    let (mut server, addr) = serve("rest-h2");
+    let (mut server, addr) = serve("rest-h2", &[]);
     for (written, per_call, opened) in [("per-call", true, 60), ("per-caller", false, 4), ("1", false, 1)] {
         let o = load("rest-h2", &addr, written, "json");
         assert_eq!(

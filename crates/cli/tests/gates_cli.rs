@@ -7,6 +7,8 @@
 //!   intervals, 0 within them, and "cannot judge" with one repetition
 //! - a closed standard output (`| head`) ends every writer quietly with 0
 
+mod common;
+use common::serve;
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -32,35 +34,9 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Starts `protobench serve` for one protocol; returns the child and its address.
-#[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
-fn serve(protocol: &str) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let flag = format!("--{protocol}");
-    let mut child = bin()
-        .args(["serve", flag.as_str(), "127.0.0.1:0"])
-        .env("PROTOBENCH_WORKERS", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = lines.next().expect("serve prints its listeners").unwrap();
-        if let Some(rest) = line.strip_prefix("listening ") {
-            let addr = rest
-                .split(' ')
-                .find_map(|kv| kv.strip_prefix("addr="))
-                .unwrap()
-                .to_owned();
-            return (child, addr);
-        }
-    }
-}
-
 #[test]
 fn load_thresholds_pass_with_0_and_fail_with_4() {
-    let (mut server, addr) = serve("grpc");
+    let (mut server, addr) = serve("grpc", &[]);
     let base = [
         "load",
         "--protocol",
@@ -327,7 +303,7 @@ fn a_closed_stdout_ends_every_writer_quietly_with_0() {
 
 #[test]
 fn short_flags_and_a_url_target_map_to_the_plan() {
-    let (mut server, addr) = serve("rest");
+    let (mut server, addr) = serve("rest", &[]);
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("result.json");
     let url = format!("http://{addr}/nowhere");
@@ -407,7 +383,7 @@ fn short_flags_and_a_url_target_map_to_the_plan() {
     let _ = server.wait();
 
     // grpc:// means grpc; --output is the older spelling of --format; -z is --duration.
-    let (mut server, addr) = serve("grpc");
+    let (mut server, addr) = serve("grpc", &[]);
     let target = format!("grpc://{addr}");
     let o = protobench(&[
         "load",
@@ -501,7 +477,7 @@ fn every_subcommand_spells_the_output_format_the_same() {
 
 #[test]
 fn load_exports_hgrm_hlog_openmetrics_and_the_timeline() {
-    let (mut server, addr) = serve("grpc");
+    let (mut server, addr) = serve("grpc", &[]);
     let dir = tempfile::tempdir().unwrap();
     let (hgrm, hlog) = (dir.path().join("l.hgrm"), dir.path().join("l.hlog"));
     let target = format!("grpc://{addr}");
@@ -565,7 +541,7 @@ fn load_exports_hgrm_hlog_openmetrics_and_the_timeline() {
 
 #[test]
 fn two_loads_stored_with_db_compare_and_report_like_runs() {
-    let (mut server, addr) = serve("grpc");
+    let (mut server, addr) = serve("grpc", &[]);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("loads.db");
     let db = db.to_str().unwrap();

@@ -5,6 +5,8 @@
 //! - unreachable target fails within the connect timeout, naming the address (exit 3)
 //! - a run against the built-in server prints JSON that parses, CSV, and an .hgrm file
 
+mod common;
+use common::serve;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -126,34 +128,6 @@ fn unreachable_target_fails_within_the_connect_timeout_naming_the_address() {
         "{err}"
     );
     assert_eq!(o.status.code(), Some(3));
-}
-
-/// Starts `protobench serve` for one protocol; returns the child and its address.
-#[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
-pub(crate) fn serve(protocol: &str, extra: &[&str]) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let flag = format!("--{protocol}");
-    let mut args = vec!["serve", flag.as_str(), "127.0.0.1:0"];
-    args.extend_from_slice(extra);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(&args)
-        .env("PROTOBENCH_WORKERS", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = lines.next().expect("serve prints its listeners").unwrap();
-        if let Some(rest) = line.strip_prefix("listening ") {
-            let addr = rest
-                .split(' ')
-                .find_map(|kv| kv.strip_prefix("addr="))
-                .unwrap()
-                .to_owned();
-            return (child, addr);
-        }
-    }
 }
 
 #[test]

@@ -6,6 +6,8 @@
 //!   and p95 per second) validates against the published schema
 //! - schedule errors name the flag and what was expected (exit 2)
 
+mod common;
+use common::serve;
 use std::process::{Command, Output, Stdio};
 
 fn protobench(args: &[&str]) -> Output {
@@ -20,35 +22,9 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// Starts `protobench serve` for one protocol; returns the child and its address.
-#[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
-fn serve(protocol: &str) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let flag = format!("--{protocol}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(["serve", flag.as_str(), "127.0.0.1:0"])
-        .env("PROTOBENCH_WORKERS", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = lines.next().expect("serve prints its listeners").unwrap();
-        if let Some(rest) = line.strip_prefix("listening ") {
-            let addr = rest
-                .split(' ')
-                .find_map(|kv| kv.strip_prefix("addr="))
-                .unwrap()
-                .to_owned();
-            return (child, addr);
-        }
-    }
-}
-
 #[test]
 fn a_staged_run_keeps_earlier_connections_open_while_users_join() {
-    let (mut server, addr) = serve("rest");
+    let (mut server, addr) = serve("rest", &[]);
     // 1 user, then to 6 over 1.5 s (one every 0.3 s), then 0.5 s at 6.
     let o = protobench(&[
         "load",

@@ -1,0 +1,37 @@
+//! Helpers shared by the CLI's integration tests (each test binary includes
+//! this module with `mod common;` and uses what it needs).
+
+#![allow(dead_code, unreachable_pub, reason = "each test binary uses a part")]
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+
+/// Starts `protobench serve` for one protocol with one worker (and `extra`
+/// arguments); returns the child and its listening address. The caller kills
+/// and waits for the child.
+#[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
+pub fn serve(protocol: &str, extra: &[&str]) -> (Child, String) {
+    let flag = format!("--{protocol}");
+    let mut args = vec!["serve", flag.as_str(), "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .args(&args)
+        .env("PROTOBENCH_WORKERS", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("serve prints its listeners").unwrap();
+        if let Some(rest) = line.strip_prefix("listening ") {
+            let addr = rest
+                .split(' ')
+                .find_map(|kv| kv.strip_prefix("addr="))
+                .unwrap()
+                .to_owned();
+            return (child, addr);
+        }
+    }
+}
