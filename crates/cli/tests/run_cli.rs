@@ -690,3 +690,64 @@ fn a_missing_toolchain_fails_that_server_only() {
         .unwrap();
     assert!(text(&out.stdout).contains("toolchain missing: protobench-no-such-compiler"));
 }
+
+/// A study preset, scaled down, runs to the end and judges its claims: the
+/// claims on the workload measured get a verdict, the others are "not
+/// measured" with the reason (bolanowski2022: per call and reused, clear and
+/// TLS, at 1 call/s; 3-second windows at --time-scale 0.01).
+#[test]
+fn a_scaled_down_study_prints_its_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let presets = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets");
+    let out = bin()
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "bolanowski2022",
+            "--workloads",
+            "tasks.int",
+            "--repetitions",
+            "2",
+            "--time-scale",
+            "0.01",
+        ])
+        .args(["--db", "r.db", "--no-report"])
+        .env("PROTOBENCH_PRESETS_DIR", &presets)
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}\n{stdout}", text(&out.stderr));
+    assert!(stdout.contains("Findings vs the study"), "{stdout}");
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.contains("[p50: a ")).collect();
+    assert_eq!(rows.len(), 11, "{stdout}");
+    let judged: Vec<&&str> = rows
+        .iter()
+        .filter(|l| l.contains("III,") || l.contains("TLS makes REST"))
+        .collect();
+    assert_eq!(judged.len(), 3, "{stdout}");
+    for r in &judged {
+        assert!(!r.contains("not measured"), "{r}");
+        assert!(
+            ["holds", "does not hold", "inconclusive"]
+                .iter()
+                .any(|v| r.ends_with(v)),
+            "{r}"
+        );
+    }
+    assert!(
+        rows.iter()
+            .any(|r| r.contains("not measured: no point rest tasks.clone-hello")),
+        "{stdout}"
+    );
+    // The scale and the study's differences are in the stored run's notes.
+    let rec = Store::open_read_only(&dir.path().join("r.db"))
+        .unwrap()
+        .load_run(1)
+        .unwrap();
+    let notes = rec.environment.isolation.join("\n");
+    assert!(notes.contains("time scale 0.01"), "{notes}");
+    assert!(
+        notes.contains("differs from the study: the study's servers are ASP.NET"),
+        "{notes}"
+    );
+}
