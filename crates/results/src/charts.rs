@@ -22,7 +22,7 @@ use protobench_model::format::fmt_num;
 use protobench_model::load::LoadResult;
 use protobench_model::run::{PointAggregate, PointConfig, PointKind, RunRecord};
 
-use crate::html::{Chart, category_name, dedup, representative, series_name, slug};
+use crate::html::{Chart, bar, category_name, dedup, representative, series_name, slug};
 use crate::svg::{Axis, Bar, BarChart, Line, Marker, Panel, Plot, Scale};
 
 /// Why a stored histogram could not be read.
@@ -484,17 +484,6 @@ pub fn fmt_change(pct: f64) -> String {
     }
 }
 
-fn summary_bar(s: &Option<protobench_model::stats::Summary>, scale: f64) -> Option<Bar> {
-    let s = s.as_ref()?;
-    Some(Bar {
-        value: s.median / scale,
-        ci: s
-            .ci_low
-            .zip(s.ci_high)
-            .map(|(lo, hi)| (lo.max(0.0) / scale, hi / scale)),
-    })
-}
-
 /// Every point measured with `tls = false` whose configuration was also
 /// measured with `tls = true` (all else equal), in point order.
 pub fn tls_comparisons(run: &RunRecord) -> Vec<TlsComparison> {
@@ -514,14 +503,14 @@ pub fn tls_comparisons(run: &RunRecord) -> Vec<TlsComparison> {
         else {
             continue;
         };
-        let (Some(clear_rate), Some(tls_rate)) = (summary_bar(&clear.rate, 1.0), summary_bar(&tls.rate, 1.0)) else {
+        let (Some(clear_rate), Some(tls_rate)) = (bar(&clear.rate, 1.0), bar(&tls.rate, 1.0)) else {
             continue;
         };
         let Some(rate_change_pct) = percent_change(clear_rate.value, tls_rate.value) else {
             continue;
         };
-        let clear_p99_ms = summary_bar(&clear.p99_ns, 1e6);
-        let tls_p99_ms = summary_bar(&tls.p99_ns, 1e6);
+        let clear_p99_ms = bar(&clear.p99_ns, 1e6);
+        let tls_p99_ms = bar(&tls.p99_ns, 1e6);
         out.push(TlsComparison {
             label: format!(
                 "{} {} {}",

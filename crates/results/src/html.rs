@@ -113,7 +113,8 @@ pub(crate) fn dedup<T: PartialEq>(it: impl Iterator<Item = T>) -> Vec<T> {
     out
 }
 
-fn bar(s: &Option<protobench_model::stats::Summary>, scale: f64) -> Option<Bar> {
+/// A bar of a summary's median over `scale`, its interval clipped at zero.
+pub(crate) fn bar(s: &Option<protobench_model::stats::Summary>, scale: f64) -> Option<Bar> {
     let s = s.as_ref()?;
     Some(Bar {
         value: s.median / scale,
