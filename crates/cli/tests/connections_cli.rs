@@ -1,16 +1,8 @@
 //! `protobench load --connections N|per-caller|per-call` as a user runs it.
 
 mod common;
-use common::serve;
-use std::process::{Command, Output, Stdio};
-
-fn protobench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
+use common::{protobench, serve};
+use std::process::Output;
 
 fn load(protocol: &str, addr: &str, connections: &str, output: &str) -> Output {
     protobench(&[

@@ -6,21 +6,9 @@
 //! - a run against the built-in server prints JSON that parses, CSV, and an .hgrm file
 
 mod common;
-use common::serve;
-use std::process::{Command, Output, Stdio};
+use common::{protobench, serve, stderr};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn protobench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 #[test]
 fn http1_connections_must_equal_concurrency_naming_both_flags() {

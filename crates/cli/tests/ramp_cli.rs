@@ -7,20 +7,7 @@
 //! - schedule errors name the flag and what was expected (exit 2)
 
 mod common;
-use common::serve;
-use std::process::{Command, Output, Stdio};
-
-fn protobench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{protobench, serve, stderr};
 
 #[test]
 fn a_staged_run_keeps_earlier_connections_open_while_users_join() {

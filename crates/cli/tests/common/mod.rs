@@ -4,7 +4,7 @@
 #![allow(dead_code, unreachable_pub, reason = "each test binary uses a part")]
 
 use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 /// Starts `protobench serve` for one protocol with one worker (and `extra`
 /// arguments); returns the child and its listening address. The caller kills
@@ -34,4 +34,18 @@ pub fn serve(protocol: &str, extra: &[&str]) -> (Child, String) {
             return (child, addr);
         }
     }
+}
+
+/// Runs `protobench ARGS` with no standard input and collects its output.
+pub fn protobench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Its standard error as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
 }
