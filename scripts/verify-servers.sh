@@ -57,7 +57,8 @@ for s in "${servers[@]}"; do
     [ -n "$step" ] || continue
     (cd "$dir" && eval "$step" >"$work/$s-build.log" 2>&1) || { echo "FAIL $s: build step failed: $step"; tail -20 "$work/$s-build.log"; failed=$((failed+1)); continue 2; }
   done < <(manifest "$dir/manifest.toml" "'\n'.join(__import__('shlex').join(a) for a in m.get('build', []))")
-  start=$(manifest "$dir/manifest.toml" "__import__('shlex').join(m['start'])")
+  # A variant may have a start command of its own (e.g. other JVM heap settings).
+  start=$(manifest "$dir/manifest.toml" "__import__('shlex').join(m.get('variants', {}).get('$variant', {}).get('start') or m['start'])")
   start=${start//\{protobench\}/$pb}
   for mode in clear tls; do
     log="$work/$s-$mode.log"

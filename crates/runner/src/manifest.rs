@@ -54,8 +54,8 @@ pub struct Manifest {
     #[serde(default)]
     pub versions: BTreeMap<String, String>,
     /// Other implementations in the same stack, selectable as
-    /// `NAME:VARIANT` (e.g. `python:flask`): same build and start command,
-    /// their own protocols and environment.
+    /// `NAME:VARIANT` (e.g. `python:flask`): same build and directory,
+    /// their own protocols, environment and, if given, start command.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub variants: BTreeMap<String, Variant>,
     /// Settings of the hardening probe (`contract/tests/probe.sh`).
@@ -86,6 +86,10 @@ pub struct Variant {
     /// Environment that selects it.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// A start command of its own (e.g. other JVM heap settings); the
+    /// server's when absent.
+    #[serde(default)]
+    pub start: Option<Vec<String>>,
 }
 
 /// `[probe]`: what the hardening probe should know about a stack.
@@ -182,6 +186,9 @@ impl Manifest {
         if m.build.iter().any(|b| b.is_empty()) {
             return Err(invalid(line_of("build"), "build: a build command is empty".into()));
         }
+        if let Some((v, _)) = m.variants.iter().find(|(_, v)| v.start.as_ref().is_some_and(Vec::is_empty)) {
+            return Err(invalid(line_of(&format!("[variants.{v}]")), format!("variants.{v}.start: the start command is empty")));
+        }
         if m.start_timeout_s == 0 {
             return Err(invalid(
                 line_of("start_timeout_s"),
@@ -246,7 +253,7 @@ impl Manifest {
     }
 
     /// The manifest of each variant, named `NAME:VARIANT`: this manifest with
-    /// the variant's protocols, environment and description.
+    /// the variant's protocols, environment, description and start command.
     pub fn variant_manifests(&self) -> Vec<Manifest> {
         self.variants
             .iter()
@@ -255,6 +262,7 @@ impl Manifest {
                 stack: format!("{} ({})", self.stack, variant.description),
                 protocols: variant.protocols.clone(),
                 env: variant.env.clone(),
+                start: variant.start.clone().unwrap_or_else(|| self.start.clone()),
                 variants: BTreeMap::new(),
                 ..self.clone()
             })
@@ -345,19 +353,26 @@ description = "Flask on gunicorn"
 protocols = ["rest"]
 env = { PROTOBENCH_PYTHON_REST = "flask" }
 
+[variants.small]
+description = "another start command"
+protocols = ["rest", "grpc"]
+start = ["python3", "-X", "small", "-m", "srv"]
+
 [probe]
 deviations = { "grpc no content-type" = "library has no hook" }
 "#;
         std::fs::write(dir.join("py/manifest.toml"), text).unwrap();
         let catalog = Catalog::load(Some(&dir));
         let _ = std::fs::remove_dir_all(&dir);
-        assert_eq!(catalog.names(), ["py", "py:flask", "rust"]);
+        assert_eq!(catalog.names(), ["py", "py:flask", "py:small", "rust"]);
         let flask = &catalog.servers["py:flask"];
         assert_eq!(flask.protocols, [Protocol::Rest]);
         assert_eq!(flask.env["PROTOBENCH_PYTHON_REST"], "flask");
         assert_eq!(flask.start, catalog.servers["py"].start);
         assert_eq!(flask.stack, "FastAPI (Flask on gunicorn)");
         assert!(catalog.servers["py"].env.is_empty());
+        assert_eq!(catalog.servers["py:small"].start, ["python3", "-X", "small", "-m", "srv"]);
+        assert_eq!(catalog.servers["py"].start, ["python3", "-m", "srv"]);
         assert_eq!(catalog.servers["py"].probe.deviations.len(), 1);
     }
 
@@ -374,6 +389,14 @@ start_timeout_s = 20
 [versions]
 go = "1.22"
 "#;
+
+    #[test]
+    fn a_variant_with_an_empty_start_is_refused_at_its_line() {
+        let text = format!("{GO}\n[variants.x]\ndescription = \"d\"\nprotocols = [\"rest\"]\nstart = []\n");
+        let e = Manifest::parse(&text, Path::new("/x/servers/go/manifest.toml")).unwrap_err().to_string();
+        let line = text.lines().position(|l| l == "[variants.x]").unwrap() + 1;
+        assert!(e.contains(&format!(":{line}")) && e.contains("variants.x.start: the start command is empty"), "{e}");
+    }
 
     #[test]
     fn parses_the_briefs_shape() {

@@ -15,7 +15,8 @@ pub(crate) struct Args {
 /// Runs `protobench servers`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let catalog = super::common::catalog(args.servers_dir.as_deref());
-    println!("{:<12} {:<22} {:<28} status", "server", "language", "protocols");
+    let w = catalog.servers.keys().map(String::len).max().unwrap_or(0).max("server".len());
+    println!("{:<w$} {:<22} {:<28} status", "server", "language", "protocols");
     for (name, m) in &catalog.servers {
         let missing = m.missing_toolchain();
         let status = if m.is_embedded() {
@@ -28,7 +29,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             "ready".to_string()
         };
         println!(
-            "{name:<12} {:<22} {:<28} {status}",
+            "{name:<w$} {:<22} {:<28} {status}",
             m.language,
             protobench_contract::protocol::names(&m.protocols, ",")
         );
