@@ -186,8 +186,15 @@ impl Manifest {
         if m.build.iter().any(|b| b.is_empty()) {
             return Err(invalid(line_of("build"), "build: a build command is empty".into()));
         }
-        if let Some((v, _)) = m.variants.iter().find(|(_, v)| v.start.as_ref().is_some_and(Vec::is_empty)) {
-            return Err(invalid(line_of(&format!("[variants.{v}]")), format!("variants.{v}.start: the start command is empty")));
+        if let Some((v, _)) = m
+            .variants
+            .iter()
+            .find(|(_, v)| v.start.as_ref().is_some_and(Vec::is_empty))
+        {
+            return Err(invalid(
+                line_of(&format!("[variants.{v}]")),
+                format!("variants.{v}.start: the start command is empty"),
+            ));
         }
         if m.start_timeout_s == 0 {
             return Err(invalid(
@@ -371,7 +378,10 @@ deviations = { "grpc no content-type" = "library has no hook" }
         assert_eq!(flask.start, catalog.servers["py"].start);
         assert_eq!(flask.stack, "FastAPI (Flask on gunicorn)");
         assert!(catalog.servers["py"].env.is_empty());
-        assert_eq!(catalog.servers["py:small"].start, ["python3", "-X", "small", "-m", "srv"]);
+        assert_eq!(
+            catalog.servers["py:small"].start,
+            ["python3", "-X", "small", "-m", "srv"]
+        );
         assert_eq!(catalog.servers["py"].start, ["python3", "-m", "srv"]);
         assert_eq!(catalog.servers["py"].probe.deviations.len(), 1);
     }
@@ -393,9 +403,14 @@ go = "1.22"
     #[test]
     fn a_variant_with_an_empty_start_is_refused_at_its_line() {
         let text = format!("{GO}\n[variants.x]\ndescription = \"d\"\nprotocols = [\"rest\"]\nstart = []\n");
-        let e = Manifest::parse(&text, Path::new("/x/servers/go/manifest.toml")).unwrap_err().to_string();
+        let e = Manifest::parse(&text, Path::new("/x/servers/go/manifest.toml"))
+            .unwrap_err()
+            .to_string();
         let line = text.lines().position(|l| l == "[variants.x]").unwrap() + 1;
-        assert!(e.contains(&format!(":{line}")) && e.contains("variants.x.start: the start command is empty"), "{e}");
+        assert!(
+            e.contains(&format!(":{line}")) && e.contains("variants.x.start: the start command is empty"),
+            "{e}"
+        );
     }
 
     #[test]

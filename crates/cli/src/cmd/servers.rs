@@ -15,7 +15,13 @@ pub(crate) struct Args {
 /// Runs `protobench servers`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let catalog = super::common::catalog(args.servers_dir.as_deref());
-    let w = catalog.servers.keys().map(String::len).max().unwrap_or(0).max("server".len());
+    let w = catalog
+        .servers
+        .keys()
+        .map(String::len)
+        .max()
+        .unwrap_or(0)
+        .max("server".len());
     println!("{:<w$} {:<22} {:<28} status", "server", "language", "protocols");
     for (name, m) in &catalog.servers {
         let missing = m.missing_toolchain();
