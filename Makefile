@@ -41,6 +41,7 @@ verify-servers:
 bench:
 	bash bench/servers.sh
 	bash bench/engine.sh
+	bash bench/wire.sh
 
 ## Instructions per call of the engine and the built-in server (valgrind).
 bench-callgrind:
