@@ -425,6 +425,8 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
     let open_loop = ctx.plan.open_loop;
     // Created on the first wait: closed-loop callers never wait for a slot.
     let mut timer: Option<PreciseTimer> = None;
+    // Open loop: wake a little early and spin to the intended start.
+    let spin = crate::timer::spin_for(ctx.pacer.borrow().mean_interval_ns());
     if join_ns > 0 {
         // A concurrency schedule: join at the scheduled time, unless the run
         // is over by then (`u64::MAX`: the schedule never reaches this caller).
@@ -457,7 +459,7 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
         if intended_ns > now_ns {
             let at = ctx.start + Duration::from_nanos(intended_ns);
             tokio::select! {
-                _ = timer.get_or_insert_with(PreciseTimer::new).sleep_until(at) => {}
+                _ = timer.get_or_insert_with(PreciseTimer::new).sleep_then_spin(at, spin) => {}
                 _ = ctx.cancel.cancelled() => return,
             }
         } else if open_loop && measured && ctx.busy.get() + 1 >= ctx.plan.callers && intended_ns + 1_000_000 < now_ns {

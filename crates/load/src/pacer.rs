@@ -73,6 +73,15 @@ pub struct Pacer {
 }
 
 impl Pacer {
+    /// The mean gap between this thread's intended starts; none in a closed loop.
+    pub fn mean_interval_ns(&self) -> Option<f64> {
+        match self.schedule {
+            Schedule::Closed => None,
+            Schedule::Uniform { interval_ns, .. } => Some(interval_ns),
+            Schedule::Poisson { mean_interval_ns, .. } => Some(mean_interval_ns),
+        }
+    }
+
     /// A pacer starting at elapsed time 0.
     pub fn new(schedule: Schedule, stop: Stop, warmup_ns: u64) -> Pacer {
         let (next_ns, seed) = match schedule {
