@@ -33,7 +33,7 @@ use super::common::{catalog, git_commit, hint_repository, repo_dir, write_html};
     after_help = "Examples:\n  protobench run\n  protobench run presets/grpcbench.toml --repetitions 5 --db results.db\n  protobench run quick --threshold 'p99<5ms' --threshold 'error_rate<0.1%'   # exit 4 if one fails\n  protobench run --resume 3\n  protobench run --list"
 )]
 pub(crate) struct Args {
-    /// Preset name (looked up in the presets directory) or path to a preset file.
+    /// Preset name (a file in the presets directory, else the built-in preset; see --list) or path to a preset file.
     preset: Option<String>,
     /// Results database.
     #[arg(long, default_value = DEFAULT_DB)]
