@@ -3,14 +3,19 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 mod cmd;
 mod pipe;
 
 /// Measure what API protocols really cost.
 #[derive(Parser)]
-#[command(name = "protobench", version, about, propagate_version = true)]
+#[command(
+    name = "protobench",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("PROTOBENCH_GIT_COMMIT"), ")"),
+    about,
+    propagate_version = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -42,6 +47,10 @@ enum Command {
     Build(cmd::build::Args),
     /// Bring the measurements of an unsaved-results file into its run.
     Import(cmd::import::Args),
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::completions::Args),
+    /// Print the manual page, or write one page per command into a directory.
+    Man(cmd::man::Args),
 }
 
 /// Exit codes (documented in README.md): 0 success (also when standard output
@@ -73,6 +82,8 @@ fn main() -> ExitCode {
         Command::Servers(args) => cmd::servers::run(args),
         Command::Build(args) => cmd::build::run(args),
         Command::Import(args) => cmd::import::run(args),
+        Command::Completions(args) => cmd::completions::run(args, Cli::command()),
+        Command::Man(args) => cmd::man::run(args, Cli::command()),
     };
     match result {
         Ok(code) => code,

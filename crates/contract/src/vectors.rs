@@ -2,8 +2,9 @@
 //! `contract/workloads.json`.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-use crate::{Dataset, Encoding, Message, Operation, workload};
+use crate::{Dataset, Encoding, Message, Operation, Workload, workload};
 
 /// The generated files: relative path and content.
 pub fn generate(dataset: &Dataset) -> Vec<(PathBuf, Vec<u8>)> {
@@ -58,10 +59,16 @@ pub struct Vector {
     pub response: Vec<u8>,
 }
 
-/// Reads `vectors/<workload>/{request,response}.<ext>` under `contract_dir`.
+/// Reads `vectors/<workload>/{request,response}.<ext>` under `contract_dir`;
+/// when `contract_dir` has no `vectors/` at all (the binary runs outside the
+/// repository), the vector built in: generated in memory by the code that
+/// writes those files ([`built_in`]).
 pub fn load(contract_dir: &Path, workload: &str, encoding: Encoding) -> std::io::Result<Vector> {
     let w = workload::find(workload)
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, workload::unknown(workload)))?;
+    if !contract_dir.join("vectors").is_dir() {
+        return Ok(built_in(w, encoding));
+    }
     let dir = contract_dir.join("vectors").join(workload);
     let ext = encoding.extension();
     Ok(Vector {
@@ -69,6 +76,23 @@ pub fn load(contract_dir: &Path, workload: &str, encoding: Encoding) -> std::io:
         request: std::fs::read(dir.join(format!("request.{ext}")))?,
         response: std::fs::read(dir.join(format!("response.{ext}")))?,
     })
+}
+
+/// One workload's vector as [`generate`] writes it (the data set is
+/// generated once per process).
+pub fn built_in(w: &Workload, encoding: Encoding) -> Vector {
+    static DATASET: OnceLock<Dataset> = OnceLock::new();
+    let dataset = DATASET.get_or_init(Dataset::generate);
+    let request = w.request();
+    let response = w
+        .operation
+        .respond(&request, dataset)
+        .expect("every workload has a valid request");
+    Vector {
+        operation: w.operation,
+        request: request.encode_request(w.operation, encoding),
+        response: response.encode_response(w.operation, encoding),
+    }
 }
 
 /// Decodes an expected response vector.
@@ -97,6 +121,28 @@ mod tests {
                 assert_eq!(decoded, response, "{} response {enc:?}", w.name);
             }
         }
+    }
+
+    #[test]
+    fn without_vectors_on_disk_the_built_in_ones_are_the_files_bytes() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contract");
+        let nowhere = Path::new(env!("CARGO_MANIFEST_DIR")).join("no-such-contract-dir");
+        for name in ["inventory.xs", "echo.8k", "grpcbench.complex", "tasks.file-455k"] {
+            for enc in Encoding::ALL {
+                let on_disk = load(&repo, name, enc).unwrap();
+                let built_in = load(&nowhere, name, enc).unwrap();
+                assert_eq!(on_disk.request, built_in.request, "{name} {enc:?}");
+                assert_eq!(on_disk.response, built_in.response, "{name} {enc:?}");
+                assert_eq!(on_disk.operation, built_in.operation);
+            }
+        }
+        // A contract directory with vectors/ but not this workload's is an error.
+        let partial = std::env::temp_dir().join(format!("pb-vectors-partial-{}", std::process::id()));
+        std::fs::create_dir_all(partial.join("vectors")).unwrap();
+        let err = load(&partial, "tasks.int", Encoding::Json).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+        std::fs::remove_dir_all(&partial).unwrap();
+        assert!(load(&nowhere, "no.such", Encoding::Json).is_err());
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     for name in &names {
         let Some(m) = catalog.servers.get(name) else {
             eprintln!("error: no server `{name}` (servers: {})", catalog.names().join(", "));
+            super::common::hint_repository(&catalog);
             return Ok(ExitCode::from(2));
         };
         if m.build.is_empty() {

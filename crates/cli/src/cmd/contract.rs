@@ -11,7 +11,7 @@ use protobench_contract::{Dataset, vectors};
 pub(crate) struct Args {
     #[command(subcommand)]
     action: Action,
-    /// The contract directory (default: the repository's `contract/`).
+    /// The contract directory (default: $PROTOBENCH_CONTRACT_DIR, the repository's `contract/`, ./contract).
     #[arg(long, global = true)]
     dir: Option<PathBuf>,
 }
@@ -26,6 +26,13 @@ enum Action {
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let dir = args.dir.unwrap_or_else(super::common::contract_dir);
+    if matches!(args.action, Action::Check) && !dir.is_dir() {
+        eprintln!(
+            "error: no contract directory to check ({} does not exist): run inside a protobench checkout, or give --dir DIR or PROTOBENCH_CONTRACT_DIR",
+            dir.display()
+        );
+        return Ok(ExitCode::from(2));
+    }
     let files = vectors::generate(&Dataset::generate());
     match args.action {
         Action::Generate => {

@@ -3,10 +3,12 @@
 pub(crate) mod build;
 pub(crate) mod common;
 pub(crate) mod compare;
+pub(crate) mod completions;
 pub(crate) mod contract;
 pub(crate) mod import;
 pub(crate) mod load;
 pub(crate) mod load_db;
+pub(crate) mod man;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod runs;

@@ -25,15 +25,15 @@ use protobench_runner::session::{Finished, Resumed, Session, SessionError, Unsav
 use protobench_runner::units::{CpuSet, parse_duration};
 use tokio_util::sync::CancellationToken;
 
-use super::common::{catalog, git_commit, repo_dir, write_html};
+use super::common::{catalog, git_commit, hint_repository, repo_dir, write_html};
 
 /// Run a preset (default: quick) and report it.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  protobench run\n  protobench run presets/grpcbench.toml --repetitions 5 --db results.db\n  protobench run quick --threshold 'p99<5ms' --threshold 'error_rate<0.1%'   # exit 4 if one fails\n  protobench run --resume 3"
+    after_help = "Examples:\n  protobench run\n  protobench run presets/grpcbench.toml --repetitions 5 --db results.db\n  protobench run quick --threshold 'p99<5ms' --threshold 'error_rate<0.1%'   # exit 4 if one fails\n  protobench run --resume 3\n  protobench run --list"
 )]
 pub(crate) struct Args {
-    /// Preset name (looked up in the presets directory) or path to a preset file.
+    /// Preset name (a file in the presets directory, else the built-in preset; see --list) or path to a preset file.
     preset: Option<String>,
     /// Results database.
     #[arg(long, default_value = DEFAULT_DB)]
@@ -75,7 +75,12 @@ pub(crate) struct Args {
     /// Print the resolved plan and exit without measuring.
     #[arg(long)]
     dry_run: bool,
-    /// Directory of presets (default: $PROTOBENCH_PRESETS_DIR, the repository's presets/, ./presets).
+    /// List the presets (those of the presets directory and the built-in
+    /// ones) and exit.
+    #[arg(long, conflicts_with_all = ["preset", "resume"])]
+    list: bool,
+    /// Directory of presets (default: $PROTOBENCH_PRESETS_DIR, the repository's presets/, ./presets);
+    /// a file there wins over the built-in preset of its name.
     #[arg(long, env = "PROTOBENCH_PRESETS_DIR")]
     presets_dir: Option<PathBuf>,
     /// Directory of server manifests (default: $PROTOBENCH_SERVERS_DIR, the repository's servers/, ./servers).
@@ -89,6 +94,9 @@ fn parse_duration_arg(s: &str) -> Result<Duration, String> {
 
 /// Runs `protobench run`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.list {
+        return list(&args);
+    }
     let catalog = catalog(args.servers_dir.as_deref());
     // 1. The session: a new run from a preset, or the stored run to resume.
     let mut session = match args.resume {
@@ -167,6 +175,21 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     report(&session, &finished, &args, started)
 }
 
+/// `--list`: one line per preset: name, where it is read from, description.
+fn list(args: &Args) -> anyhow::Result<ExitCode> {
+    use std::io::Write as _;
+    let presets = repo_dir("presets", args.presets_dir.as_deref());
+    let mut out = std::io::stdout().lock();
+    for p in lookup::list(presets.as_deref()) {
+        let source = match &p.source {
+            lookup::Source::File(path) => path.display().to_string(),
+            lookup::Source::BuiltIn => "built in".to_owned(),
+        };
+        writeln!(out, "{:<18} {source:<30} {}", p.name, p.description)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The plan of a new run: the preset with the command line's overrides.
 /// Errors are printed here; the exit code is returned.
 fn new_plan(args: &Args, catalog: &Catalog) -> Result<Plan, ExitCode> {
@@ -176,8 +199,15 @@ fn new_plan(args: &Args, catalog: &Catalog) -> Result<Plan, ExitCode> {
     };
     let name = args.preset.clone().unwrap_or_else(|| "quick".into());
     let presets = repo_dir("presets", args.presets_dir.as_deref());
-    let mut plan = lookup::find_with(&name, &presets, &ctx, &overrides(args)).map_err(|e| {
+    let mut plan = lookup::find_with(&name, presets.as_deref(), &ctx, &overrides(args)).map_err(|e| {
         eprintln!("error: {e}");
+        if let lookup::FindError::Invalid(p) = &e
+            && p.issues
+                .iter()
+                .any(|i| i.key.starts_with("servers") || i.key.starts_with("--servers"))
+        {
+            hint_repository(catalog);
+        }
         ExitCode::from(2)
     })?;
     if let Some(scale) = args.time_scale {

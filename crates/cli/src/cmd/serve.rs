@@ -159,6 +159,7 @@ fn serve_other(name: &str, config: &ServerConfig) -> anyhow::Result<ExitCode> {
     let catalog = super::common::catalog(servers_dir.as_deref());
     let Some(manifest) = catalog.servers.get(name) else {
         eprintln!("error: no server `{name}` (servers: {})", catalog.names().join(", "));
+        super::common::hint_repository(&catalog);
         return Ok(ExitCode::from(2));
     };
     for protocol in Protocol::ALL {

@@ -43,5 +43,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     for b in &catalog.broken {
         println!("invalid manifest: {b}");
     }
+    if super::common::repo_dir("servers", args.servers_dir.as_deref()).is_none() {
+        eprintln!("note: no servers directory found: {}", super::common::NEEDS_REPOSITORY);
+    }
     Ok(ExitCode::SUCCESS)
 }
