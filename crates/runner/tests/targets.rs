@@ -222,3 +222,128 @@ headers = ["no colon"]
         "{err}"
     );
 }
+
+/// Engine double: rate = min(100 x concurrency, 1000); records every plan
+/// and counts verifications (a target must get none).
+#[derive(Default)]
+struct Recording {
+    calls: std::sync::Mutex<Vec<protobench_model::load::LoadPlan>>,
+    verifies: std::sync::Mutex<usize>,
+}
+
+impl protobench_runner::engine::Engine for Recording {
+    async fn measure(
+        &self,
+        plan: protobench_model::load::LoadPlan,
+        _events: Option<tokio::sync::mpsc::UnboundedSender<protobench_runner::engine::Event>>,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<protobench_model::load::LoadResult, protobench_runner::error::MeasureError> {
+        self.calls.lock().unwrap().push(plan.clone());
+        let rate = (100.0 * plan.concurrency as f64).min(1000.0);
+        let mut r = protobench_model::testing::result(plan.protocol.name(), "", rate, 0, 1);
+        r.duration_ns = 20_000_000;
+        r.plan = plan;
+        Ok(r)
+    }
+
+    async fn verify(
+        &self,
+        _protocol: Protocol,
+        _target: &str,
+        _tls: bool,
+        _workloads: &[String],
+    ) -> Result<(), protobench_runner::error::VerifyError> {
+        *self.verifies.lock().unwrap() += 1;
+        Ok(())
+    }
+}
+
+/// Every kind runs on a target: nothing is started or verified, every
+/// engine run carries the target's call, and no server cost is stored
+/// without a PID.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_runs_on_a_target_without_starting_or_verifying_it() {
+    let target = "[[targets]]\nname = \"api\"\nprotocol = \"grpc\"\naddress = \"127.0.0.1:9\"\ncall = \"a.B/C\"\n";
+    let kinds = [
+        ("fixed", "[load]\nconcurrency = 2\n", vec![2]),
+        ("rate", "[load]\nmode = \"open\"\nrate = 50\nconcurrency = 4\n", vec![4]),
+        // 2 -> 200/s, 4 -> 400, 8 -> 800, 16 -> 1000, 32 -> 1000 (no gain): best 16, measured
+        (
+            "discover",
+            "[discover]\nstep_duration = \"1s\"\n",
+            vec![2, 4, 8, 16, 32, 16],
+        ),
+        // 1, 6, 11, 16: the stepped ramp stops at its max
+        (
+            "ramp",
+            "[ramp]\nstepped = true\nstart = 1\nstep = 5\nmax = 16\nstep_duration = \"1s\"\n",
+            vec![1, 6, 11, 16],
+        ),
+    ];
+    for (kind, load, want) in kinds {
+        let text = format!("kind = \"{kind}\"\nrepetitions = 1\nwarmup = \"0s\"\nduration = \"1s\"\n{load}{target}");
+        let plan = preset::resolve(&text, "t.toml", &ctx()).unwrap_or_else(|e| panic!("{kind}: {e}"));
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = protobench_results::store::Store::open(&dir.path().join("r.db")).unwrap();
+        let id = store
+            .create_run(&protobench_results::store::NewRun {
+                preset: plan.preset.clone(),
+                preset_path: None,
+                plan: serde_json::to_value(&plan).unwrap(),
+                repetitions: plan.repetitions,
+                noise_threshold: plan.noise_threshold,
+                environment: Default::default(),
+                points: plan.points.clone(),
+                started_at: "now".into(),
+            })
+            .unwrap();
+        let todo = plan.points.iter().map(|p| (p.index, 1)).collect();
+        let engine = Recording::default();
+        // A server start would run this and fail: nothing may be started.
+        let opts = protobench_runner::orchestrate::RunOptions::new("/bin/false".into(), None, dir.path().join("work"));
+        let outcome = protobench_runner::orchestrate::execute(
+            &plan,
+            &ctx().catalog,
+            &engine,
+            &mut store,
+            id,
+            &todo,
+            &opts,
+            None,
+            tokio_util::sync::CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(
+            (outcome.measured, outcome.failed),
+            (1, 0),
+            "{kind}: {:?}",
+            outcome.warnings
+        );
+        assert_eq!(
+            *engine.verifies.lock().unwrap(),
+            0,
+            "{kind}: a target is never verified"
+        );
+        let calls = engine.calls.lock().unwrap();
+        let conc: Vec<u32> = calls.iter().map(|c| c.concurrency).collect();
+        assert_eq!(conc, want, "{kind}");
+        for c in calls.iter() {
+            assert_eq!(
+                (
+                    c.target.as_str(),
+                    c.workload.as_deref(),
+                    c.custom.as_ref().and_then(|c| c.call.as_deref())
+                ),
+                ("127.0.0.1:9", None, Some("a.B/C")),
+                "{kind}"
+            );
+        }
+        let run = store.load_run(id).unwrap();
+        assert!(run.measurements[0].server_cost.is_none(), "{kind}");
+        assert!(
+            run.warnings
+                .iter()
+                .any(|w| w.contains("target `api`") && w.contains("is not verified"))
+        );
+    }
+}
