@@ -11,7 +11,6 @@
 //! it sent earlier on the stream) are asked for by name.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
@@ -23,8 +22,7 @@ use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
 use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
 use tonic_reflection::pb::v1::{ServerReflectionRequest, ServerReflectionResponse};
 
-use crate::driver::ByteCounters;
-use crate::driver::net::Endpoint;
+use crate::driver::net::{Endpoint, Stream};
 
 /// The reflection services tried, newest first.
 const SERVICES: [&str; 2] = [
@@ -99,10 +97,21 @@ async fn ask(endpoint: &Endpoint, service: &str) -> Result<DescriptorPool, Refle
         addr: addr.clone(),
         message,
     };
-    let io = endpoint
-        .connect(&Rc::new(ByteCounters::default()))
+    // Opened here rather than by `Endpoint::connect`, whose byte counters
+    // belong to an engine thread: this future must stay `Send`.
+    let tcp = tokio::net::TcpStream::connect(endpoint.addr)
         .await
-        .map_err(|e| fail(e.message))?;
+        .map_err(|e| fail(format!("connecting: {e}")))?;
+    let io = match &endpoint.tls {
+        None => Stream::Plain(tcp),
+        Some((connector, name)) => {
+            let tls = connector
+                .connect(name.clone(), tcp)
+                .await
+                .map_err(|e| fail(format!("TLS handshake: {e}")))?;
+            Stream::Tls(Box::new(tls))
+        }
+    };
     let (send, connection) = h2::client::handshake(io)
         .await
         .map_err(|e| fail(format!("HTTP/2 handshake: {e}")))?;
