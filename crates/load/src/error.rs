@@ -129,6 +129,15 @@ pub enum LoadError {
         /// Every `package.Service/Method` defined.
         methods: String,
     },
+    /// The server's reflection could not describe a custom gRPC method.
+    #[error("cannot describe gRPC method {call} by server reflection")]
+    Reflection {
+        /// The method asked for.
+        call: String,
+        /// Why.
+        #[source]
+        source: crate::reflect::ReflectionError,
+    },
     /// An input file or value could not be used.
     #[error("cannot use {what}")]
     Input {

@@ -30,6 +30,7 @@ mod export;
 pub mod pacer;
 mod prepare;
 mod record;
+mod reflect;
 pub mod stages;
 mod timer;
 mod validate;
@@ -48,6 +49,7 @@ pub use crate::driver::http2::Http2Error;
 pub use crate::driver::net::TlsError;
 pub use crate::error::{HistogramError, LoadError, PlanError};
 pub use crate::export::{hgrm, hlog};
+pub use crate::reflect::ReflectionError;
 pub use crate::validate::{MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};
 pub use crate::verify::{Outcome, VerifyReport, WorkloadVerdict, verify};
 

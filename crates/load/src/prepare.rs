@@ -196,7 +196,16 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
         .unwrap_or_else(|| "/".into());
     let (driver, custom_response) = match family {
         Family::Grpc => {
-            let (method_path, request, response) = custom_grpc(&custom)?;
+            let pool = if custom.proto_files.is_empty() && custom.protoset.is_none() {
+                let call = custom.call.clone().unwrap_or_default();
+                let limit = Duration::from_nanos(plan.connect_timeout_ns.saturating_add(plan.timeout_ns));
+                crate::reflect::pool(&endpoint, &call, limit)
+                    .await
+                    .map_err(|source| LoadError::Reflection { call, source })?
+            } else {
+                local_pool(&custom)?
+            };
+            let (method_path, request, response) = custom_grpc(&pool, &custom)?;
             (
                 AnyDriver::Http2(Box::new(Http2::new(
                     endpoint,
@@ -241,12 +250,16 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
     Ok(Prepared { driver, check, addr })
 }
 
-/// Compiles the `.proto` files and encodes the JSON data as the method's
-/// input: returns the gRPC path, the request bytes and the response type.
-pub(crate) fn custom_grpc(
-    custom: &CustomCall,
-) -> Result<(String, Vec<u8>, prost_reflect::MessageDescriptor), LoadError> {
+/// The descriptors of a custom gRPC call from local files: the
+/// `--protoset` file (a `FileDescriptorSet`) as it is, or the `.proto`
+/// files compiled.
+pub(crate) fn local_pool(custom: &CustomCall) -> Result<prost_reflect::DescriptorPool, LoadError> {
     let input = |what: String, source: Box<dyn std::error::Error + Send + Sync>| LoadError::Input { what, source };
+    if let Some(set) = &custom.protoset {
+        let what = || format!("descriptor set {}", set.display());
+        let bytes = std::fs::read(set).map_err(|e| input(what(), Box::new(e)))?;
+        return prost_reflect::DescriptorPool::decode(bytes.as_slice()).map_err(|e| input(what(), Box::new(e)));
+    }
     let mut includes: Vec<PathBuf> = custom.import_paths.clone();
     for f in &custom.proto_files {
         let dir = f.parent().map(|p| {
@@ -280,6 +293,16 @@ pub(crate) fn custom_grpc(
             Ok(c.descriptor_pool())
         })
         .map_err(|e| input(format!("compiling {}", names.join(", ")), Box::new(e)))?;
+    Ok(pool)
+}
+
+/// Finds the method in `pool` and encodes the JSON data as its input:
+/// returns the gRPC path, the request bytes and the response type.
+pub(crate) fn custom_grpc(
+    pool: &prost_reflect::DescriptorPool,
+    custom: &CustomCall,
+) -> Result<(String, Vec<u8>, prost_reflect::MessageDescriptor), LoadError> {
+    let input = |what: String, source: Box<dyn std::error::Error + Send + Sync>| LoadError::Input { what, source };
     let call = custom.call.clone().unwrap_or_default();
     let wanted = call.trim_start_matches('/').to_owned();
     let mut all = Vec::new();

@@ -122,6 +122,8 @@ fn validate_call(plan: &LoadPlan) -> Result<(), PlanError> {
                 "--data-file"
             } else if !c.proto_files.is_empty() {
                 "--proto"
+            } else if c.protoset.is_some() {
+                "--protoset"
             } else if c.call.is_some() {
                 "--call"
             } else if c.method.is_some() {
@@ -338,16 +340,30 @@ fn validate_custom(protocol: Protocol, c: &CustomCall) -> Result<(), PlanError> 
         if c.soap_action.is_some() {
             return Err(not_for("--soap-action", "soap"));
         }
-        if c.proto_files.is_empty() {
-            return Err(PlanError::Requires("--call", "--proto"));
+        if !c.proto_files.is_empty() && c.protoset.is_some() {
+            return Err(PlanError::Conflict("--proto", "--protoset"));
         }
+        if c.protoset.is_some() && !c.import_paths.is_empty() {
+            return Err(PlanError::Conflict("--protoset", "--import-path"));
+        }
+        // Without --proto or --protoset the server's reflection describes the method.
         if c.call.is_none() {
-            return Err(PlanError::Requires("--proto", "--call"));
+            let given = if c.protoset.is_some() {
+                "--protoset"
+            } else if !c.proto_files.is_empty() {
+                "--proto"
+            } else {
+                "a custom gRPC call"
+            };
+            return Err(PlanError::Requires(given, "--call"));
         }
         return Ok(());
     }
     if !c.proto_files.is_empty() {
         return Err(not_for("--proto", "grpc"));
+    }
+    if c.protoset.is_some() {
+        return Err(not_for("--protoset", "grpc"));
     }
     if c.call.is_some() {
         return Err(not_for("--call", "grpc"));
@@ -456,6 +472,40 @@ mod tests {
                     })
                 }),
                 "-H \"X A\": not a valid header name",
+            ),
+            (
+                Box::new(|p| {
+                    p.protocol = Protocol::Grpc;
+                    p.workload = None;
+                    p.custom = Some(CustomCall {
+                        proto_files: vec!["a.proto".into()],
+                        protoset: Some("a.protoset".into()),
+                        call: Some("a.B/C".into()),
+                        ..CustomCall::default()
+                    })
+                }),
+                "--proto and --protoset cannot be used together",
+            ),
+            (
+                Box::new(|p| {
+                    p.protocol = Protocol::Grpc;
+                    p.workload = None;
+                    p.custom = Some(CustomCall {
+                        protoset: Some("a.protoset".into()),
+                        ..CustomCall::default()
+                    })
+                }),
+                "--protoset requires --call",
+            ),
+            (
+                Box::new(|p| {
+                    p.workload = None;
+                    p.custom = Some(CustomCall {
+                        protoset: Some("a.protoset".into()),
+                        ..CustomCall::default()
+                    })
+                }),
+                "--protoset applies only to --protocol grpc, not rest",
             ),
             (
                 Box::new(|p| {

@@ -270,6 +270,11 @@ pub struct CustomCall {
     /// gRPC: `.proto` files compiled at run time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub proto_files: Vec<PathBuf>,
+    /// gRPC: a `FileDescriptorSet` (`protoc -o`, `buf build -o`) holding
+    /// the method; with neither this nor `proto_files` the server's
+    /// reflection service describes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protoset: Option<PathBuf>,
     /// gRPC: import paths for `proto_files` (their directories if empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub import_paths: Vec<PathBuf>,

@@ -372,7 +372,7 @@ pub async fn execute<E: Engine>(
     if plan
         .groups
         .iter()
-        .any(|g| g.tls && todo.iter().any(|(p, _)| g.points.contains(p)))
+        .any(|g| g.tls && plan.target(&g.server).is_none() && todo.iter().any(|(p, _)| g.points.contains(p)))
     {
         match crate::server::self_signed(&opts.work_dir.join("tls")) {
             Ok(files) => ctx.tls = Some(files),
@@ -442,13 +442,16 @@ async fn start_blocking<E: Engine>(
 }
 
 /// A started and verified server with its sampler, restarted at most once
-/// per group when it dies between points.
+/// per group when it dies between points; or a target (not started, not
+/// verified, sampled only when it names a PID).
 struct Serving {
-    server: RunningServer,
+    /// `None` for a target.
+    server: Option<RunningServer>,
     /// Where the engine reaches each protocol: the listener itself, or the
-    /// link's proxy in front of it.
+    /// link's proxy in front of it (a target's points use its own address).
     targets: BTreeMap<Protocol, String>,
-    sampler: Sampler,
+    /// The process whose CPU and memory are sampled, and its sampler.
+    sampled: Option<(u32, Sampler)>,
     /// Protocols that failed verification.
     failed: BTreeMap<Protocol, RunnerError>,
     restarted: bool,
@@ -478,14 +481,25 @@ impl Serving {
             }
         };
         let failed = verify(ctx, &server, &targets, group, points).await;
-        let sampler = Sampler::start(server.pid());
+        let sampled = Some((server.pid(), Sampler::start(server.pid())));
         Ok(Serving {
-            server,
+            server: Some(server),
             targets,
-            sampler,
+            sampled,
             failed,
             restarted: false,
         })
+    }
+
+    /// A target: nothing to start or verify; its PID, if given, is sampled.
+    fn target(pid: Option<u32>) -> Serving {
+        Serving {
+            server: None,
+            targets: BTreeMap::new(),
+            sampled: pid.map(|pid| (pid, Sampler::start(pid))),
+            failed: BTreeMap::new(),
+            restarted: false,
+        }
     }
 
     /// Makes sure the server is alive before point `p`: restarts it once if
@@ -497,7 +511,7 @@ impl Serving {
         repetition: u32,
         points: &[u32],
     ) -> Result<(), RunnerError> {
-        let Some(status) = self.server.exited() else {
+        let Some(status) = self.server.as_mut().and_then(RunningServer::exited) else {
             return Ok(());
         };
         if self.restarted {
@@ -505,7 +519,7 @@ impl Serving {
                 server: group.server.clone(),
                 status,
                 context: ExitContext::AlreadyRestarted,
-                log_tail: self.server.log_tail(),
+                log_tail: self.server.as_ref().map(RunningServer::log_tail).unwrap_or_default(),
             });
         }
         ctx.warn(format!("server `{}` exited ({status}); restarted", group.server));
@@ -517,7 +531,16 @@ impl Serving {
 }
 
 async fn run_group<E: Engine>(ctx: &mut Ctx<'_, E>, group: &ServerGroup, repetition: u32, points: &[u32]) {
-    let mut serving = match Serving::start(ctx, group, repetition, points).await {
+    let started = match ctx.plan.target(&group.server) {
+        Some(t) => {
+            // Said once per run, with the run's warnings (and in the report).
+            let note = t.note();
+            ctx.warn(note);
+            Ok(Serving::target(t.pid))
+        }
+        None => Serving::start(ctx, group, repetition, points).await,
+    };
+    let mut serving = match started {
         Ok(s) => s,
         Err(e) => {
             ctx.emit(RunEvent::ServerFailed {
@@ -554,10 +577,11 @@ async fn run_group<E: Engine>(ctx: &mut Ctx<'_, E>, group: &ServerGroup, repetit
         }
         measure_and_record(ctx, group, &point, repetition, &mut serving).await;
     }
-    let Serving {
-        mut server, sampler, ..
-    } = serving;
-    drop(sampler);
+    let Serving { server, sampled, .. } = serving;
+    drop(sampled);
+    let Some(mut server) = server else {
+        return;
+    };
     let grace = ctx.opts.stop_grace;
     let stopped = tokio::task::block_in_place(|| server.stop(grace));
     if stopped.killed {
@@ -614,8 +638,8 @@ async fn measure_and_record<E: Engine>(
     let site = Site {
         point,
         target: &target,
-        server: &serving.server,
-        sampler: &serving.sampler,
+        server: serving.server.as_ref(),
+        sampled: serving.sampled.as_ref().map(|(pid, s)| (*pid, s)),
     };
     let measured = measure_point(ctx, &site).await;
     if ctx.cancel.is_cancelled() {
@@ -624,8 +648,9 @@ async fn measure_and_record<E: Engine>(
     let proxy_cpu_ns = proxy_cpu_before
         .zip(ctx.link.as_ref().and_then(|l| l.link.toxiproxy_cpu_ns()))
         .map(|(a, b)| b.saturating_sub(a));
-    let server = &mut serving.server;
+    let mut server = serving.server.as_mut();
     let mut exited = |context| {
+        let server = server.as_deref_mut()?;
         server.exited().map(|status| RunnerError::ServerExited {
             server: group.server.clone(),
             status,
@@ -654,7 +679,10 @@ async fn measure_and_record<E: Engine>(
             point.variant_label()
         ));
     }
-    if let Some(hits) = server.cgroup_memory_limit_hits()
+    if let Some(hits) = serving
+        .server
+        .as_ref()
+        .and_then(RunningServer::cgroup_memory_limit_hits)
         && hits > 0
     {
         ctx.warn(format!("server `{}` hit its memory limit {hits} times", group.server));
@@ -666,7 +694,7 @@ async fn measure_and_record<E: Engine>(
         status: MeasurementStatus::Ok,
         failure: None,
         result: Some(m.result),
-        server_cost: Some(m.cost),
+        server_cost: m.cost,
         server_rss_timeline: m.rss,
         search: m.search,
         warmup: m.warmup,
@@ -755,19 +783,20 @@ pub const VERIFY_ATTEMPTS: usize = 10;
 /// measured window, its RSS per second, and the search trace.
 struct Measured {
     result: LoadResult,
-    cost: ServerCost,
+    /// `None` when nothing was sampled (a target without a PID).
+    cost: Option<ServerCost>,
     rss: Vec<u64>,
     search: Option<Search>,
     warmup: Option<Warmup>,
 }
 
 /// Where a point is measured: the point, its server's address, the server
-/// process and its sampler.
+/// process (none for a target) and the sampled PID with its sampler.
 struct Site<'a> {
     point: &'a PointConfig,
     target: &'a str,
-    server: &'a RunningServer,
-    sampler: &'a Sampler,
+    server: Option<&'a RunningServer>,
+    sampled: Option<(u32, &'a Sampler)>,
 }
 
 /// One engine call with the server's cost over its measured window. With
@@ -892,7 +921,7 @@ async fn measure_plan<E: Engine>(
     if result.end_reason == EndReason::Interrupted && ctx.cancel.is_cancelled() {
         return Ok(Measured {
             result,
-            cost: ServerCost::default(),
+            cost: None,
             rss: vec![],
             search: None,
             warmup: None,
@@ -905,11 +934,17 @@ async fn measure_plan<E: Engine>(
         .map(|at| at + Duration::from_nanos(warmup_ns))
         .filter(|s| *s + window <= returned + Duration::from_millis(50))
         .unwrap_or_else(|| returned.checked_sub(window).unwrap_or(returned));
-    let samples = site.sampler.snapshot(site.server.pid());
-    let (mut cost, rss) = procfs::cost(&samples, start, start + window, result.calls);
-    if let Some(peak) = site.server.cgroup_memory_peak() {
-        cost.rss_peak_bytes = cost.rss_peak_bytes.max(peak);
-    }
+    let (cost, rss) = match site.sampled {
+        None => (None, vec![]),
+        Some((pid, sampler)) => {
+            let samples = sampler.snapshot(pid);
+            let (mut cost, rss) = procfs::cost(&samples, start, start + window, result.calls);
+            if let Some(peak) = site.server.and_then(RunningServer::cgroup_memory_peak) {
+                cost.rss_peak_bytes = cost.rss_peak_bytes.max(peak);
+            }
+            (Some(cost), rss)
+        }
+    };
     Ok(Measured {
         result,
         cost,

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use protobench_model::load::{Arrival, ConnectionPolicy, LoadPlan, Protocol, TlsPlan, Validation};
+use protobench_model::load::{Arrival, ConnectionPolicy, CustomCall, LoadPlan, Protocol, TlsPlan, Validation};
 use protobench_model::run::{PointConfig, PointKind};
 
 use crate::units::CpuSet;
@@ -101,6 +101,68 @@ impl RampSpec {
     }
 }
 
+/// A running service that protobench calls but neither starts, stops nor
+/// verifies (`[[targets]]` in a preset): its address, its one call, its TLS
+/// settings and, for a local process, the PID whose CPU and memory are
+/// sampled. It takes a server's place in the matrix: one group, named after
+/// it, whose points call [`TARGET_WORKLOAD`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    /// The name (a server name in points and reports).
+    pub name: String,
+    /// How it is called.
+    pub protocol: Protocol,
+    /// Where: `host:port` or an `http://` / `https://` URL (the engine's target).
+    pub address: String,
+    /// The call (method, path, headers, body; gRPC method and descriptors).
+    pub custom: CustomCall,
+    /// TLS settings; `None` = clear text (or defaults for an `https://` URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsPlan>,
+    /// A local process whose CPU and memory are sampled; `None` = not measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+}
+
+/// The workload name of a target's points: its own call, not the contract's.
+pub const TARGET_WORKLOAD: &str = "custom";
+
+impl Target {
+    /// Whether its calls use TLS.
+    pub fn uses_tls(&self) -> bool {
+        self.tls.is_some() || self.address.starts_with("https://")
+    }
+
+    /// What it is and what protobench does not do with it, for the report.
+    pub fn note(&self) -> String {
+        let call = match self.protocol {
+            Protocol::Grpc => {
+                let from = if self.custom.protoset.is_some() {
+                    "descriptor set"
+                } else if self.custom.proto_files.is_empty() {
+                    "server reflection"
+                } else {
+                    ".proto"
+                };
+                format!("{} ({from})", self.custom.call.as_deref().unwrap_or(""))
+            }
+            _ => format!(
+                "{} {}",
+                self.custom.method.as_deref().unwrap_or("GET/POST"),
+                self.custom.path.as_deref().unwrap_or("/")
+            ),
+        };
+        let cost = match self.pid {
+            Some(pid) => format!("server CPU and memory sampled from PID {pid}"),
+            None => "server CPU and memory not measured (no pid)".into(),
+        };
+        format!(
+            "target `{}` ({} {call} at {}) is not verified: protobench neither started nor checked it against the contract; {cost}",
+            self.name, self.protocol, self.address
+        )
+    }
+}
+
 /// One server process per repetition: every point sharing these settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerGroup {
@@ -186,6 +248,10 @@ pub struct Plan {
     /// What the preset's study found, judged against every run of it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<protobench_model::findings::Finding>,
+    /// Services called but not started (`[[targets]]`), each the server of
+    /// the group named after it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<Target>,
     /// Gates checked at every point after the run (`thresholds = [...]`
     /// and `--threshold`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -240,6 +306,11 @@ impl Plan {
             if self.time_scale < 1.0 { "a fraction" } else { "a multiple" }
         ));
         Ok(())
+    }
+
+    /// The target named `server`, when it is one (not started by protobench).
+    pub fn target(&self, server: &str) -> Option<&Target> {
+        self.targets.iter().find(|t| t.name == server)
     }
 
     /// The group serving point `index`.
@@ -311,11 +382,13 @@ impl Plan {
         } else {
             self.generator_cpus.as_ref().map_or(0, |c| c.len() as u32)
         };
+        // A target is called with its own call, address and TLS settings.
+        let own = self.target(&point.server);
         LoadPlan {
             protocol: point.protocol,
-            target: target.to_string(),
-            workload: Some(point.workload.clone()),
-            custom: None,
+            target: own.map_or_else(|| target.to_string(), |t| t.address.clone()),
+            workload: own.is_none().then(|| point.workload.clone()),
+            custom: own.map(|t| t.custom.clone()),
             concurrency,
             connections,
             per_call,
@@ -327,10 +400,13 @@ impl Plan {
             timeout_ns: self.timeout_ns,
             connect_timeout_ns: self.connect_timeout_ns,
             validate: self.validate,
-            tls: point.tls.then(|| TlsPlan {
-                insecure: true,
-                ..Default::default()
-            }),
+            tls: match own {
+                Some(t) => t.tls.clone(),
+                None => point.tls.then(|| TlsPlan {
+                    insecure: true,
+                    ..Default::default()
+                }),
+            },
             threads: threads.min(connections),
             start_users: 0,
             stages: Vec::new(),

@@ -94,6 +94,7 @@ pub(crate) enum ValidateArg {
 #[command(after_help = "Examples:
   protobench load http://127.0.0.1:8080/items -c 32 -z 10s
   protobench load grpc://127.0.0.1:50051 --proto api.proto --call pkg.Svc/Get -d '{\"id\": 1}' -n 10000
+  protobench load grpc://127.0.0.1:50051 --call pkg.Svc/Get -d '{\"id\": 1}' -n 10000   (server reflection)
   protobench load --protocol rest 127.0.0.1:8080 --workload inventory.m -q 2000 --threshold 'p99<5ms'
   protobench load https://api.example/v1/orders -m POST -D order.json -H 'Authorization: Bearer T' -O json -o result.json")]
 pub(crate) struct Args {
@@ -178,6 +179,10 @@ pub(crate) struct Args {
     /// Custom gRPC call: .proto file(s) compiled at run time; repeatable.
     #[arg(long, value_name = "FILE")]
     proto: Vec<PathBuf>,
+    /// Custom gRPC call: a descriptor set (protoc -o FILE) holding the method.
+    /// With neither --proto nor --protoset the server's reflection describes it.
+    #[arg(long, value_name = "FILE", conflicts_with = "proto")]
+    protoset: Option<PathBuf>,
     /// Custom gRPC call: import path for --proto; repeatable.
     #[arg(long, value_name = "DIR")]
     import_path: Vec<PathBuf>,
@@ -353,6 +358,7 @@ impl Args {
             body_file,
             soap_action: self.soap_action.clone(),
             proto_files: self.proto.clone(),
+            protoset: self.protoset.clone(),
             import_paths: self.import_path.clone(),
             call: self.call.clone(),
             data,

@@ -14,7 +14,7 @@ use super::load_spec::LoadSpec;
 use super::machine::Machine;
 use super::top::TopLevel;
 use crate::manifest::Manifest;
-use crate::plan::ServerGroup;
+use crate::plan::{ServerGroup, TARGET_WORKLOAD, Target};
 
 /// Everything the matrix is made of.
 pub(super) struct Dimensions<'a> {
@@ -44,6 +44,7 @@ struct Variant {
 /// skipped with a note; a server that serves none is an issue (once).
 pub(super) fn expand(
     d: &Dimensions<'_>,
+    targets: &[Target],
     ctx: &Context,
     c: &mut Checker<'_>,
     notes: &mut Vec<String>,
@@ -80,9 +81,30 @@ pub(super) fn expand(
                 points: vec![],
                 network: network.clone(),
             };
-            add_points(d, &mut group, &mut points);
+            add_points(d, &d.top.workloads, &mut group, &mut points);
             groups.push(group);
         }
+    }
+    // Targets after the servers: one group each (nothing to start, so no
+    // server variants), its one call as the workload.
+    let workloads = [TARGET_WORKLOAD.to_string()];
+    for t in targets {
+        let mut group = ServerGroup {
+            index: groups.len() as u32,
+            server: t.name.clone(),
+            tls: t.uses_tls(),
+            failure_rate: 0.0,
+            failure_seed: d.machine.failure_seed,
+            service_time: None,
+            cpu_limit: None,
+            memory_limit_bytes: None,
+            workers: None,
+            protocols: vec![t.protocol],
+            points: vec![],
+            network: None,
+        };
+        add_points(d, &workloads, &mut group, &mut points);
+        groups.push(group);
     }
     (points, groups)
 }
@@ -166,10 +188,10 @@ fn policies(protocol: Protocol, written: &[ConnectionPolicy]) -> Vec<ConnectionP
 
 /// Adds the group's points: its protocols x workloads x concurrency x
 /// connections x rates.
-fn add_points(d: &Dimensions<'_>, group: &mut ServerGroup, points: &mut Vec<PointConfig>) {
+fn add_points(d: &Dimensions<'_>, workloads: &[String], group: &mut ServerGroup, points: &mut Vec<PointConfig>) {
     let load = d.load;
     for protocol in group.protocols.clone() {
-        for workload in &d.top.workloads {
+        for workload in workloads {
             for &conc in &load.concurrency {
                 let conns = policies(protocol, &load.connections);
                 for &policy in &conns {

@@ -18,6 +18,7 @@ mod matrix;
 mod network;
 mod raw;
 mod search;
+mod targets;
 mod top;
 
 use check::Checker;
@@ -243,8 +244,9 @@ pub fn resolve(text: &str, file: &str, ctx: &Context) -> Result<Plan, PresetErro
 fn key_at(text: &str, offset: usize) -> String {
     let (line, _) = line_col(text, offset);
     let l = text.lines().nth(line - 1).unwrap_or("").trim();
+    // `[table]` or `[[array of tables]]`.
     if let Some(t) = l.strip_prefix('[') {
-        return t.trim_end_matches(']').trim().to_string();
+        return t.trim_start_matches('[').trim_end_matches(']').trim().to_string();
     }
     let table = text
         .lines()
@@ -252,7 +254,7 @@ fn key_at(text: &str, offset: usize) -> String {
         .filter_map(|l| {
             l.trim()
                 .strip_prefix('[')
-                .map(|t| t.trim_end_matches(']').trim().to_string())
+                .map(|t| t.trim_start_matches('[').trim_end_matches(']').trim().to_string())
         })
         .last();
     let key = l.split('=').next().unwrap_or("").trim().to_string();
@@ -285,7 +287,8 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         networks: network::networks(raw, c),
     };
     load_spec::http1_connections(raw.load.as_ref(), &load, &top.protocols, top.kind, c, &mut notes);
-    let (points, groups) = matrix::expand(&dimensions, ctx, c, &mut notes);
+    let targets = targets::targets(raw, file, ctx, c, &mut notes);
+    let (points, groups) = matrix::expand(&dimensions, &targets, ctx, c, &mut notes);
     let findings = findings::findings(raw.findings.as_ref(), &points, c, &mut notes);
     // The report repeats what the preset says differs from its study.
     for d in raw.differences.iter().flatten() {
@@ -302,7 +305,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         c.issue(
             0..0,
             "preset",
-            "resolves to no points: check servers, protocols, workloads and load",
+            "resolves to no points: check servers, protocols, workloads, targets and load",
         );
     }
     Plan {
@@ -333,6 +336,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         time_scale: 1.0,
         findings,
         thresholds,
+        targets,
     }
 }
 
@@ -383,6 +387,8 @@ mod tests {
         assert_eq!(key_at(text, 0), "kind");
         assert_eq!(key_at(text, text.find("mode").unwrap()), "load.mode");
         assert_eq!(key_at(text, text.find("[load]").unwrap()), "load");
+        let text = "[[targets]]\nname = \"a\"\nbody = 1\n";
+        assert_eq!(key_at(text, text.find("body").unwrap()), "targets.body");
     }
 
     #[test]

@@ -134,6 +134,36 @@ pub(super) struct RawPreset {
     /// How this run differs from the study it reruns, one line each.
     pub(super) differences: Option<Vec<String>>,
     pub(super) thresholds: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Running services called but not started (`[[targets]]`).
+    pub(super) targets: Option<Spanned<Vec<Spanned<RawTarget>>>>,
+}
+
+/// One `[[targets]]` entry (checked in `targets.rs`); the keys are `load`'s
+/// flags in snake case.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTarget {
+    pub(super) name: Option<Spanned<String>>,
+    pub(super) protocol: Option<Spanned<String>>,
+    pub(super) address: Option<Spanned<String>>,
+    pub(super) url: Option<Spanned<String>>,
+    pub(super) method: Option<Spanned<String>>,
+    pub(super) path: Option<Spanned<String>>,
+    pub(super) headers: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) data: Option<Spanned<String>>,
+    pub(super) data_file: Option<Spanned<String>>,
+    pub(super) soap_action: Option<Spanned<String>>,
+    pub(super) call: Option<Spanned<String>>,
+    pub(super) proto: Option<Spanned<OneOrMany<String>>>,
+    pub(super) import_path: Option<Spanned<OneOrMany<String>>>,
+    pub(super) protoset: Option<Spanned<String>>,
+    pub(super) tls: Option<Spanned<bool>>,
+    pub(super) cacert: Option<Spanned<String>>,
+    pub(super) insecure: Option<Spanned<bool>>,
+    pub(super) cert: Option<Spanned<String>>,
+    pub(super) key: Option<Spanned<String>>,
+    pub(super) server_name: Option<Spanned<String>>,
+    pub(super) pid: Option<Spanned<i64>>,
 }
 
 /// One `[[findings]]` entry (checked in `findings.rs`).

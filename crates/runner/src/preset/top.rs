@@ -139,6 +139,10 @@ pub(super) fn top_level(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Chec
 
 /// `servers`, `protocols` and `workloads`: each listed once, each known.
 fn dimensions(raw: &RawPreset, ctx: &Context, c: &mut Checker<'_>) -> (Vec<String>, Vec<Protocol>, Vec<String>) {
+    // A preset of targets only starts no server: the three lists may be left out.
+    if raw.targets.is_some() && raw.servers.is_none() && raw.protocols.is_none() && raw.workloads.is_none() {
+        return (vec![], vec![], vec![]);
+    }
     let servers = c.names(raw.servers.as_ref(), "servers", &ctx.catalog.names());
     let protocol_names: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
     let protocols = c
