@@ -295,7 +295,7 @@ async fn grpc_status_in_http_200_is_an_error() {
     let n = served.clone();
     let (addr, _s) = serve(true, move |_req| {
         // Alternately UNAVAILABLE (14) and NOT_FOUND (5).
-        let code = if n.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+        let code = if n.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
             "14"
         } else {
             "5"
