@@ -189,28 +189,7 @@ fn ok_status(status: u16, contract: bool) -> bool {
 }
 
 /// The gRPC name of a status code, e.g. `UNAVAILABLE`.
-pub(crate) fn grpc_code_name(code: u32) -> &'static str {
-    const NAMES: [&str; 17] = [
-        "OK",
-        "CANCELLED",
-        "UNKNOWN",
-        "INVALID_ARGUMENT",
-        "DEADLINE_EXCEEDED",
-        "NOT_FOUND",
-        "ALREADY_EXISTS",
-        "PERMISSION_DENIED",
-        "RESOURCE_EXHAUSTED",
-        "FAILED_PRECONDITION",
-        "ABORTED",
-        "OUT_OF_RANGE",
-        "UNIMPLEMENTED",
-        "INTERNAL",
-        "UNAVAILABLE",
-        "DATA_LOSS",
-        "UNAUTHENTICATED",
-    ];
-    NAMES.get(code as usize).copied().unwrap_or("unknown code")
-}
+pub(crate) use protobench_model::load::grpc_code_name;
 
 #[cfg(test)]
 mod tests {

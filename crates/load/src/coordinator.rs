@@ -184,6 +184,8 @@ fn assemble(
     let mut lag = record::histogram();
     let mut connect = record::histogram();
     let mut errors = record::Errors::default();
+    let mut error_latency: Option<hdrhistogram::Histogram<u64>> = None;
+    let mut statuses = record::StatusCounts::default();
     let (mut successes, mut failures, mut started, mut starved) = (0, 0, 0, 0);
     let (mut sent, mut received, mut cpu_ns, mut window_ns, mut opened, mut last) = (0, 0, 0, 0, 0, 0);
     let (mut connects, mut connect_in_calls_ns, mut latency_sum_ns) = (0u64, 0u64, 0u64);
@@ -194,6 +196,15 @@ fn assemble(
         let _ = lag.add(&rec.lag);
         let _ = connect.add(&rec.connect);
         errors.merge(rec.errors);
+        statuses.merge(&rec.statuses);
+        if let Some(h) = rec.error_latency {
+            match &mut error_latency {
+                Some(acc) => {
+                    let _ = acc.add(&h);
+                }
+                None => error_latency = Some(h),
+            }
+        }
         successes += rec.successes;
         failures += rec.failures;
         started += rec.started;
@@ -252,6 +263,7 @@ fn assemble(
         base64::engine::general_purpose::STANDARD.encode(encoded)
     };
     let (timeline, intervals) = timeline.finish_with_histograms();
+    let (http_statuses, grpc_statuses) = statuses.into_counts();
     LoadResult {
         schema_version: SCHEMA_VERSION,
         plan: plan.clone(),
@@ -274,6 +286,14 @@ fn assemble(
             connect_in_calls_ns as f64 / latency_sum_ns as f64
         },
         errors: errors.into_counts(),
+        success_percent: if calls == 0 {
+            0.0
+        } else {
+            successes as f64 * 100.0 / calls as f64
+        },
+        http_statuses,
+        grpc_statuses,
+        error_latency: error_latency.as_ref().map(record::summary),
         bytes_sent: sent,
         bytes_received: received,
         bytes_sent_per_call: per_call(sent),

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::check::{Check, CheckState};
 use crate::driver::{ByteCounters, CallError, Driver};
 use crate::pacer::{Pace, Pacer, Schedule, Stop};
-use crate::record::{Recorder, SecondReport};
+use crate::record::{CallStatus, Recorder, SecondReport};
 use crate::timer::PreciseTimer;
 
 /// How a thread's share of the plan looks.
@@ -479,7 +479,8 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
         }
         ctx.busy.set(ctx.busy.get() + 1);
         let mut connect_ns = 0;
-        let outcome = one_call(&ctx, &cell, &mut conn, &mut connect_ns).await;
+        let mut status = None;
+        let outcome = one_call(&ctx, &cell, &mut conn, &mut connect_ns, &mut status).await;
         ctx.busy.set(ctx.busy.get() - 1);
         let Some(outcome) = outcome else { return };
         let ended_ns = ctx.elapsed_ns();
@@ -489,12 +490,15 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
             if measured {
                 let closed = rec.roll_to(ended_ns);
                 ctx.send_seconds(closed);
+                if let Some(status) = status {
+                    rec.status(status);
+                }
                 match &outcome {
                     Ok(()) => {
                         rec.success(intended_ns, started_ns, ended_ns);
                         rec.connect_in_call(connect_ns, ended_ns.saturating_sub(intended_ns));
                     }
-                    Err(e) => rec.failure(e.kind, &e.message, ended_ns),
+                    Err(e) => rec.failure(e.kind, &e.message, intended_ns, ended_ns),
                 }
             }
         }
@@ -510,13 +514,15 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
 
 /// One call with its time limit; `None` when the run was cancelled meanwhile.
 /// `connect_ns` gets the time the call spent getting a connection (0 when
-/// it had one). Per call, the connection is opened here and closed (dropped)
-/// when the call ends.
+/// it had one), and `status` the response's status when there was one.
+/// Per call, the connection is opened here and closed (dropped) when the
+/// call ends.
 async fn one_call<D: Driver>(
     ctx: &Ctx<D>,
     cell: &ConnCell<D>,
     conn: &mut Option<D::Conn>,
     connect_ns: &mut u64,
+    status: &mut Option<CallStatus>,
 ) -> Option<Result<(), CallError>> {
     if ctx.plan.per_call || conn.as_ref().is_some_and(|c| !ctx.driver.is_usable(c)) {
         *conn = None;
@@ -554,6 +560,10 @@ async fn one_call<D: Driver>(
                 ));
             }
         };
+        *status = Some(CallStatus {
+            http: resp.status,
+            grpc: resp.grpc.as_ref().map(|g| g.code),
+        });
         ctx.check.judge(&resp, &ctx.check_state)
     };
     let outcome = tokio::select! {

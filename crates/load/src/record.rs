@@ -1,10 +1,8 @@
 //! Recording: one set of HDR histograms per engine thread, no lock on the hot
 //! path, merged once at the end. Nothing here keeps individual samples.
 
-use std::collections::BTreeMap;
-
 use hdrhistogram::Histogram;
-use protobench_model::load::{ErrorCount, ErrorKind, LatencySummary};
+use protobench_model::load::{ErrorCount, ErrorKind, LatencySummary, StatusCount};
 
 /// Lowest value told apart: 1 us (values are nanoseconds).
 const LOWEST_NS: u64 = 1_000;
@@ -34,34 +32,112 @@ pub(crate) fn summary(h: &Histogram<u64>) -> LatencySummary {
     }
 }
 
-/// Errors by kind: count and the first message.
+/// Errors by kind: count and the first message, in a fixed array indexed
+/// by kind (no map, no allocation after a kind's first message).
 #[derive(Debug, Default)]
-pub(crate) struct Errors(BTreeMap<ErrorKind, (u64, String)>);
+pub(crate) struct Errors([(u64, Option<String>); ErrorKind::ALL.len()]);
 
 impl Errors {
     pub(crate) fn add(&mut self, kind: ErrorKind, message: &str) {
-        self.0.entry(kind).or_insert_with(|| (0, message.to_owned())).0 += 1;
+        let slot = &mut self.0[kind as usize];
+        slot.0 += 1;
+        if slot.1.is_none() {
+            slot.1 = Some(message.to_owned());
+        }
     }
 
     pub(crate) fn merge(&mut self, other: Errors) {
-        for (kind, (count, sample)) in other.0 {
-            self.0.entry(kind).or_insert_with(|| (0, sample)).0 += count;
+        for (mine, (count, sample)) in self.0.iter_mut().zip(other.0) {
+            mine.0 += count;
+            if mine.1.is_none() {
+                mine.1 = sample;
+            }
         }
     }
 
     pub(crate) fn total(&self) -> u64 {
-        self.0.values().map(|(c, _)| c).sum()
+        self.0.iter().map(|(c, _)| c).sum()
     }
 
     /// Most frequent first.
     pub(crate) fn into_counts(self) -> Vec<ErrorCount> {
-        let mut v: Vec<ErrorCount> = self
-            .0
+        let mut v: Vec<ErrorCount> = ErrorKind::ALL
             .into_iter()
-            .map(|(kind, (count, sample))| ErrorCount { kind, count, sample })
+            .zip(self.0)
+            .filter(|(_, (count, _))| *count > 0)
+            .map(|(kind, (count, sample))| ErrorCount {
+                kind,
+                count,
+                sample: sample.unwrap_or_default(),
+            })
             .collect();
         v.sort_by(|a, b| b.count.cmp(&a.count).then(a.kind.cmp(&b.kind)));
         v
+    }
+}
+
+/// The highest HTTP status counted under its own code (three digits).
+const MAX_HTTP_STATUS: usize = 999;
+/// The highest gRPC status code; higher ones count as UNKNOWN (2).
+const MAX_GRPC_STATUS: usize = 16;
+
+/// The status of a call that got a response: its HTTP status and, for a
+/// response read as gRPC, its `grpc-status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CallStatus {
+    pub(crate) http: u16,
+    pub(crate) grpc: Option<u32>,
+}
+
+/// Calls by HTTP status and by gRPC status: fixed arrays of counters, one
+/// increment per call, merged at the end.
+#[derive(Debug)]
+pub(crate) struct StatusCounts {
+    http: Box<[u64; MAX_HTTP_STATUS + 1]>,
+    grpc: [u64; MAX_GRPC_STATUS + 1],
+}
+
+impl Default for StatusCounts {
+    fn default() -> StatusCounts {
+        StatusCounts {
+            http: Box::new([0; MAX_HTTP_STATUS + 1]),
+            grpc: [0; MAX_GRPC_STATUS + 1],
+        }
+    }
+}
+
+impl StatusCounts {
+    pub(crate) fn add(&mut self, status: CallStatus) {
+        self.http[usize::from(status.http).min(MAX_HTTP_STATUS)] += 1;
+        if let Some(code) = status.grpc {
+            let i = code as usize;
+            self.grpc[if i > MAX_GRPC_STATUS { 2 } else { i }] += 1;
+        }
+    }
+
+    pub(crate) fn merge(&mut self, other: &StatusCounts) {
+        for (a, b) in self.http.iter_mut().zip(other.http.iter()) {
+            *a += b;
+        }
+        for (a, b) in self.grpc.iter_mut().zip(other.grpc.iter()) {
+            *a += b;
+        }
+    }
+
+    /// `(http, grpc)`: the codes seen, lowest first.
+    pub(crate) fn into_counts(self) -> (Vec<StatusCount>, Vec<StatusCount>) {
+        let list = |counts: &[u64]| {
+            counts
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c > 0)
+                .map(|(code, &count)| StatusCount {
+                    code: code as u32,
+                    count,
+                })
+                .collect()
+        };
+        (list(&self.http[..]), list(&self.grpc[..]))
     }
 }
 
@@ -91,6 +167,10 @@ pub(crate) struct Recorder {
     /// Successful measured calls: corrected latency, summed.
     pub(crate) latency_sum_ns: u64,
     pub(crate) errors: Errors,
+    /// Latency of failed measured calls; created at the first failure.
+    pub(crate) error_latency: Option<Histogram<u64>>,
+    /// Measured calls that got a response, by status.
+    pub(crate) statuses: StatusCounts,
     pub(crate) successes: u64,
     pub(crate) failures: u64,
     /// Measured calls started.
@@ -123,6 +203,8 @@ impl Recorder {
             connect_in_calls_ns: 0,
             latency_sum_ns: 0,
             errors: Errors::default(),
+            error_latency: None,
+            statuses: StatusCounts::default(),
             successes: 0,
             failures: 0,
             started: 0,
@@ -192,9 +274,17 @@ impl Recorder {
         self.latency_sum_ns += latency_ns;
     }
 
+    /// Records the status of a measured call that got a response.
+    pub(crate) fn status(&mut self, status: CallStatus) {
+        self.statuses.add(status);
+    }
+
     /// Records a failed measured call.
-    pub(crate) fn failure(&mut self, kind: ErrorKind, message: &str, ended_ns: u64) {
+    pub(crate) fn failure(&mut self, kind: ErrorKind, message: &str, intended_ns: u64, ended_ns: u64) {
         self.errors.add(kind, message);
+        self.error_latency
+            .get_or_insert_with(histogram)
+            .saturating_record(ended_ns.saturating_sub(intended_ns));
         self.failures += 1;
         self.second_errors += 1;
         self.last_completion_ns = self.last_completion_ns.max(ended_ns);
@@ -223,6 +313,39 @@ mod tests {
             (v[1].kind, v[1].count, v[1].sample.as_str()),
             (ErrorKind::HttpStatus, 2, "http status 500 (expected 200)")
         );
+    }
+
+    #[test]
+    fn statuses_count_per_code_and_merge() {
+        let mut a = StatusCounts::default();
+        for (http, grpc) in [(200, None), (404, None), (200, None), (500, None)] {
+            a.add(CallStatus { http, grpc });
+        }
+        let mut b = StatusCounts::default();
+        for grpc in [0, 14, 14, 99] {
+            b.add(CallStatus {
+                http: 200,
+                grpc: Some(grpc),
+            });
+        }
+        a.merge(&b);
+        let (http, grpc) = a.into_counts();
+        let pairs = |v: Vec<StatusCount>| v.into_iter().map(|s| (s.code, s.count)).collect::<Vec<_>>();
+        assert_eq!(pairs(http), vec![(200, 6), (404, 1), (500, 1)]);
+        // 99 is outside 0..=16: counted as UNKNOWN (2).
+        assert_eq!(pairs(grpc), vec![(0, 1), (2, 1), (14, 2)]);
+    }
+
+    #[test]
+    fn failed_calls_get_their_own_latency_histogram() {
+        let mut r = Recorder::new(0);
+        r.success(0, 0, 1_000_000);
+        assert!(r.error_latency.is_none(), "no failure, no histogram");
+        r.failure(ErrorKind::Timeout, "no response within 5ms", 1_000_000, 6_000_000);
+        let h = r.error_latency.as_ref().expect("created by the failure");
+        assert_eq!(h.len(), 1);
+        assert!(h.max().abs_diff(5_000_000) <= 5_000, "{}", h.max());
+        assert_eq!(r.latency.len(), 1, "the failure is not in the success histogram");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! - open loop: a fixed rate sends that many calls within 1%
 //! - closed loop: `concurrency` calls really are in flight (HTTP/1.1 and HTTP/2)
 //! - errors by kind: HTTP 500, gRPC status in HTTP 200, SOAP Fault, refused, server killed
+//! - status distributions (HTTP per code, gRPC per code) and failed-call latency (#13)
 //! - Ctrl-C (cancel) returns the partial result
 //! - the JSON result validates against docs/schema/load-result.schema.json
 //! - bad input: unknown gRPC method lists the methods
@@ -89,6 +90,19 @@ async fn go(plan: LoadPlan) -> LoadResult {
     run(plan, None, CancellationToken::new())
         .await
         .expect("the run completes")
+}
+
+/// Asserts that `r`'s JSON form validates against the published schema.
+fn assert_valid(r: &LoadResult) {
+    let schema_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/schema/load-result.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let value = serde_json::to_value(r).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
 }
 
 fn count(result: &LoadResult, kind: ErrorKind) -> u64 {
@@ -220,20 +234,85 @@ async fn http_500_is_counted_as_http_status() {
     assert_eq!(r.errors[0].sample, "http status 500 (expected 200)");
 }
 
+/// Issue #13: every call's HTTP status is counted, per code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_statuses_are_counted_per_code_with_the_failed_calls_latency() {
+    let served = Arc::new(AtomicU64::new(0));
+    let n = served.clone();
+    let (addr, _s) = serve(false, move |_req| {
+        let i = n.fetch_add(1, Ordering::SeqCst);
+        async move {
+            match i % 5 {
+                1 => full(404, "application/json", r#"{"code":404,"message":"not found"}"#),
+                3 => full(500, "application/json", r#"{"code":500,"message":"injected failure"}"#),
+                _ => full(200, "application/json", json_int()),
+            }
+        }
+    })
+    .await;
+    let mut p = plan("rest", addr, "tasks.int");
+    p.requests = Some(50);
+    p.duration_ns = None;
+    let r = go(p).await;
+    assert_eq!(served.load(Ordering::SeqCst), 50, "every call reached the server once");
+    let statuses: Vec<(u32, u64)> = r.http_statuses.iter().map(|s| (s.code, s.count)).collect();
+    assert_eq!(statuses, vec![(200, 30), (404, 10), (500, 10)]);
+    assert!(r.grpc_statuses.is_empty(), "{:?}", r.grpc_statuses);
+    assert_eq!((r.successes, count(&r, ErrorKind::HttpStatus)), (30, 20));
+    assert_eq!(r.success_percent, 60.0);
+    assert_eq!(r.success_percent(), Some(60.0));
+    let failed = r.error_latency.expect("calls failed: their latency is reported");
+    assert_eq!(failed.count, 20);
+    assert!(failed.p50_ns > 0 && failed.max_ns >= failed.p99_ns, "{failed:?}");
+    assert_eq!(r.latency.count, 30, "failed calls stay out of the success latency");
+    assert_valid(&r);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_without_a_response_have_no_status_and_add_up_with_those_that_had_one() {
+    let (addr, server) = serve(false, |_req| async { full(200, "application/json", json_int()) }).await;
+    let mut p = plan("rest", addr, "tasks.int");
+    p.concurrency = 2;
+    p.connections = 2;
+    p.duration_ns = Some(1_000_000_000);
+    let killer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        server.abort();
+    });
+    let r = go(p).await;
+    killer.await.unwrap();
+    let answered: u64 = r.http_statuses.iter().map(|s| s.count).sum();
+    let unanswered: u64 = r.transport_errors().map(|e| e.count).sum();
+    assert!(unanswered > 0, "{:?}", r.errors);
+    assert_eq!(answered, r.successes, "{:?}", r.http_statuses);
+    assert_eq!(answered + unanswered, r.calls);
+    assert_eq!(r.error_latency.map(|l| l.count), Some(unanswered));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpc_status_in_http_200_is_an_error() {
-    let (addr, _s) = serve(true, |_req| async {
-        let frames: Vec<Result<Frame<Bytes>, Infallible>> = vec![Ok(Frame::trailers({
-            let mut t = http::HeaderMap::new();
-            t.insert("grpc-status", "14".parse().unwrap());
-            t.insert("grpc-message", "injected%20failure".parse().unwrap());
-            t
-        }))];
-        Response::builder()
-            .status(200)
-            .header("content-type", "application/grpc")
-            .body(futures_stream(frames).boxed())
-            .unwrap()
+    let served = Arc::new(AtomicU64::new(0));
+    let n = served.clone();
+    let (addr, _s) = serve(true, move |_req| {
+        // Alternately UNAVAILABLE (14) and NOT_FOUND (5).
+        let code = if n.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
+            "14"
+        } else {
+            "5"
+        };
+        async move {
+            let frames: Vec<Result<Frame<Bytes>, Infallible>> = vec![Ok(Frame::trailers({
+                let mut t = http::HeaderMap::new();
+                t.insert("grpc-status", code.parse().unwrap());
+                t.insert("grpc-message", "injected%20failure".parse().unwrap());
+                t
+            }))];
+            Response::builder()
+                .status(200)
+                .header("content-type", "application/grpc")
+                .body(futures_stream(frames).boxed())
+                .unwrap()
+        }
     })
     .await;
     let mut p = plan("grpc", addr, "tasks.int");
@@ -242,6 +321,13 @@ async fn grpc_status_in_http_200_is_an_error() {
     let r = go(p).await;
     assert_eq!(count(&r, ErrorKind::GrpcStatus), 10, "{:?}", r.errors);
     assert_eq!(r.errors[0].sample, "grpc status 14 (UNAVAILABLE): injected failure");
+    // Issue #13: the gRPC status of every call, beside its HTTP status.
+    let grpc: Vec<(u32, u64)> = r.grpc_statuses.iter().map(|s| (s.code, s.count)).collect();
+    assert_eq!(grpc, vec![(5, 5), (14, 5)]);
+    let http: Vec<(u32, u64)> = r.http_statuses.iter().map(|s| (s.code, s.count)).collect();
+    assert_eq!(http, vec![(200, 10)]);
+    assert_eq!(r.success_percent, 0.0);
+    assert_valid(&r);
 }
 
 /// A stream over a vector of frames (no futures crate needed).
@@ -362,15 +448,10 @@ async fn json_result_validates_against_the_published_schema() {
     });
     let r = go(p).await;
     assert!(r.timeline.len() >= 2, "{:?}", r.timeline);
-    let schema_path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/schema/load-result.schema.json");
-    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let value = serde_json::to_value(&r).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&value)
-        .map(|e| format!("{} at {}", e, e.instance_path))
-        .collect();
-    assert!(errors.is_empty(), "{errors:#?}");
+    assert_eq!(r.error_count(), 0, "{:?}", r.errors);
+    assert!(r.error_latency.is_none(), "no failed call, no failed-call latency");
+    assert_eq!(r.success_percent, 100.0);
+    assert_valid(&r);
     let hgrm = protobench_load::hgrm(&r).unwrap();
     assert!(hgrm.contains("Percentile") && hgrm.contains("#[Max"), "{hgrm}");
 }

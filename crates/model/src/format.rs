@@ -16,17 +16,24 @@ pub fn fmt_ns(ns: f64) -> String {
     }
 }
 
-/// Bytes for people: `512B`, `12.0KiB`, `34.5MiB`.
+/// Bytes for people, in binary units: `512B`, `12.0KiB`, `34.5MiB`,
+/// `1.25GiB`, `2.00TiB`. The unit is chosen after rounding, so a value never
+/// prints as `1024B` or `1024.0KiB`. Every size printed goes through here.
 pub fn fmt_bytes(b: f64) -> String {
-    if b < 1024.0 {
-        format!("{b:.0}B")
-    } else if b < 1024.0 * 1024.0 {
-        format!("{:.1}KiB", b / 1024.0)
-    } else if b < 1024.0 * 1024.0 * 1024.0 {
-        format!("{:.1}MiB", b / (1024.0 * 1024.0))
-    } else {
-        format!("{:.2}GiB", b / (1024.0 * 1024.0 * 1024.0))
+    if b.is_nan() || b.abs().round() < 1024.0 {
+        return format!("{b:.0}B");
     }
+    let mut v = b / 1024.0;
+    const UNITS: [(&str, usize); 4] = [("KiB", 1), ("MiB", 1), ("GiB", 2), ("TiB", 2)];
+    for (i, (unit, digits)) in UNITS.iter().enumerate() {
+        let text = format!("{v:.digits$}");
+        let shown: f64 = text.parse().unwrap_or(v);
+        if shown.abs() < 1024.0 || i == UNITS.len() - 1 {
+            return format!("{text}{unit}");
+        }
+        v /= 1024.0;
+    }
+    unreachable!("the last unit returns")
 }
 
 /// A rate for people: `12,345` or `3.5`.
@@ -140,6 +147,32 @@ mod tests {
         assert_eq!(plain_number(2.5), "2.5");
         assert_eq!(fmt_duration(Duration::from_secs(10)), "10s");
         assert_eq!(fmt_duration(Duration::from_millis(1500)), "1500ms");
+    }
+
+    #[test]
+    fn fmt_bytes_table() {
+        let k = 1024.0;
+        let cases = [
+            (0.0, "0B"),
+            (512.0, "512B"),
+            (1023.4, "1023B"),
+            // Rounds to 1024: the next unit, never "1024B".
+            (1023.6, "1.0KiB"),
+            (k, "1.0KiB"),
+            (1536.0, "1.5KiB"),
+            (49_945.0, "48.8KiB"),
+            (k * k - 1.0, "1.0MiB"),
+            (1.5 * k * k, "1.5MiB"),
+            (500_820.0, "489.1KiB"),
+            (3.4e6, "3.2MiB"),
+            (k * k * k, "1.00GiB"),
+            (1.25 * k * k * k, "1.25GiB"),
+            (2.0 * k * k * k * k, "2.00TiB"),
+            (3.0 * k * k * k * k * k, "3072.00TiB"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(fmt_bytes(v), want, "{v}");
+        }
     }
 
     #[test]

@@ -343,6 +343,24 @@ pub struct LoadResult {
     pub connect_share: f64,
     /// Errors by kind, most frequent first.
     pub errors: Vec<ErrorCount>,
+    /// `successes / calls` as a percentage (0 when there were no calls).
+    #[serde(default)]
+    pub success_percent: f64,
+    /// Measured calls that got a response, by its HTTP status, lowest code
+    /// first (gRPC: the HTTP status of the response, 200 for any gRPC
+    /// status). Calls without a response are the `connect`, `timeout`,
+    /// `reset` and `other` errors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http_statuses: Vec<StatusCount>,
+    /// gRPC only: measured calls answered as gRPC, by `grpc-status` (0 = OK
+    /// to 16 = UNAUTHENTICATED; a code above 16 counts as 2, UNKNOWN),
+    /// lowest code first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grpc_statuses: Vec<StatusCount>,
+    /// Latency of failed calls from their intended start (as `latency`);
+    /// absent when no call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_latency: Option<LatencySummary>,
     /// Bytes written to the connections in the measured window (see docs/engine.md).
     pub bytes_sent: u64,
     /// Bytes read from the connections in the measured window.
@@ -395,6 +413,52 @@ impl LoadResult {
     pub fn error_count(&self) -> u64 {
         self.errors.iter().map(|e| e.count).sum()
     }
+
+    /// `successes / calls` as a percentage, from the counts (so results
+    /// stored before `success_percent` existed get it too); `None` without calls.
+    pub fn success_percent(&self) -> Option<f64> {
+        (self.calls > 0).then(|| self.successes as f64 * 100.0 / self.calls as f64)
+    }
+
+    /// Measured calls that ended without a response (connect, timeout,
+    /// reset and other transport errors), by kind, as in `errors`.
+    pub fn transport_errors(&self) -> impl Iterator<Item = &ErrorCount> {
+        self.errors.iter().filter(|e| e.kind.is_transport())
+    }
+}
+
+/// How many calls ended with one status code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusCount {
+    /// The status code (HTTP: 100..999; gRPC: 0..16).
+    pub code: u32,
+    /// Calls.
+    pub count: u64,
+}
+
+/// The gRPC name of a status code, e.g. `UNAVAILABLE` for 14; `UNKNOWN`
+/// for a code above 16.
+pub fn grpc_code_name(code: u32) -> &'static str {
+    const NAMES: [&str; 17] = [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ];
+    NAMES.get(code as usize).copied().unwrap_or("UNKNOWN")
 }
 
 /// Why a run stopped.
@@ -481,6 +545,15 @@ impl ErrorKind {
         ErrorKind::WrongResponse,
         ErrorKind::Other,
     ];
+
+    /// Whether a call failing this way got no response to judge (the
+    /// connection failed, timed out, was reset, or the protocol broke).
+    pub fn is_transport(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::Connect | ErrorKind::Timeout | ErrorKind::Reset | ErrorKind::Other
+        )
+    }
 
     /// The kind's name as in JSON, e.g. `http_status`.
     pub fn name(self) -> &'static str {

@@ -74,6 +74,21 @@ pub fn result(protocol: &str, workload: &str, rate: f64, errors: u64, seconds: u
         } else {
             vec![]
         },
+        success_percent: if calls == 0 {
+            0.0
+        } else {
+            successes as f64 * 100.0 / calls as f64
+        },
+        http_statuses: [(200, successes), (500, errors)]
+            .into_iter()
+            .filter(|&(_, count)| count > 0)
+            .map(|(code, count)| crate::load::StatusCount { code, count })
+            .collect(),
+        grpc_statuses: Vec::new(),
+        error_latency: (errors > 0).then(|| LatencySummary {
+            count: errors,
+            ..latency(500_000)
+        }),
         bytes_sent: calls * 100,
         bytes_received: calls * 1000,
         bytes_sent_per_call: 100.0,

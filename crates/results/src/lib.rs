@@ -17,6 +17,7 @@
 pub mod charts;
 pub mod export;
 pub mod html;
+pub mod load_summary;
 pub mod png;
 pub mod regression;
 pub mod report;

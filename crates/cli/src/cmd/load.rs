@@ -17,7 +17,7 @@ use protobench_load::{
     Arrival, ConnectionPolicy, CustomCall, Event, Header, LoadError, LoadPlan, LoadResult, Protocol, TlsPlan,
     Validation, plan_defaults,
 };
-use protobench_model::format::{error_chain, fmt_bytes, fmt_ns};
+use protobench_model::format::{error_chain, fmt_ns};
 use tokio_util::sync::CancellationToken;
 
 /// Output forms.
@@ -519,9 +519,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let mut text = match args.output {
-        Output::Text => summary(&result),
+        Output::Text => protobench_results::load_summary::text(&result),
         Output::Json => serde_json::to_string_pretty(&result)? + "\n",
-        Output::Csv => csv(&result),
+        Output::Csv => protobench_results::load_summary::csv(&result),
         Output::Openmetrics => protobench_results::export::openmetrics(&result),
         Output::TimelineCsv => protobench_results::export::timeline_csv(&result),
     };
@@ -625,180 +625,6 @@ impl OutputFile {
             let _ = std::fs::remove_file(&self.path);
         }
     }
-}
-
-fn latency_line(label: &str, l: &protobench_load::LatencySummary) -> String {
-    if l.count == 0 {
-        return format!("{label:<10} -\n");
-    }
-    format!(
-        "{label:<10} min {}  mean {}  p50 {}  p90 {}  p95 {}  p99 {}  p99.9 {}  max {}\n",
-        fmt_ns(l.min_ns as f64),
-        fmt_ns(l.mean_ns as f64),
-        fmt_ns(l.p50_ns as f64),
-        fmt_ns(l.p90_ns as f64),
-        fmt_ns(l.p95_ns as f64),
-        fmt_ns(l.p99_ns as f64),
-        fmt_ns(l.p999_ns as f64),
-        fmt_ns(l.max_ns as f64)
-    )
-}
-
-/// The readable summary.
-fn summary(r: &LoadResult) -> String {
-    let p = &r.plan;
-    let what = p.workload.clone().unwrap_or_else(|| "custom call".into());
-    let lp = match p.rate {
-        Some(rate) => format!("open loop at {rate} calls/s ({:?})", p.arrival).to_lowercase(),
-        None if !p.stages.is_empty() => {
-            let stages: Vec<String> = p
-                .stages
-                .iter()
-                .map(|st| {
-                    format!(
-                        "{}:{}",
-                        protobench_model::format::fmt_ns(st.duration_ns as f64),
-                        st.target
-                    )
-                })
-                .collect();
-            format!("closed loop, {} users then {}", p.start_users, stages.join(","))
-        }
-        None => "closed loop".into(),
-    };
-    let over = if p.per_call {
-        "a new connection per call".to_owned()
-    } else {
-        format!(
-            "{} connection{}",
-            p.connections,
-            if p.connections == 1 { "" } else { "s" }
-        )
-    };
-    let mut s = format!(
-        "{} {} {what}: {lp}, concurrency {} over {over}{}\n",
-        p.protocol,
-        p.target,
-        p.concurrency,
-        if p.tls.is_some() { ", TLS" } else { "" }
-    );
-    s += &format!(
-        "{:<10} {:.2} s measured ({}), {} calls, {} successes, {} errors\n",
-        "run",
-        r.duration_ns as f64 / 1e9,
-        r.end_reason.name(),
-        r.calls,
-        r.successes,
-        r.error_count()
-    );
-    s += &format!(
-        "{:<10} {:.1} calls/s (started {:.1}/s)\n",
-        "rate", r.rate, r.started_rate
-    );
-    s += &latency_line("latency", &r.latency);
-    s += &latency_line("service", &r.service_time);
-    s += &latency_line("connect", &r.connect);
-    if p.per_call || r.connects_per_second > 0.0 {
-        s += &format!(
-            "{:<10} {:.1} connects/s, {:.1}% of latency spent connecting ({} opened)\n",
-            "connects",
-            r.connects_per_second,
-            r.connect_share * 100.0,
-            r.connections_opened
-        );
-    }
-    if r.errors.is_empty() {
-        s += &format!("{:<10} none\n", "errors");
-    }
-    for (i, e) in r.errors.iter().enumerate() {
-        s += &format!(
-            "{:<10} {} {} (first: {})\n",
-            if i == 0 { "errors" } else { "" },
-            e.kind.name(),
-            e.count,
-            e.sample
-        );
-    }
-    s += &format!(
-        "{:<10} sent {}/call, received {}/call ({} / {} in all)\n",
-        "bytes",
-        fmt_bytes(r.bytes_sent_per_call),
-        fmt_bytes(r.bytes_received_per_call),
-        fmt_bytes(r.bytes_sent as f64),
-        fmt_bytes(r.bytes_received as f64)
-    );
-    let g = &r.generator;
-    s += &format!(
-        "{:<10} cpu {} in the measured window ({}/call, {:.0}% of {} thread{}), schedule lag p99 {}\n",
-        "generator",
-        fmt_ns(g.cpu_ns as f64),
-        fmt_ns(g.cpu_ns_per_call),
-        g.cpu_utilization * 100.0,
-        g.threads,
-        if g.threads == 1 { "" } else { "s" },
-        if g.schedule_lag.count == 0 {
-            "-".into()
-        } else {
-            fmt_ns(g.schedule_lag.p99_ns as f64)
-        }
-    );
-    match (&g.reason, g.generator_bound) {
-        (reason, true) => s += &format!("{:<10} GENERATOR-BOUND: {}\n", "", reason.clone().unwrap_or_default()),
-        // Not judged (a window too short).
-        (Some(reason), false) => s += &format!("{:<10} not judged: {reason}\n", ""),
-        (None, false) => {}
-    }
-    s
-}
-
-/// One header line and one row.
-fn csv(r: &LoadResult) -> String {
-    let p = &r.plan;
-    let l = &r.latency;
-    let st = &r.service_time;
-    let header = "protocol,target,workload,concurrency,connections,target_rate,duration_ns,end_reason,calls,successes,errors,rate,\
-latency_min_ns,latency_mean_ns,latency_p50_ns,latency_p90_ns,latency_p95_ns,latency_p99_ns,latency_p999_ns,latency_max_ns,\
-service_p50_ns,service_p99_ns,bytes_sent_per_call,bytes_received_per_call,generator_cpu_ns,generator_cpu_ns_per_call,generator_bound,per_call,connects_per_second,connect_share\n";
-    let quote = |s: &str| {
-        if s.contains([',', '"', '\n']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_owned()
-        }
-    };
-    let row = [
-        quote(p.protocol.name()),
-        quote(&p.target),
-        quote(p.workload.as_deref().unwrap_or("")),
-        p.concurrency.to_string(),
-        p.connections.to_string(),
-        p.rate.map(|r| r.to_string()).unwrap_or_default(),
-        r.duration_ns.to_string(),
-        r.end_reason.name().into(),
-        r.calls.to_string(),
-        r.successes.to_string(),
-        r.error_count().to_string(),
-        format!("{:.3}", r.rate),
-        l.min_ns.to_string(),
-        l.mean_ns.to_string(),
-        l.p50_ns.to_string(),
-        l.p90_ns.to_string(),
-        l.p95_ns.to_string(),
-        l.p99_ns.to_string(),
-        l.p999_ns.to_string(),
-        l.max_ns.to_string(),
-        st.p50_ns.to_string(),
-        st.p99_ns.to_string(),
-        format!("{:.1}", r.bytes_sent_per_call),
-        format!("{:.1}", r.bytes_received_per_call),
-        r.generator.cpu_ns.to_string(),
-        format!("{:.1}", r.generator.cpu_ns_per_call),
-        r.generator.generator_bound.to_string(),
-        p.per_call.to_string(),
-        format!("{:.1}", r.connects_per_second),
-        format!("{:.4}", r.connect_share),
-    ];
-    format!("{header}{}\n", row.join(","))
 }
 
 #[cfg(test)]

@@ -428,6 +428,11 @@ fn thresholds(session: &Session, record: &RunRecord, args: &Args) -> anyhow::Res
 
 /// The live terminal view: a progress bar with ETA, the current point and its
 /// live rate and p99 on a TTY (indicatif); one line per measurement otherwise.
+///
+/// The rate shown is never stale: it is the last closed second's while a
+/// measured window runs, the finished measurement's (marked so) after it,
+/// and none while a server starts, an engine run warms up or connects.
+/// (indicatif's own `{per_sec}` would be an average over the bar's life.)
 mod live {
     use std::io::IsTerminal as _;
     use std::time::{Duration, Instant};
@@ -452,7 +457,7 @@ mod live {
         if tty {
             bar.enable_steady_tick(Duration::from_millis(200));
         }
-        let mut label = String::new();
+        let mut message = Message::default();
         let mut todo = 0;
         let mut estimate = 0.0;
         // ETA: the plan's estimate until a measurement finished, then the
@@ -468,6 +473,9 @@ mod live {
             bar.set_prefix(format!("ETA {}m{:02}s", (left / 60.0) as u64, (left % 60.0) as u64));
         };
         while let Some(e) = rx.recv().await {
+            if let Some(m) = message.on(&e) {
+                bar.set_message(m);
+            }
             match e {
                 RunEvent::Begin {
                     todo: t,
@@ -482,31 +490,8 @@ mod live {
                         eprintln!("measuring {t} of {total} measurements (about {:.0} s)", estimate_s);
                     }
                 }
-                RunEvent::ServerStarting { server, repetition } => {
-                    bar.set_message(format!("starting server {server} (repetition {repetition})"));
-                }
                 RunEvent::ServerFailed { server, reason } => {
                     bar.suspend(|| eprintln!("server {server}: {reason}"));
-                }
-                RunEvent::PointStarted {
-                    repetition, label: l, ..
-                } => {
-                    label = format!("{l} #{repetition}");
-                    bar.set_message(label.clone());
-                }
-                RunEvent::Engine(Event::Progress {
-                    rate, p99_ns, errors, ..
-                }) => {
-                    let err = if errors > 0 {
-                        format!(" errors {errors}")
-                    } else {
-                        String::new()
-                    };
-                    bar.set_message(format!(
-                        "{label}: {}/s p99 {}{err}",
-                        fmt_rate(rate),
-                        fmt_ns(p99_ns as f64)
-                    ));
                 }
                 RunEvent::PointFinished {
                     rate,
@@ -532,9 +517,122 @@ mod live {
                 }
                 RunEvent::Warning(w) => bar.suspend(|| eprintln!("warning: {w}")),
                 RunEvent::Link(line) => bar.suspend(|| eprintln!("link {line}")),
-                RunEvent::Engine(Event::Started { .. }) => {}
+                RunEvent::ServerStarting { .. } | RunEvent::PointStarted { .. } | RunEvent::Engine(_) => {}
             }
         }
         bar.finish_and_clear();
+    }
+
+    /// The bar's message, from the events: `None` when an event leaves it as is.
+    #[derive(Debug, Default)]
+    pub(super) struct Message {
+        /// The current measurement: `label #repetition`.
+        label: String,
+    }
+
+    impl Message {
+        pub(super) fn on(&mut self, e: &RunEvent) -> Option<String> {
+            match e {
+                RunEvent::ServerStarting { server, repetition } => {
+                    Some(format!("starting server {server} (repetition {repetition})"))
+                }
+                RunEvent::PointStarted { repetition, label, .. } => {
+                    self.label = format!("{label} #{repetition}");
+                    Some(self.label.clone())
+                }
+                // A new engine run (a warm-up, a search step, the measured
+                // run): no second of it has closed yet.
+                RunEvent::Engine(Event::Started { .. }) => Some(format!("{}: starting", self.label)),
+                RunEvent::Engine(Event::Progress {
+                    rate, p99_ns, errors, ..
+                }) => {
+                    let err = if *errors > 0 {
+                        format!(" errors {errors}")
+                    } else {
+                        String::new()
+                    };
+                    Some(format!(
+                        "{}: {}/s p99 {}{err} (last second)",
+                        self.label,
+                        fmt_rate(*rate),
+                        fmt_ns(*p99_ns as f64)
+                    ))
+                }
+                RunEvent::PointFinished { rate, failure, .. } => Some(match (rate, failure) {
+                    (_, Some(_)) => format!("{}: failed", self.label),
+                    (Some(r), None) => format!("{}: measured {}/s", self.label, fmt_rate(*r)),
+                    (None, None) => format!("{}: done", self.label),
+                }),
+                RunEvent::Begin { .. } | RunEvent::ServerFailed { .. } | RunEvent::Warning(_) | RunEvent::Link(_) => {
+                    None
+                }
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use protobench_model::load::TimelinePoint;
+
+        fn progress(rate: f64) -> RunEvent {
+            RunEvent::Engine(Event::Progress {
+                elapsed_ns: 1_000_000_000,
+                calls: rate as u64,
+                errors: 0,
+                rate,
+                p99_ns: 2_000_000,
+                second: TimelinePoint {
+                    second: 0,
+                    successes: rate as u64,
+                    errors: 0,
+                    p50_ns: 1_000_000,
+                    p95_ns: 1_500_000,
+                    p99_ns: 2_000_000,
+                    users: 1,
+                },
+            })
+        }
+
+        fn point(label: &str) -> RunEvent {
+            RunEvent::PointStarted {
+                point: 0,
+                repetition: 1,
+                label: label.into(),
+                done: 0,
+                todo: 2,
+            }
+        }
+
+        /// Issue #13: the bar never shows a rate that is not the current one.
+        #[test]
+        fn the_rate_shown_is_the_last_seconds_then_the_measurements_then_none() {
+            let mut m = Message::default();
+            let started = RunEvent::Engine(Event::Started {
+                at: Instant::now(),
+                connections: 1,
+                threads: 1,
+            });
+            let finished = |rate| RunEvent::PointFinished {
+                point: 0,
+                label: "a".into(),
+                repetition: 1,
+                rate: Some(rate),
+                failure: None,
+            };
+            let steps: Vec<(RunEvent, &str)> = vec![
+                (point("a"), "a #1"),
+                (started.clone(), "a #1: starting"),
+                (progress(12_000.0), "a #1: 12,000/s p99 2.00ms (last second)"),
+                (progress(9_000.0), "a #1: 9,000/s p99 2.00ms (last second)"),
+                (finished(10_500.0), "a #1: measured 10,500/s"),
+                (point("b"), "b #1"),
+                (started, "b #1: starting"),
+            ];
+            for (e, want) in steps {
+                assert_eq!(m.on(&e).as_deref(), Some(want), "after {e:?}");
+            }
+            assert_eq!(m.on(&RunEvent::Warning("w".into())), None);
+        }
     }
 }
