@@ -94,3 +94,25 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #13: every subcommand's help ends with examples.
+    #[test]
+    fn every_subcommand_has_examples_in_its_help() {
+        let mut cli = Cli::command();
+        cli.build();
+        let missing: Vec<String> = cli
+            .get_subcommands()
+            .filter(|c| c.get_name() != "help")
+            .filter(|c| {
+                !c.get_after_help()
+                    .is_some_and(|h| h.to_string().contains("protobench "))
+            })
+            .map(|c| c.get_name().to_string())
+            .collect();
+        assert!(missing.is_empty(), "subcommands without examples: {missing:?}");
+    }
+}

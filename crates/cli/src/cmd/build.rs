@@ -11,6 +11,9 @@ use std::process::{Command, ExitCode};
 
 /// Build reference servers from their manifests.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  protobench build            # every server with a build step\n  protobench build go java-spring"
+)]
 pub(crate) struct Args {
     /// Servers to build (default: all with a build).
     servers: Vec<String>,

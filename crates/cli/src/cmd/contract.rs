@@ -8,6 +8,7 @@ use protobench_contract::{Dataset, vectors};
 
 /// Arguments of `protobench contract`.
 #[derive(clap::Args)]
+#[command(after_help = "Examples:\n  protobench contract check\n  protobench contract generate --dir contract")]
 pub(crate) struct Args {
     #[command(subcommand)]
     action: Action,

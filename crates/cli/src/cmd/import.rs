@@ -15,6 +15,9 @@ use protobench_runner::import::{ImportError, import_unsaved};
 
 /// Bring an unsaved-results file's measurements into its run.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  protobench import protobench-results-run-3-unsaved-20261124T101500.json --db results.db"
+)]
 pub(crate) struct Args {
     /// The unsaved-results file (`protobench-<db>-run-<ID>-unsaved-<time>.json`).
     file: PathBuf,

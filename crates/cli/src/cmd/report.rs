@@ -33,7 +33,7 @@ pub(crate) struct Args {
     #[arg(long, short = 'O', value_enum, default_value = "html")]
     format: Format,
     /// Output directory (HTML default: protobench-report/run-<ID>; other formats print to stdout without it).
-    #[arg(long)]
+    #[arg(long, short = 'o')]
     out: Option<PathBuf>,
     /// Results database.
     #[arg(long, default_value = DEFAULT_DB)]

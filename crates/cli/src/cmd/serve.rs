@@ -17,6 +17,9 @@ use protobench_server::{ServerConfig, TlsFiles, config::parse_addr};
 
 /// Flags of `protobench serve`.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  protobench serve --rest 127.0.0.1:8080 --grpc 127.0.0.1:50051\n  protobench serve --rest 127.0.0.1:0 --soap 127.0.0.1:0   # any free ports, printed on start"
+)]
 pub(crate) struct Args {
     /// Serve `rest` (JSON over HTTP/1.1) on ADDR (ip:port, port 0 = any free port) [env: PROTOBENCH_REST_ADDR]
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]

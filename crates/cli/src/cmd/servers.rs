@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 /// List the reference servers and whether they can run here.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  protobench servers\n  protobench servers --servers-dir ../my-servers")]
 pub(crate) struct Args {
     /// Directory of server manifests.
     #[arg(long, env = "PROTOBENCH_SERVERS_DIR")]

@@ -8,6 +8,7 @@ use protobench_results::store::{DEFAULT_DB, Store};
 
 /// Show one run: metadata, the results table, failures.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  protobench show latest\n  protobench show 3 --db results.db")]
 pub(crate) struct Args {
     /// Run id, or `latest`.
     run: String,

@@ -17,6 +17,9 @@ use super::load::{TlsArgs, positive_duration_arg};
 
 /// Check every workload of a server against contract/vectors.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  protobench verify --protocol rest --target http://127.0.0.1:8080\n  protobench verify --protocol grpc --target 127.0.0.1:50051 --workload inventory.s"
+)]
 pub(crate) struct Args {
     /// rest, rest-h2, grpc or soap.
     #[arg(long)]
