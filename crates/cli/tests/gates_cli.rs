@@ -6,6 +6,7 @@
 //! - `compare --fail-on-regression`: exit 5 when B is worse beyond the
 //!   intervals, 0 within them, and "cannot judge" with one repetition
 //! - a closed standard output (`| head`) ends every writer quietly with 0
+//! - `runs` and `compare` JSON validate against their published schemas
 
 mod common;
 use common::serve;
@@ -227,6 +228,48 @@ fn compare_fails_on_a_regression_beyond_the_intervals_only() {
     // Without the flag a regression is reported but does not fail.
     let o = protobench(&["compare", "1", "2", "--db", db]);
     assert_eq!(o.status.code(), Some(0));
+}
+
+/// Errors of `value` against `docs/schema/NAME`.
+fn schema_errors(name: &str, value: &serde_json::Value) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/schema")
+        .join(name);
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    validator
+        .iter_errors(value)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect()
+}
+
+#[test]
+fn runs_and_compare_json_follow_their_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    // Runs 1 and 2 with intervals, 3 with one repetition (null intervals).
+    runs_db(&db, &[&[1000.0, 1010.0, 990.0], &[800.0, 805.0, 795.0], &[900.0]]);
+    let db = db.to_str().unwrap();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let o = protobench(args);
+        assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+        serde_json::from_slice(&o.stdout).unwrap()
+    };
+    let runs = json(&["runs", "--db", db, "-O", "json"]);
+    assert_eq!(runs.as_array().unwrap().len(), 3);
+    assert_eq!(schema_errors("runs.schema.json", &runs), Vec::<String>::new());
+    for b in ["2", "3"] {
+        let rows = json(&["compare", "1", b, "--db", db, "-O", "json"]);
+        assert!(!rows.as_array().unwrap().is_empty());
+        assert_eq!(
+            schema_errors("compare.schema.json", &rows),
+            Vec::<String>::new(),
+            "compare 1 {b}"
+        );
+    }
+    // The schema is not vacuous: a row without its ratio is rejected.
+    let bad = serde_json::json!([{"point": "p", "metric": "rate", "a": 1.0, "b": 2.0}]);
+    assert!(!schema_errors("compare.schema.json", &bad).is_empty());
 }
 
 #[test]
