@@ -148,6 +148,16 @@ fn validate_call(plan: &LoadPlan) -> Result<(), PlanError> {
     Ok(())
 }
 
+/// The most calls in flight one engine run takes: ten times the largest
+/// a shipped preset asks for (Hedelin's ramp, 10,000 users), and more than
+/// one machine's descriptors allow with a connection per caller. Above it
+/// the per-caller state alone would take gigabytes.
+pub(crate) const MAX_CONCURRENCY: u32 = 100_000;
+
+/// The most engine threads: far above any machine's cores, which is all
+/// the engine can use.
+pub(crate) const MAX_THREADS: u32 = 1024;
+
 /// Concurrency, connections, threads and rate.
 fn validate_load(plan: &LoadPlan) -> Result<(), PlanError> {
     let p = plan.protocol;
@@ -156,6 +166,20 @@ fn validate_load(plan: &LoadPlan) -> Result<(), PlanError> {
             flag: "--concurrency",
             rule: "at least 1",
             value: "0".into(),
+        });
+    }
+    if plan.concurrency > MAX_CONCURRENCY {
+        return Err(PlanError::OutOfRange {
+            flag: "--concurrency",
+            rule: "at most 100,000 (calls in flight in one engine run)",
+            value: plan.concurrency.to_string(),
+        });
+    }
+    if plan.threads > MAX_THREADS {
+        return Err(PlanError::OutOfRange {
+            flag: "--threads",
+            rule: "at most 1024",
+            value: plan.threads.to_string(),
         });
     }
     if plan.connections == 0 {
@@ -448,6 +472,22 @@ mod tests {
             (
                 Box::new(|p| p.rate = Some(0.0)),
                 "--rate must be a positive number, got 0",
+            ),
+            (
+                Box::new(|p| {
+                    p.concurrency = 4_000_000_000;
+                    p.connections = 4_000_000_000;
+                }),
+                "--concurrency must be at most 100,000 (calls in flight in one engine run), got 4000000000",
+            ),
+            (
+                Box::new(|p| {
+                    p.protocol = Protocol::Grpc;
+                    p.concurrency = 5000;
+                    p.connections = 5000;
+                    p.threads = 2000;
+                }),
+                "--threads must be at most 1024, got 2000",
             ),
             (
                 Box::new(|p| {
