@@ -103,7 +103,7 @@ async fn ask(endpoint: &Endpoint, service: &str) -> Result<DescriptorPool, Refle
         .await
         .map_err(|e| fail(format!("connecting: {e}")))?;
     let io = match &endpoint.tls {
-        None => Stream::Plain(tcp),
+        None => Stream::plain(tcp),
         Some((connector, name)) => {
             let tls = connector
                 .connect(name.clone(), tcp)

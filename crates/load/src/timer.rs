@@ -82,6 +82,25 @@ pub(crate) fn spin_for(mean_interval_ns: Option<f64>) -> std::time::Duration {
     std::time::Duration::from_nanos(ns as u64)
 }
 
+/// The shortest read spin worth having: a call on loopback takes about
+/// 100 us here, so a shorter spin would rarely see the reply arrive.
+const READ_SPIN_MIN_NS: u64 = 50_000;
+
+/// How long a caller waits for each reply awake (`driver::net::set_read_spin`)
+/// given its start spin: twice as long (a tenth of the interval, at most
+/// 10% of the thread's time, at most 200 us), or not at all when that is
+/// under [`READ_SPIN_MIN_NS`] (above 2,000 calls/s per thread, where the
+/// core is seldom idle long enough to sleep deeply and a spin would cost
+/// CPU without catching the reply).
+pub(crate) fn read_spin_for(start_spin: std::time::Duration) -> std::time::Duration {
+    let spin = start_spin * 2;
+    if spin.as_nanos() < u128::from(READ_SPIN_MIN_NS) {
+        std::time::Duration::ZERO
+    } else {
+        spin
+    }
+}
+
 impl PreciseTimer {
     /// [`PreciseTimer::sleep_until`] `at - spin`, then spins until `at`:
     /// returns at `at` or soon after, never before, with the core awake.
@@ -196,6 +215,17 @@ mod tests {
         assert_eq!(spin_for(Some(100_000.0)), Duration::from_micros(5)); // 10,000/s
         assert_eq!(spin_for(Some(1_000_000.0)), Duration::from_micros(50)); // 1,000/s
         assert_eq!(spin_for(Some(5_000_000.0)), Duration::from_micros(100)); // 200/s: capped
+    }
+
+    #[test]
+    fn the_read_spin_is_twice_the_start_spin_from_50_us_up() {
+        let read = |interval_ns: f64| read_spin_for(spin_for(Some(interval_ns)));
+        assert_eq!(read_spin_for(spin_for(None)), Duration::ZERO); // closed loop
+        assert_eq!(read(100_000.0), Duration::ZERO); // 10,000/s: 10 us would not catch a reply
+        assert_eq!(read(400_000.0), Duration::ZERO); // 2,500/s: 40 us
+        assert_eq!(read(500_000.0), Duration::from_micros(50)); // 2,000/s
+        assert_eq!(read(1_000_000.0), Duration::from_micros(100)); // 1,000/s
+        assert_eq!(read(5_000_000.0), Duration::from_micros(200)); // 200/s: capped
     }
 
     #[tokio::test(flavor = "current_thread")]

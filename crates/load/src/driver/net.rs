@@ -98,7 +98,7 @@ impl Endpoint {
         tcp.set_nodelay(true)
             .map_err(|e| fail("configuring the connection to", &e))?;
         let stream = match &self.tls {
-            None => Stream::Plain(tcp),
+            None => Stream::plain(tcp),
             Some((connector, name)) => {
                 let tls = connector
                     .connect(name.clone(), tcp)
@@ -230,17 +230,68 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAny {
 
 /// A clear-text or TLS connection.
 pub(crate) enum Stream {
-    Plain(TcpStream),
+    /// Clear text; `armed` while a write waits for its first reply bytes
+    /// (see [`set_read_spin`]).
+    Plain {
+        tcp: TcpStream,
+        armed: bool,
+    },
     Tls(Box<TlsStream<TcpStream>>),
 }
 
 impl Stream {
+    /// A clear-text stream.
+    pub(crate) fn plain(tcp: TcpStream) -> Stream {
+        Stream::Plain { tcp, armed: false }
+    }
+
     /// The ALPN protocol the server chose.
     pub(crate) fn alpn(&self) -> Option<&[u8]> {
         match self {
-            Stream::Plain(_) => None,
+            Stream::Plain { .. } => None,
             Stream::Tls(s) => s.get_ref().1.alpn_protocol(),
         }
+    }
+}
+
+thread_local! {
+    /// How long a clear-text read that would wait right after a write
+    /// spins instead (0: never, the default; closed loop).
+    static READ_SPIN_NS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Sets this thread's read spin: after a write, the first read that finds
+/// no reply polls the socket for up to `spin` before it waits for the
+/// reactor. An idle core woken by epoll adds tens of microseconds (more in
+/// a VM) between the reply's arrival and its timestamp; at low open-loop
+/// rates the engine keeps the core awake instead. Clear text only (a TLS
+/// record cannot be read around rustls).
+pub(crate) fn set_read_spin(spin: std::time::Duration) {
+    READ_SPIN_NS.set(u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX));
+}
+
+/// Reads what `tcp` has without waiting, for up to `spin`: `Some` with the
+/// read's outcome once data (or an error, or the end) came, `None` when the
+/// time ran out. The socket is non-blocking (tokio's), so each read returns
+/// at once; tokio's readiness is left as it is: a wake-up it delivers later
+/// finds nothing and waits again.
+fn spin_read(tcp: &TcpStream, buf: &mut ReadBuf<'_>, spin: std::time::Duration) -> Option<io::Result<()>> {
+    let deadline = std::time::Instant::now() + spin;
+    let room = buf.remaining().min(64 * 1024);
+    loop {
+        match rustix::io::read(tcp, buf.initialize_unfilled_to(room)) {
+            Ok(n) => {
+                buf.advance(n);
+                return Some(Ok(()));
+            }
+            Err(rustix::io::Errno::AGAIN) => {}
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Some(Err(e.into())),
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::hint::spin_loop();
     }
 }
 
@@ -253,7 +304,19 @@ pub(crate) struct Counted<S> {
 impl AsyncRead for Stream {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Plain { tcp, armed } => {
+                let r = Pin::new(&mut *tcp).poll_read(cx, buf);
+                if r.is_pending() && std::mem::take(armed) && buf.remaining() > 0 {
+                    let spin = READ_SPIN_NS.get();
+                    if spin > 0
+                        && let Some(r) = spin_read(tcp, buf, std::time::Duration::from_nanos(spin))
+                    {
+                        return Poll::Ready(r);
+                    }
+                }
+                *armed = false;
+                r
+            }
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
@@ -262,7 +325,11 @@ impl AsyncRead for Stream {
 impl AsyncWrite for Stream {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Plain { tcp, armed } => {
+                let r = Pin::new(tcp).poll_write(cx, buf);
+                *armed |= matches!(r, Poll::Ready(Ok(n)) if n > 0);
+                r
+            }
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
@@ -273,28 +340,32 @@ impl AsyncWrite for Stream {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Plain { tcp, armed } => {
+                let r = Pin::new(tcp).poll_write_vectored(cx, bufs);
+                *armed |= matches!(r, Poll::Ready(Ok(n)) if n > 0);
+                r
+            }
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
         }
     }
 
     fn is_write_vectored(&self) -> bool {
         match self {
-            Stream::Plain(s) => s.is_write_vectored(),
+            Stream::Plain { tcp, .. } => tcp.is_write_vectored(),
             Stream::Tls(s) => s.is_write_vectored(),
         }
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Plain { tcp, .. } => Pin::new(tcp).poll_flush(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Plain { tcp, .. } => Pin::new(tcp).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
@@ -343,5 +414,88 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Counted<S> {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::task::Waker;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A loopback pair: the engine's side as a `Stream`, and a blocking
+    /// peer that answers each 4-byte request with `pong` after `delay`.
+    async fn pair(delay: Duration) -> Stream {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut peer, _) = listener.accept().unwrap();
+            let mut req = [0u8; 4];
+            while peer.read_exact(&mut req).is_ok() {
+                std::thread::sleep(delay);
+                if peer.write_all(b"pong").is_err() {
+                    break;
+                }
+            }
+        });
+        Stream::plain(TcpStream::connect(addr).await.unwrap())
+    }
+
+    /// One poll of a read, with a waker that is never used.
+    fn poll_once(stream: &mut Stream, buf: &mut [u8]) -> (Poll<io::Result<()>>, usize) {
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut rb = ReadBuf::new(buf);
+        let r = Pin::new(stream).poll_read(&mut cx, &mut rb);
+        (r, rb.filled().len())
+    }
+
+    fn write_ping(stream: &mut Stream) {
+        let mut cx = Context::from_waker(Waker::noop());
+        let r = Pin::new(stream).poll_write(&mut cx, b"ping");
+        assert!(matches!(r, Poll::Ready(Ok(4))), "{r:?}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_read_after_a_write_spins_until_the_reply_arrives() {
+        let mut stream = pair(Duration::from_millis(5)).await;
+        set_read_spin(Duration::from_secs(5));
+        write_ping(&mut stream);
+        let mut buf = [0u8; 16];
+        let (r, n) = poll_once(&mut stream, &mut buf);
+        set_read_spin(Duration::ZERO);
+        assert!(matches!(r, Poll::Ready(Ok(()))), "{r:?}");
+        assert_eq!(&buf[..n], b"pong");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn without_a_spin_or_a_write_a_read_waits_for_the_reactor() {
+        let mut stream = pair(Duration::from_millis(200)).await;
+        let mut buf = [0u8; 16];
+        // No spin set (the closed loop's default): pending at once.
+        set_read_spin(Duration::ZERO);
+        write_ping(&mut stream);
+        assert!(poll_once(&mut stream, &mut buf).0.is_pending());
+        // A spin set, but nothing written since the last read: not armed,
+        // so no spin either (the 5 s spin would outlast the 200 ms reply).
+        set_read_spin(Duration::from_secs(5));
+        let start = Instant::now();
+        assert!(poll_once(&mut stream, &mut buf).0.is_pending());
+        set_read_spin(Duration::ZERO);
+        assert!(start.elapsed() < Duration::from_millis(150), "{:?}", start.elapsed());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_spin_that_runs_out_leaves_the_read_pending() {
+        let mut stream = pair(Duration::from_millis(300)).await;
+        set_read_spin(Duration::from_millis(20));
+        write_ping(&mut stream);
+        let mut buf = [0u8; 16];
+        let start = Instant::now();
+        let (r, _) = poll_once(&mut stream, &mut buf);
+        set_read_spin(Duration::ZERO);
+        assert!(r.is_pending(), "{r:?}");
+        assert!(start.elapsed() >= Duration::from_millis(20), "{:?}", start.elapsed());
     }
 }
