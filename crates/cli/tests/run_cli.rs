@@ -321,8 +321,10 @@ fn interrupted_run_keeps_finished_points_and_resumes() {
     // No server is left behind.
     assert!(!server_children_alive(child.id()));
 
-    let out = run_in(dir.path(), &["run", "--resume", "1", "--db", "r.db", "--no-report"]);
+    // `-o` names the report's directory (as `load -o` and `report -o` name their file).
+    let out = run_in(dir.path(), &["run", "--resume", "1", "--db", "r.db", "-o", "rep"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(dir.path().join("rep/report.html").is_file());
     let rec = Store::open_read_only(&dir.path().join("r.db"))
         .unwrap()
         .load_run(1)

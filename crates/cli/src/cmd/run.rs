@@ -42,7 +42,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "RUN", conflicts_with = "preset")]
     resume: Option<i64>,
     /// Directory for the HTML report (default: protobench-report/run-<ID>).
-    #[arg(long)]
+    #[arg(long, short = 'o', value_name = "DIR")]
     out: Option<PathBuf>,
     /// Do not write the HTML report.
     #[arg(long)]
