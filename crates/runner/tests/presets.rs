@@ -49,6 +49,54 @@ fn every_shipped_preset_resolves() {
 }
 
 #[test]
+fn each_study_preset_expands_to_its_studys_matrix() {
+    let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../servers");
+    let shipped = Context {
+        catalog: Catalog::load(Some(&servers)),
+        ..ctx()
+    };
+    // (preset, points, claims): each count is the product of the study's
+    // dimensions, so a preset that drops or adds a case fails here.
+    let table = [
+        // 3 stacks x REST/gRPC x inventory XS..L
+        ("berg2023", 3 * 2 * 4, 12),
+        // the same on loopback and lan-1g
+        ("berg2023-lan", 3 * 2 * 4 * 2, 12),
+        // REST/gRPC x tasks I-VII x clear/TLS x per-call/reused
+        ("bolanowski2022", 2 * 7 * 2 * 2, 11),
+        // REST/gRPC x tasks I, III, V x clear/TLS x loopback/2 ms
+        ("bolanowski2022-rtt", 2 * 3 * 2 * 2, 7),
+        // Flask REST, FastAPI REST, grpc.aio x concurrency 1/10/50/100
+        ("cmpt453", 3 * 4, 5),
+        // the same three x 5 echo sizes at c=10
+        ("cmpt453-payload", 3 * 5, 5),
+        // the same three x c=20/50/100 at 20% failures
+        ("cmpt453-failures", 3 * 3, 4),
+        // 6 gRPC stacks x 5 messages x 1 and 2 CPUs
+        ("grpcbench", 6 * 5 * 2, 9),
+        // SOAP/REST/gRPC x 4 shapes x 50/100/200 users
+        ("hedelin2024", 3 * 4 * 3, 15),
+        // SOAP/REST/gRPC, one ramp each
+        ("hedelin2024-ramp", 3, 4),
+        // SOAP/REST/gRPC x clear/TLS
+        ("hedelin2024-tls", 3 * 2, 5),
+    ];
+    for (name, points, claims) in table {
+        let plan =
+            preset::load(&presets_dir().join(format!("{name}.toml")), &shipped).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((plan.points.len(), plan.findings.len()), (points, claims), "{name}");
+        assert_eq!(
+            plan.repetitions, 3,
+            "{name}: every study point is repeated for an interval"
+        );
+        assert!(
+            plan.notes.iter().any(|n| n.starts_with("differs from the study: ")),
+            "{name}: says what differs"
+        );
+    }
+}
+
+#[test]
 fn quick_preset_is_four_protocols_four_workloads_three_repetitions() {
     let plan = preset::load(&presets_dir().join("quick.toml"), &ctx()).unwrap();
     assert_eq!(plan.kind, PointKind::Fixed);
