@@ -21,18 +21,22 @@ fn ctx() -> Context {
     }
 }
 
+/// The shipped presets may name any server in the repository's servers/.
+fn shipped() -> Context {
+    let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../servers");
+    Context {
+        catalog: Catalog::load(Some(&servers)),
+        ..ctx()
+    }
+}
+
 fn presets_dir() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../presets")
 }
 
 #[test]
 fn every_shipped_preset_resolves() {
-    // The shipped presets may name any server in the repository's servers/.
-    let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../servers");
-    let shipped = Context {
-        catalog: Catalog::load(Some(&servers)),
-        ..ctx()
-    };
+    let shipped = shipped();
     let mut n = 0;
     for e in std::fs::read_dir(presets_dir()).unwrap() {
         let p = e.unwrap().path();
@@ -50,11 +54,7 @@ fn every_shipped_preset_resolves() {
 
 #[test]
 fn each_study_preset_expands_to_its_studys_matrix() {
-    let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../servers");
-    let shipped = Context {
-        catalog: Catalog::load(Some(&servers)),
-        ..ctx()
-    };
+    let shipped = shipped();
     // (preset, points, claims): each count is the product of the study's
     // dimensions, so a preset that drops or adds a case fails here.
     let table = [
@@ -346,11 +346,7 @@ fn durations_beyond_the_engines_range_are_refused() {
 /// line numbers even where a multi-line list was replaced.
 #[test]
 fn command_line_overrides_replace_the_lists_and_are_checked_like_the_file() {
-    let servers = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../servers");
-    let shipped = Context {
-        catalog: Catalog::load(Some(&servers)),
-        ..ctx()
-    };
+    let shipped = shipped();
     let text = "name = \"t\"\nservers = [\n  \"rust\",\n]\nprotocols = [\"rest\", \"grpc\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 4\n";
     let o = preset::Overrides {
         servers: Some(vec!["go".into(), "rust".into()]),
