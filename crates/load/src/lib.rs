@@ -50,7 +50,7 @@ pub use crate::driver::net::TlsError;
 pub use crate::error::{HistogramError, LoadError, PlanError};
 pub use crate::export::{hgrm, hlog};
 pub use crate::reflect::ReflectionError;
-pub use crate::validate::{MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};
+pub use crate::validate::{MAX_CONCURRENCY, MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};
 pub use crate::verify::{Outcome, VerifyReport, WorkloadVerdict, verify};
 
 /// What the engine reports while it runs.

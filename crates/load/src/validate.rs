@@ -152,7 +152,7 @@ fn validate_call(plan: &LoadPlan) -> Result<(), PlanError> {
 /// a shipped preset asks for (Hedelin's ramp, 10,000 users), and more than
 /// one machine's descriptors allow with a connection per caller. Above it
 /// the per-caller state alone would take gigabytes.
-pub(crate) const MAX_CONCURRENCY: u32 = 100_000;
+pub const MAX_CONCURRENCY: u32 = 100_000;
 
 /// The most engine threads: far above any machine's cores, which is all
 /// the engine can use.

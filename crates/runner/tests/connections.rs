@@ -129,15 +129,15 @@ fn bad_values_name_file_line_and_key() {
     let cases = [
         (
             preset("fixed", "\"grpc\"", "\"per-host\""),
-            "presets/t.toml:7:15: load.connections: must be \"per-caller\", \"per-call\" or a number of connections from 1 to 1000000, found \"per-host\"",
+            "presets/t.toml:7:15: load.connections: must be \"per-caller\", \"per-call\" or a number of connections from 1 to 100000, found \"per-host\"",
         ),
         (
             preset("discover", "\"grpc\"", "0"),
-            "presets/t.toml:6:15: load.connections: must be \"per-caller\", \"per-call\" or a number of connections from 1 to 1000000, found 0",
+            "presets/t.toml:6:15: load.connections: must be \"per-caller\", \"per-call\" or a number of connections from 1 to 100000, found 0",
         ),
         (
             preset("ramp", "\"grpc\"", "[1, \"keep-alive\"]"),
-            "presets/t.toml:6:15: load.connections: must be \"per-caller\", \"per-call\" or a number of connections from 1 to 1000000, found \"keep-alive\"",
+            "presets/t.toml:6:15: load.connections: must be \"per-caller\", \"per-call\" or a number of connections from 1 to 100000, found \"keep-alive\"",
         ),
         (
             preset("rate", "\"grpc\"", "32"),

@@ -287,6 +287,31 @@ fn one_cpu_machine_is_not_pinned_and_says_so() {
     assert!(plan.notes.iter().any(|n| n.contains("not pinned")), "{:?}", plan.notes);
 }
 
+/// More calls in flight than one engine run takes (100,000) are refused when
+/// the preset is read, not when the engine starts after the earlier points.
+#[test]
+fn concurrency_beyond_the_engines_range_is_refused_by_key() {
+    let cases = [
+        (
+            format!("{BASE}[load]\nconcurrency = [10, 200000]\n"),
+            "presets/t.toml:5:15: load.concurrency: must be between 1 and 100000 (calls in flight in one engine run), found 200000",
+        ),
+        (
+            format!("kind = \"discover\"\n{BASE}[discover]\nmax = 100001\n"),
+            "presets/t.toml:6:7: discover.max: must be at most 100000 (calls in flight in one engine run), found 100001",
+        ),
+        (
+            format!("kind = \"ramp\"\n{BASE}[ramp]\nmax = 4000000000\n"),
+            "presets/t.toml:6:7: ramp.max: must be at most 100000 (calls in flight in one engine run), found 4000000000",
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(err(&text), want);
+    }
+    let ok = preset::resolve(&format!("{BASE}[load]\nconcurrency = 100000\n"), "t.toml", &ctx()).unwrap();
+    assert_eq!(ok.points[0].concurrency, 100_000);
+}
+
 /// Issue 14, item 8: a duration no engine run can have is refused by name,
 /// never wrapped past 2^64 ns (`warmup = 18446744073.8` was 90 ms) nor a panic
 /// (`duration = 1e30`).

@@ -81,6 +81,23 @@ impl<'a> Checker<'a> {
         n as u32
     }
 
+    /// A number of calls in flight from 1 to what one engine run takes
+    /// ([`protobench_load::MAX_CONCURRENCY`]), or `default` when absent or wrong.
+    pub(super) fn concurrency(&mut self, v: Option<&Spanned<i64>>, key: &str, default: u32) -> u32 {
+        let max = protobench_load::MAX_CONCURRENCY;
+        match v.map(|v| (v, *v.get_ref())) {
+            Some((v, n)) if n > i64::from(max) => {
+                self.issue(
+                    v.span(),
+                    key,
+                    format!("must be at most {max} (calls in flight in one engine run), found {n}"),
+                );
+                default
+            }
+            _ => self.positive(v, key, default, 1),
+        }
+    }
+
     /// A fraction from 0 to 1, or `default` when absent or wrong.
     pub(super) fn fraction(&mut self, v: Option<&Spanned<f64>>, key: &str, default: f64) -> f64 {
         let Some(v) = v else { return default };

@@ -5,6 +5,7 @@ use std::ops::Range;
 
 use toml::Spanned;
 
+use protobench_load::MAX_CONCURRENCY;
 use protobench_model::load::{Arrival, ConnectionPolicy, Protocol};
 use protobench_model::run::PointKind;
 
@@ -101,7 +102,9 @@ fn policies(v: Option<&Spanned<OneOrMany<ConnectionsValue>>>, c: &mut Checker<'_
     let mut out = Vec::new();
     for value in list {
         let policy = match &value {
-            ConnectionsValue::Count(n) if (1..=1_000_000).contains(n) => Some(ConnectionPolicy::Shared(*n as u32)),
+            ConnectionsValue::Count(n) if (1..=i64::from(MAX_CONCURRENCY)).contains(n) => {
+                Some(ConnectionPolicy::Shared(*n as u32))
+            }
             ConnectionsValue::Count(_) => None,
             ConnectionsValue::Name(s) => match s.as_str() {
                 "per-caller" => Some(ConnectionPolicy::PerCaller),
@@ -119,7 +122,7 @@ fn policies(v: Option<&Spanned<OneOrMany<ConnectionsValue>>>, c: &mut Checker<'_
                 c.issue(
                     v.span(),
                     "load.connections",
-                    format!("must be \"per-caller\", \"per-call\" or a number of connections from 1 to 1000000, found {found}"),
+                    format!("must be \"per-caller\", \"per-call\" or a number of connections from 1 to {MAX_CONCURRENCY}, found {found}"),
                 );
             }
         }
@@ -178,7 +181,8 @@ pub(super) fn http1_connections(
     }
 }
 
-/// `load.concurrency` or `load.connections`: counts from 1 to 1000000.
+/// `load.concurrency`: counts from 1 to what one engine run takes
+/// ([`protobench_load::MAX_CONCURRENCY`]).
 fn counts(v: Option<&Spanned<OneOrMany<i64>>>, key: &str, c: &mut Checker<'_>) -> Option<Vec<u32>> {
     let v = v?;
     let list = v.get_ref().to_vec();
@@ -187,8 +191,12 @@ fn counts(v: Option<&Spanned<OneOrMany<i64>>>, key: &str, c: &mut Checker<'_>) -
     }
     let mut out = Vec::new();
     for n in list {
-        if !(1..=1_000_000).contains(&n) {
-            c.issue(v.span(), key, format!("must be between 1 and 1000000, found {n}"));
+        if !(1..=i64::from(MAX_CONCURRENCY)).contains(&n) {
+            c.issue(
+                v.span(),
+                key,
+                format!("must be between 1 and {MAX_CONCURRENCY} (calls in flight in one engine run), found {n}"),
+            );
         } else {
             out.push(n as u32);
         }

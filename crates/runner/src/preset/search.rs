@@ -26,7 +26,7 @@ pub(super) fn discover(
         start: c.positive(d.start.as_ref(), "discover.start", 2, 1),
         factor: c.positive(d.factor.as_ref(), "discover.factor", 2, 2),
         min_gain: c.fraction(d.min_gain.as_ref(), "discover.min_gain", 0.02),
-        max: c.positive(d.max.as_ref(), "discover.max", 1024, 1),
+        max: c.concurrency(d.max.as_ref(), "discover.max", 1024),
         step_ns: c
             .duration(d.step_duration.as_ref(), "discover.step_duration", duration)
             .as_nanos() as u64,
@@ -72,7 +72,7 @@ pub(super) fn ramp(table: Option<&Spanned<RawRamp>>, kind: PointKind, c: &mut Ch
     // The continuous ramp may start from 0 users (Locust does); the stepped
     // one measures `start` as its first concurrency.
     let start = c.positive(r.start.as_ref(), "ramp.start", 1, if stepped { 1 } else { 0 });
-    let max = c.positive(r.max.as_ref(), "ramp.max", 2000, 1);
+    let max = c.concurrency(r.max.as_ref(), "ramp.max", 2000);
     if max < start
         && let Some(m) = &r.max
     {
