@@ -375,6 +375,87 @@ async fn wrong_body_is_counted_as_wrong_response() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_without_an_answer_ends_after_the_timeout_and_the_next_calls_go_on() {
+    // Every third request stalls, the others are answered at once. A caller
+    // keeps one timer across its calls (moved only when a call's limit
+    // passes it): each stalled call must still end after the timeout, at
+    // most a sixteenth later (plus scheduling), never before.
+    const TIMEOUT: Duration = Duration::from_millis(300);
+    for h2 in [false, true] {
+        let n = Arc::new(AtomicU64::new(0));
+        let (addr, _s) = serve(h2, move |_req| {
+            let k = n.fetch_add(1, Ordering::Relaxed);
+            async move {
+                if k % 3 == 2 {
+                    tokio::time::sleep(Duration::from_secs(60)).await;
+                }
+                full(200, "application/json", json_int())
+            }
+        })
+        .await;
+        let mut p = plan(if h2 { "rest-h2" } else { "rest" }, addr, "tasks.int");
+        p.requests = Some(9);
+        p.duration_ns = None;
+        p.concurrency = 1;
+        p.connections = 1;
+        p.timeout_ns = TIMEOUT.as_nanos() as u64;
+        let started = std::time::Instant::now();
+        let r = go(p).await;
+        let took = started.elapsed();
+        assert_eq!(r.calls, 9, "h2 {h2}: {:?}", r.errors);
+        assert_eq!(count(&r, ErrorKind::Timeout), 3, "h2 {h2}: {:?}", r.errors);
+        assert_eq!(r.successes, 6, "h2 {h2}");
+        let failed = r.error_latency.expect("the timed-out calls' latency");
+        assert!(failed.min_ns >= TIMEOUT.as_nanos() as u64, "h2 {h2}: {failed:?}");
+        let latest = TIMEOUT + TIMEOUT / 16 + Duration::from_millis(150);
+        assert!(failed.max_ns <= latest.as_nanos() as u64, "h2 {h2}: {failed:?}");
+        assert!(took >= TIMEOUT * 3, "h2 {h2}: {took:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_refuses_the_right_body_under_the_wrong_content_type() {
+    // The HTTP/1.1 driver keeps the Content-Type only for the calls whose
+    // body it keeps, which verification's are.
+    let (addr, _s) = serve(false, |_req| async {
+        full(200, "text/plain; charset=utf-8", json_int())
+    })
+    .await;
+    let workload = protobench_contract::workload::find("tasks.int").expect("tasks.int");
+    let vectors = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../contract/vectors"));
+    let report = protobench_load::verify(
+        "rest".parse().expect("a protocol"),
+        &addr.to_string(),
+        None,
+        &[workload],
+        vectors,
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("verification runs");
+    let outcome = &report.verdicts[0].outcome;
+    assert_eq!(
+        *outcome,
+        protobench_load::Outcome::Fail {
+            found: "content type text/plain; charset=utf-8".into(),
+            expected: "content type application/json".into(),
+        }
+    );
+    // The same body as JSON passes: the content type alone failed it.
+    let (addr, _s) = serve(false, |_req| async { full(200, "application/json", json_int()) }).await;
+    let report = protobench_load::verify(
+        "rest".parse().expect("a protocol"),
+        &addr.to_string(),
+        None,
+        &[workload],
+        vectors,
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("verification runs");
+    assert!(report.passed(), "{:?}", report.verdicts);
+}
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_connection_fails_the_run_naming_the_address() {
     // Bind then drop: the port is free and refuses connections.
     let addr = std::net::TcpListener::bind("127.0.0.1:0")
