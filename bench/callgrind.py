@@ -20,7 +20,8 @@ import collections
 import re
 import sys
 
-CLOCK = re.compile(r"^(__)?clock_gettime")
+# Clock reads: vDSO calls natively (glibc's wrappers; wrk reads gettimeofday and time).
+CLOCK = re.compile(r"^(__)?(clock_gettime|gettimeofday|time(_syscall)?(@|$))")
 
 
 def parse(path):

@@ -5,7 +5,7 @@
 #
 #   bench/callgrind.sh [--n1 1000] [--n2 5000] [--rate 200] [--workload tasks.int]
 #                      [--protocols rest,rest-h2,grpc,soap] [--no-server]
-#                      [--concurrency 1] [--tls] [--profile] [--keep DIR] [--no-build]
+#                      [--concurrency 1] [--tls] [--profile] [--peers] [--keep DIR] [--no-build]
 #
 # Method. Every figure is a difference of two runs that differ only in their
 # number of calls: instructions per call = (I(N2) - I(N1)) / (N2 - N1), so
@@ -15,7 +15,12 @@
 # one, on one connection), against a server running natively; then the same
 # open loop at --rate calls/s (rest only). Server: one `protobench serve --workers 1` runs under
 # callgrind; the engine, natively, makes N1 then N2 calls on each protocol and
-# `callgrind_control --dump` closes a profile part after each run. Counts are
+# `callgrind_control --dump` closes a profile part after each run. --peers:
+# the peer generators under callgrind against the same native server, same
+# workload, one connection and one call in flight (clear text, GET workloads
+# for rest and rest-h2): wrk on rest (it has no call count, so its two runs
+# differ in duration and the difference uses the calls it reports), h2load on
+# rest-h2 and h2load with the pre-encoded gRPC frame on grpc. Counts are
 # user-space instructions (Ir) of the whole process (every thread); the
 # kernel's work is not in them, so the number of system calls per call
 # (callgrind's sysCount, --collect-systime) is printed beside them, with
@@ -55,7 +60,8 @@
 # (self and inclusive, from the same N2 - N1 difference) and the self cost per
 # call grouped by crate (ours, hyper, h2, tokio, std, libc's allocator, ...).
 #
-# Needs: valgrind (apt), python3, cargo. A benchmark, never run by `make test`;
+# Needs: valgrind (apt), python3, cargo; wrk and h2load (apt: wrk,
+# nghttp2-client) for --peers. A benchmark, never run by `make test`;
 # each callgrind run takes well under 2 minutes at the defaults.
 set -euo pipefail
 
@@ -67,12 +73,13 @@ CONCURRENCY=1
 PROTOCOLS=rest,rest-h2,grpc,soap
 SERVER=1
 PROFILE=0
+PEERS=0
 KEEP=""
 BUILD=1
 TLS_SERVE=()
 TLS_LOAD=()
 usage() {
-  echo "usage: $0 [--n1 N] [--n2 N] [--rate R] [--workload NAME] [--concurrency C] [--protocols LIST] [--no-server] [--tls] [--profile] [--keep DIR] [--no-build]" >&2
+  echo "usage: $0 [--n1 N] [--n2 N] [--rate R] [--workload NAME] [--concurrency C] [--protocols LIST] [--no-server] [--tls] [--profile] [--peers] [--keep DIR] [--no-build]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -86,6 +93,7 @@ while [ $# -gt 0 ]; do
     --no-server) SERVER=0; shift ;;
     --tls) TLS_SERVE=(--tls); TLS_LOAD=(--insecure); shift ;;
     --profile) PROFILE=1; shift ;;
+    --peers) PEERS=1; shift ;;
     --keep) KEEP="$2"; shift 2 ;;
     --no-build) BUILD=0; shift ;;
     *) usage ;;
@@ -187,6 +195,67 @@ if [ "$RATE" != 0 ]; then
   ENG[rest-open]="$(per_call "$WORK/engine-rest-open-$N1.cg" "$WORK/engine-rest-open-$N2.cg")"
   echo "   rest open loop: ${ENG[rest-open]%% *} instructions/call" >&2
 fi
+
+# 1b. The peer generators, against the same native server.
+declare -A PEER PEER_NAME
+if [ "$PEERS" = 1 ]; then
+  [ "${#TLS_SERVE[@]}" = 0 ] || { echo "--peers measures clear text only" >&2; exit 2; }
+  [ "$CONCURRENCY" = 1 ] || echo "   peers run one call in flight on one connection, not --concurrency $CONCURRENCY" >&2
+  for tool in wrk h2load; do command -v "$tool" >/dev/null || { echo "--peers needs $tool (apt install wrk nghttp2-client)" >&2; exit 2; }; done
+  read -r METHOD REST_PATH GRPC_PATH < <(python3 - "$ROOT/contract/workloads.json" "$WORKLOAD" <<'EOF2'
+import json, sys
+w = next(w for w in json.load(open(sys.argv[1])) if w["name"] == sys.argv[2])
+print(w["restMethod"], w["restPath"], w["grpcPath"])
+EOF2
+)
+  # peer NAME FILE.cg CMD...: CMD under callgrind, its output in FILE.out.
+  peer() {
+    local name="$1" out="$2"; shift 2
+    if ! "${CG[@]}" --callgrind-out-file="$out" --log-file="$out.vg" "$@" > "$out.out" 2>&1; then
+      echo "callgrind run of $name failed:" >&2; tail -n 20 "$out.out" "$out.vg" >&2; exit 1
+    fi
+  }
+  # h2load_calls FILE: the calls h2load made, all successful, or fail.
+  h2load_calls() {
+    grep -q ' 0 failed, 0 errored, 0 timeout' "$1" || { echo "h2load saw failures:" >&2; cat "$1" >&2; exit 1; }
+    awk '/^requests:/ {print $8}' "$1"
+  }
+  for p in "${PROTOS[@]}"; do
+    a="$(addr "$WORK/native-serve.log" "$p")"
+    case "$p" in
+      rest)
+        [ "$METHOD" = GET ] || { echo "   wrk: $WORKLOAD is not a GET; skipped" >&2; continue; }
+        # Under callgrind a call takes about 100 us: 3 s and 9 s give some 25,000 and 75,000 calls.
+        for d in 3 9; do peer wrk "$WORK/peer-rest-$d.cg" wrk -t1 -c1 -d"${d}s" "http://$a$REST_PATH"; done
+        grep -q 'Non-2xx' "$WORK/peer-rest-3.cg.out" "$WORK/peer-rest-9.cg.out" && { echo "wrk saw non-2xx responses" >&2; exit 1; }
+        c1=$(awk '/requests in/ {print $1}' "$WORK/peer-rest-3.cg.out")
+        c2=$(awk '/requests in/ {print $1}' "$WORK/peer-rest-9.cg.out")
+        PEER[$p]="$(python3 "$ROOT/bench/callgrind.py" per-call "$WORK/peer-rest-3.cg" "$WORK/peer-rest-9.cg" "$c1" "$c2")"
+        PEER_NAME[$p]="wrk -t1 -c1" ;;
+      rest-h2)
+        [ "$METHOD" = GET ] || { echo "   h2load: $WORKLOAD is not a GET; skipped" >&2; continue; }
+        for n in "$N1" "$N2"; do peer h2load "$WORK/peer-$p-$n.cg" h2load -t1 -c1 -m1 -n"$n" "http://$a$REST_PATH"; done
+        PEER[$p]="$(python3 "$ROOT/bench/callgrind.py" per-call "$WORK/peer-$p-$N1.cg" "$WORK/peer-$p-$N2.cg" \
+          "$(h2load_calls "$WORK/peer-$p-$N1.cg.out")" "$(h2load_calls "$WORK/peer-$p-$N2.cg.out")")"
+        PEER_NAME[$p]="h2load -c1 -m1" ;;
+      grpc)
+        python3 - "$ROOT/contract/vectors/$WORKLOAD/request.pb" "$WORK/request.frame" <<'EOF2'
+import struct, sys
+body = open(sys.argv[1], "rb").read()
+open(sys.argv[2], "wb").write(b"\0" + struct.pack(">I", len(body)) + body)
+EOF2
+        for n in "$N1" "$N2"; do
+          peer h2load "$WORK/peer-$p-$n.cg" h2load -t1 -c1 -m1 -n"$n" -d "$WORK/request.frame" \
+            -H 'content-type: application/grpc' -H 'te: trailers' "http://$a$GRPC_PATH"
+        done
+        PEER[$p]="$(python3 "$ROOT/bench/callgrind.py" per-call "$WORK/peer-$p-$N1.cg" "$WORK/peer-$p-$N2.cg" \
+          "$(h2load_calls "$WORK/peer-$p-$N1.cg.out")" "$(h2load_calls "$WORK/peer-$p-$N2.cg.out")")"
+        PEER_NAME[$p]="h2load -c1 -m1" ;;
+      *) continue ;;
+    esac
+    echo "   ${PEER_NAME[$p]} on $p: ${PEER[$p]%% *} instructions/call" >&2
+  done
+fi
 kill "$NATIVE" 2>/dev/null || true
 wait "$NATIVE" 2>/dev/null || true
 
@@ -230,8 +299,20 @@ row() {
 }
 for p in "${PROTOS[@]}"; do row "$p closed c=$CONCURRENCY" "${ENG[$p]}" "${SRV[$p]:-- - -}"; done
 [ "$RATE" = 0 ] || row "rest open $RATE/s" "${ENG[rest-open]}" "- - -"
-echo "sys: system calls other than clock reads; clock: clock_gettime calls, system calls under"
-echo "valgrind but vDSO reads natively (their instructions are in neither Ir nor sys)."
+echo "sys: system calls other than clock reads; clock: clock reads (clock_gettime, gettimeofday,"
+echo "time), system calls under valgrind but vDSO reads natively (their instructions are in neither Ir nor sys)."
+if [ "${#PEER[@]}" -gt 0 ]; then
+  echo
+  echo "peers, one call in flight on one connection (engine: --concurrency 1 --connections 1 above)"
+  printf '%-20s %-16s %10s %6s %6s   %12s
+' protocol peer Ir sys clock "engine/peer"
+  for p in "${PROTOS[@]}"; do
+    [ -n "${PEER[$p]:-}" ] || continue
+    read -r -a q <<< "${PEER[$p]}"
+    read -r -a e <<< "${ENG[$p]}"
+    printf '%-20s %-16s %10s %6s %6s   %11.2fx\n' "$p" "${PEER_NAME[$p]}" "${q[@]}" "$(python3 -c "print(${e[0]} / ${q[0]})")"
+  done
+fi
 
 # 4. The profile: top functions per call and self cost by crate.
 if [ "$PROFILE" = 1 ]; then
