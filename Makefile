@@ -43,9 +43,10 @@ bench:
 	bash bench/engine.sh
 	bash bench/wire.sh
 
-## Instructions per call of the engine and the built-in server (valgrind).
+## Instructions per call of the engine and the built-in server (valgrind),
+## with wrk's and h2load's beside the engine's.
 bench-callgrind:
-	bash bench/callgrind.sh --profile
+	bash bench/callgrind.sh --profile --peers
 
 clean:
 	$(CARGO) clean
