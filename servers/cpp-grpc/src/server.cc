@@ -203,6 +203,9 @@ class Call;
 struct Worker {
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
   Call* sleeping = nullptr;
+  // Calls accepted and not yet finished (read by the main thread at
+  // shutdown: its queue may be shut down only once this is 0).
+  std::atomic<int> active{0};
 };
 
 // The call's state machine, advanced by its worker thread.
@@ -222,6 +225,7 @@ class Call final : public Tag {
         }
         // Keep one call of this method requested on this queue.
         new Call(app_, services_, method_, worker_);
+        worker_.active.fetch_add(1, std::memory_order_relaxed);
         Start();
         return;
       case State::kSleeping:
@@ -233,6 +237,7 @@ class Call final : public Tag {
         Admit();
         return;
       case State::kFinishing:
+        worker_.active.fetch_sub(1, std::memory_order_release);
         delete this;
         return;
     }
@@ -322,16 +327,19 @@ class Call final : public Tag {
   State state_ = State::kRequested;
 };
 
-// Fires on a worker's queue at the drain deadline: the calls still sleeping
-// there are cancelled, so the server stops within the deadline (grpc++
-// cancels the calls themselves at the same moment).
+// Fires on a worker's queue at the drain deadline, or is cancelled once the
+// server's Shutdown has returned (everything finished, or the deadline
+// passed: both happen at the same moment, in either order): either way the
+// calls still sleeping there are cancelled, so the server stops within the
+// deadline (grpc++ cancels the calls themselves at the same moment) and no
+// sleep outlives the queue. A sleep that ended after the queue's shutdown
+// would start its reply on a shut-down queue, which grpc aborts on.
 class DrainDeadline final : public Tag {
  public:
   explicit DrainDeadline(Worker& worker) : worker_(worker) {}
   void Set(gpr_timespec deadline) { alarm_.Set(worker_.cq.get(), deadline, this); }
   void Cancel() { alarm_.Cancel(); }
-  void Proceed(bool ok) override {
-    if (!ok) return;  // cancelled: everything finished in time
+  void Proceed(bool /*ok*/) override {
     for (Call* c = worker_.sleeping; c != nullptr; c = c->next_sleeping()) c->CancelSleep();
   }
 
@@ -472,6 +480,14 @@ int Run() {
   }
   server->Shutdown(deadline);
   for (auto& d : drains) d->Cancel();
+  // The queues stay open until their calls have finished (the cancelled
+  // sleeps answer UNAVAILABLE and their replies complete, failed, at once);
+  // bounded, in case a reply never completes.
+  for (Worker& w : workers) {
+    for (int i = 0; i < 2000 && w.active.load(std::memory_order_acquire) > 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   for (Worker& w : workers) w.cq->Shutdown();
   for (auto& t : threads) t.join();
   return 0;
