@@ -305,8 +305,10 @@ impl AsyncRead for Stream {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             Stream::Plain { tcp, armed } => {
+                // A read disarms, whatever it finds.
+                let was_armed = std::mem::take(armed);
                 let r = Pin::new(&mut *tcp).poll_read(cx, buf);
-                if r.is_pending() && std::mem::take(armed) && buf.remaining() > 0 {
+                if was_armed && r.is_pending() && buf.remaining() > 0 {
                     let spin = READ_SPIN_NS.get();
                     if spin > 0
                         && let Some(r) = spin_read(tcp, buf, std::time::Duration::from_nanos(spin))
@@ -314,7 +316,6 @@ impl AsyncRead for Stream {
                         return Poll::Ready(r);
                     }
                 }
-                *armed = false;
                 r
             }
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
