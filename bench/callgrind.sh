@@ -301,7 +301,7 @@ for p in "${PROTOS[@]}"; do row "$p closed c=$CONCURRENCY" "${ENG[$p]}" "${SRV[$
 [ "$RATE" = 0 ] || row "rest open $RATE/s" "${ENG[rest-open]}" "- - -"
 echo "sys: system calls other than clock reads; clock: clock reads (clock_gettime, gettimeofday,"
 echo "time), system calls under valgrind but vDSO reads natively (their instructions are in neither Ir nor sys)."
-if [ "${#PEER[@]}" -gt 0 ]; then
+if [ "$PEERS" = 1 ]; then
   echo
   echo "peers, one call in flight on one connection (engine: --concurrency 1 --connections 1 above)"
   printf '%-20s %-16s %10s %6s %6s   %12s
@@ -316,7 +316,7 @@ fi
 
 # 4. The profile: top functions per call and self cost by crate.
 if [ "$PROFILE" = 1 ]; then
-  for p in rest grpc rest-open; do
+  for p in "${PROTOS[@]}" rest-open; do
     [ -f "$WORK/engine-$p-$N2.cg" ] || continue
     echo
     echo "== engine profile, $p, $WORKLOAD: per call, (N2 - N1) difference"
