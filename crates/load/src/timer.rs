@@ -115,6 +115,17 @@ impl PreciseTimer {
 }
 
 /// Arms `fd` for `at` and waits until it expires.
+///
+/// The expiry count is read only when the clock cannot tell: re-arming with
+/// `timerfd_settime` resets it, and every expiry wakes the (edge-triggered)
+/// reactor again whether the last one was read or not. A readiness at or
+/// after `at` (the clock reads the same `CLOCK_MONOTONIC` as the timer) is
+/// this arming's expiry; one before it is a stale readiness (an earlier
+/// wait given up before its timer fired) or, should the clock lag the
+/// timer by a hair, this expiry, which the count tells apart. Reading the
+/// count on every wait cost two system calls (the read, and on the next
+/// wait a read that found nothing because the reactor still held the last
+/// expiry's readiness): two of an open-loop call's seven.
 async fn wait_on(fd: &AsyncFd<OwnedFd>, at: Instant) -> io::Result<()> {
     let Some(wait) = at.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) else {
         return Ok(());
@@ -129,17 +140,25 @@ async fn wait_on(fd: &AsyncFd<OwnedFd>, at: Instant) -> io::Result<()> {
     rustix::time::timerfd_settime(fd.get_ref(), TimerfdTimerFlags::empty(), &spec)?;
     loop {
         let mut ready = fd.readable().await?;
+        // The kernel counts from when it was armed, after `wait` was taken,
+        // so this arming's expiry is never before `at`.
+        if Instant::now() >= at {
+            // Cleared: the next arming's expiry sets it again.
+            ready.clear_ready();
+            return Ok(());
+        }
         let expired = ready.try_io(|inner| {
             let mut count = [0u8; 8];
             rustix::io::read(inner.get_ref(), &mut count[..]).map_err(io::Error::from)
         });
         match expired {
-            // Readable and read: the timer expired. The kernel counts from
-            // when it was armed, after `wait` was taken.
-            Ok(Ok(_)) => return Ok(()),
+            Ok(Ok(_)) => {
+                ready.clear_ready();
+                return Ok(());
+            }
             Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
             Ok(Err(e)) => return Err(e),
-            // A stale readiness from an earlier arming: wait again.
+            // Stale (`try_io` cleared it): wait again.
             Err(_would_block) => continue,
         }
     }
@@ -241,6 +260,27 @@ mod tests {
         let at = Instant::now() + Duration::from_millis(20);
         timer.sleep_until(at).await;
         assert!(Instant::now() >= at);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn back_to_back_waits_each_wake_without_reading_the_expiry_count() {
+        let timer = PreciseTimer::new();
+        let fd = timer.fd.as_ref().expect("timerfd is available on Linux");
+        // Every wait re-arms without reading: if an expiry could be lost
+        // that way, a wait would never end and the time limit would fail.
+        let waits = tokio::time::timeout(Duration::from_secs(10), async {
+            for _ in 0..200 {
+                let at = Instant::now() + Duration::from_micros(50);
+                timer.sleep_until(at).await;
+                assert!(Instant::now() >= at);
+            }
+        });
+        waits.await.expect("200 waits of 50 us ended within 10 s");
+        // The last expiry is still unread (a read per wait costs system
+        // calls), and re-arming reset the count: one expiry, not 200.
+        let mut count = [0u8; 8];
+        rustix::io::read(fd.get_ref(), &mut count[..]).expect("the last expiry was left unread");
+        assert_eq!(u64::from_ne_bytes(count), 1);
     }
 
     #[tokio::test(flavor = "current_thread")]
