@@ -42,6 +42,7 @@ bench:
 	bash bench/servers.sh
 	bash bench/engine.sh
 	bash bench/wire.sh
+	bash bench/openloop.sh
 
 ## Instructions per call of the engine and the built-in server (valgrind),
 ## with wrk's and h2load's beside the engine's.
