@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The load engine against peer load generators, same server, same CPUs.
 #
-#   bench/engine.sh [--duration 10] [--rounds 5] [--memory]
+#   bench/engine.sh [--duration 10] [--rounds 5] [--h1 64] [--h2 4x16] [--memory]
+#
+#   --h1 N   : HTTP/1.1 connections, one call in flight on each (default 64)
+#   --h2 MxS : HTTP/2 connections x streams in flight on each (default 4x16)
+#   The quick preset's settings: --h1 16 --h2 16x1; wrk's and h2load's
+#   usual ones: --h1 50 --h2 50x10.
 #
 # Server pinned to CPU 0, generator to CPU 1 (taskset), one generator thread
 # each. For each protocol, every tool runs once per round, rounds interleaved.
@@ -25,13 +30,17 @@ set -euo pipefail
 
 DURATION=10
 ROUNDS=5
+H1=64
+H2=4x16
 MEMORY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) DURATION="$2"; shift 2 ;;
     --rounds) ROUNDS="$2"; shift 2 ;;
+    --h1) H1="$2"; shift 2 ;;
+    --h2) H2="$2"; shift 2 ;;
     --memory) MEMORY=1; shift ;;
-    *) echo "usage: $0 [--duration SECONDS] [--rounds N] [--memory]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--duration SECONDS] [--rounds N] [--h1 N] [--h2 MxS] [--memory]" >&2; exit 2 ;;
   esac
 done
 
@@ -78,14 +87,18 @@ PROTOBENCH_WORKERS=1 taskset -c 0 "$PB" serve > "$WORK/serve.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 50); do [ "$(grep -c '^listening' "$WORK/serve.log" || true)" -ge 4 ] && break; sleep 0.2; done
 addr() { grep "protocol=$1 " "$WORK/serve.log" | sed 's/.*addr=\([^ ]*\).*/\1/'; }
-REST="$(addr rest)"; H2="$(addr rest-h2)"; GRPC="$(addr grpc)"
+REST="$(addr rest)"; H2ADDR="$(addr rest-h2)"; GRPC="$(addr grpc)"
 sleep 0.5
 
 # A pre-encoded gRPC frame of GetInteger's empty request (flag 0, length 0).
 printf '\x00\x00\x00\x00\x00' > "$WORK/grpc-empty.bin"
 
-C=64   # calls in flight
-M=4    # HTTP/2 connections
+[[ "$H1" =~ ^[1-9][0-9]*$ && "$H2" =~ ^[1-9][0-9]*x[1-9][0-9]*$ ]] ||
+  { echo "--h1 takes a number of connections, --h2 connections x streams (e.g. 4x16); got --h1 $H1 --h2 $H2" >&2; exit 2; }
+C="$H1"                 # HTTP/1.1: connections = calls in flight
+M="${H2%x*}"            # HTTP/2 connections
+S="${H2#*x}"            # streams in flight on each
+CH2=$((M * S))          # HTTP/2 calls in flight
 # Busy and total jiffies of CPU 0 (the server's core), from /proc/stat.
 cpu0() { awk '$1 == "cpu0" {print $2+$3+$4+$7+$8+$9, $2+$3+$4+$5+$6+$7+$8+$9}' /proc/stat; }
 # gen NAME CMD...: runs CMD on CPU 1 and appends "NAME calls/s cpu_us_per_call server_busy%"
@@ -112,19 +125,19 @@ gen() {
 OURS=("$PB" load --quiet --output json --duration "${DURATION}s" --threads 1)
 
 for round in $(seq "$ROUNDS"); do
-  echo "== round $round (server: CPU 0, generator: CPU 1, ${DURATION}s each)"
+  echo "== round $round (server: CPU 0, generator: CPU 1, ${DURATION}s each; HTTP/1.1: $C connections, HTTP/2: $M x $S streams)"
   gen wrk-nginx wrk -t1 -c"$C" -d"${DURATION}s" "http://127.0.0.1:$NGINX_PORT/"
   gen ours-nginx "${OURS[@]}" --protocol rest --target "http://127.0.0.1:$NGINX_PORT/" --concurrency "$C"
   gen wrk-rest wrk -t1 -c"$C" -d"${DURATION}s" "http://$REST/v1/tasks/integer"
   gen ours-rest "${OURS[@]}" --protocol rest --target "$REST" --workload tasks.int --concurrency "$C"
-  gen h2load-rest-h2 h2load -t1 -c"$M" -m$((C / M)) -D "$DURATION" "http://$H2/v1/tasks/integer"
-  gen ours-rest-h2 "${OURS[@]}" --protocol rest-h2 --target "$H2" --workload tasks.int --concurrency "$C" --connections "$M"
-  gen h2load-grpc h2load -t1 -c"$M" -m$((C / M)) -D "$DURATION" -d "$WORK/grpc-empty.bin" \
+  gen h2load-rest-h2 h2load -t1 -c"$M" -m"$S" -D "$DURATION" "http://$H2ADDR/v1/tasks/integer"
+  gen ours-rest-h2 "${OURS[@]}" --protocol rest-h2 --target "$H2ADDR" --workload tasks.int --concurrency "$CH2" --connections "$M"
+  gen h2load-grpc h2load -t1 -c"$M" -m"$S" -D "$DURATION" -d "$WORK/grpc-empty.bin" \
     -H 'content-type: application/grpc' -H 'te: trailers' "http://$GRPC/protobench.v1.Bench/GetInteger"
-  gen ghz-grpc env GOMAXPROCS=1 ghz --insecure --format json --cpus 1 -c "$C" --connections "$M" -z "${DURATION}s" \
+  gen ghz-grpc env GOMAXPROCS=1 ghz --insecure --format json --cpus 1 -c "$CH2" --connections "$M" -z "${DURATION}s" \
     --proto "$ROOT/contract/proto/protobench/v1/protobench.proto" --import-paths "$ROOT/contract/proto" \
     --call protobench.v1.Bench/GetInteger -d '{}' "$GRPC"
-  gen ours-grpc "${OURS[@]}" --protocol grpc --target "$GRPC" --workload tasks.int --concurrency "$C" --connections "$M"
+  gen ours-grpc "${OURS[@]}" --protocol grpc --target "$GRPC" --workload tasks.int --concurrency "$CH2" --connections "$M"
 done
 
 echo
