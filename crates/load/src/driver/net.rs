@@ -230,11 +230,12 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAny {
 
 /// A clear-text or TLS connection.
 pub(crate) enum Stream {
-    /// Clear text; `armed` while a write waits for its first reply bytes
-    /// (see [`set_read_spin`]).
+    /// Clear text; `armed` while a write waits for its first reply bytes,
+    /// `spin_until` while a read spins for them (see [`set_read_spin`]).
     Plain {
         tcp: TcpStream,
         armed: bool,
+        spin_until: Option<std::time::Instant>,
     },
     Tls(Box<TlsStream<TcpStream>>),
 }
@@ -242,7 +243,11 @@ pub(crate) enum Stream {
 impl Stream {
     /// A clear-text stream.
     pub(crate) fn plain(tcp: TcpStream) -> Stream {
-        Stream::Plain { tcp, armed: false }
+        Stream::Plain {
+            tcp,
+            armed: false,
+            spin_until: None,
+        }
     }
 
     /// The ALPN protocol the server chose.
@@ -270,13 +275,17 @@ pub(crate) fn set_read_spin(spin: std::time::Duration) {
     READ_SPIN_NS.set(u64::try_from(spin.as_nanos()).unwrap_or(u64::MAX));
 }
 
-/// Reads what `tcp` has without waiting, for up to `spin`: `Some` with the
+/// How long a read spins before it lets the thread's other tasks run (and
+/// the reactor be polled): a reply, a timer or another caller's start that
+/// falls inside a spin waits at most this long, not the whole spin.
+const READ_SPIN_SLICE: std::time::Duration = std::time::Duration::from_micros(20);
+
+/// Reads what `tcp` has without waiting, until `deadline`: `Some` with the
 /// read's outcome once data (or an error, or the end) came, `None` when the
 /// time ran out. The socket is non-blocking (tokio's), so each read returns
 /// at once; tokio's readiness is left as it is: a wake-up it delivers later
 /// finds nothing and waits again.
-fn spin_read(tcp: &TcpStream, buf: &mut ReadBuf<'_>, spin: std::time::Duration) -> Option<io::Result<()>> {
-    let deadline = std::time::Instant::now() + spin;
+fn spin_read(tcp: &TcpStream, buf: &mut ReadBuf<'_>, deadline: std::time::Instant) -> Option<io::Result<()>> {
     let room = buf.remaining().min(64 * 1024);
     loop {
         match rustix::io::read(tcp, buf.initialize_unfilled_to(room)) {
@@ -304,17 +313,35 @@ pub(crate) struct Counted<S> {
 impl AsyncRead for Stream {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
-            Stream::Plain { tcp, armed } => {
+            Stream::Plain { tcp, armed, spin_until } => {
                 // A read disarms, whatever it finds.
                 let was_armed = std::mem::take(armed);
                 let r = Pin::new(&mut *tcp).poll_read(cx, buf);
-                if was_armed && r.is_pending() && buf.remaining() > 0 {
+                if r.is_ready() || buf.remaining() == 0 {
+                    *spin_until = None;
+                    return r;
+                }
+                if was_armed {
                     let spin = READ_SPIN_NS.get();
-                    if spin > 0
-                        && let Some(r) = spin_read(tcp, buf, std::time::Duration::from_nanos(spin))
-                    {
-                        return Poll::Ready(r);
-                    }
+                    *spin_until = (spin > 0).then(|| std::time::Instant::now() + std::time::Duration::from_nanos(spin));
+                }
+                let Some(until) = *spin_until else { return r };
+                // Spin one slice, then yield: the runtime polls its reactor
+                // and runs the thread's other tasks before this read goes on.
+                let slice_end = until.min(std::time::Instant::now() + READ_SPIN_SLICE);
+                if let Some(r) = spin_read(tcp, buf, slice_end) {
+                    *spin_until = None;
+                    return Poll::Ready(r);
+                }
+                if std::time::Instant::now() >= until {
+                    // The spin is over: wait for the reactor (the read above
+                    // registered this task's waker).
+                    *spin_until = None;
+                } else {
+                    // `yield_now` wakes the task once the runtime has polled
+                    // its reactor (a waker woken at once would be polled
+                    // again before anything else could run).
+                    let _ = std::pin::pin!(tokio::task::yield_now()).poll(cx);
                 }
                 r
             }
@@ -326,7 +353,7 @@ impl AsyncRead for Stream {
 impl AsyncWrite for Stream {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Stream::Plain { tcp, armed } => {
+            Stream::Plain { tcp, armed, .. } => {
                 let r = Pin::new(tcp).poll_write(cx, buf);
                 *armed |= matches!(r, Poll::Ready(Ok(n)) if n > 0);
                 r
@@ -341,7 +368,7 @@ impl AsyncWrite for Stream {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
-            Stream::Plain { tcp, armed } => {
+            Stream::Plain { tcp, armed, .. } => {
                 let r = Pin::new(tcp).poll_write_vectored(cx, bufs);
                 *armed |= matches!(r, Poll::Ready(Ok(n)) if n > 0);
                 r
@@ -459,15 +486,27 @@ mod tests {
     }
 
     #[tokio::test(flavor = "current_thread")]
-    async fn a_read_after_a_write_spins_until_the_reply_arrives() {
+    async fn a_read_after_a_write_spins_in_slices_until_the_reply_arrives() {
         let mut stream = pair(Duration::from_millis(5)).await;
         set_read_spin(Duration::from_secs(5));
         write_ping(&mut stream);
         let mut buf = [0u8; 16];
-        let (r, n) = poll_once(&mut stream, &mut buf);
+        // The reactor is never polled in this loop, so only the spin's own
+        // reads can see the reply; each poll spins one slice and yields.
+        let start = Instant::now();
+        let mut polls = 0;
+        let (r, n) = loop {
+            polls += 1;
+            let (r, n) = poll_once(&mut stream, &mut buf);
+            if r.is_ready() || start.elapsed() > Duration::from_secs(2) {
+                break (r, n);
+            }
+        };
         set_read_spin(Duration::ZERO);
         assert!(matches!(r, Poll::Ready(Ok(()))), "{r:?}");
         assert_eq!(&buf[..n], b"pong");
+        // 5 ms in slices of 20 us: many polls, not one that spun it all.
+        assert!(polls > 10, "{polls} polls");
     }
 
     #[tokio::test(flavor = "current_thread")]
@@ -494,9 +533,63 @@ mod tests {
         write_ping(&mut stream);
         let mut buf = [0u8; 16];
         let start = Instant::now();
+        let mut longest = Duration::ZERO;
+        while start.elapsed() < Duration::from_millis(20) {
+            let t = Instant::now();
+            let (r, _) = poll_once(&mut stream, &mut buf);
+            longest = longest.max(t.elapsed());
+            assert!(r.is_pending(), "{r:?}");
+        }
+        // Over: the next poll waits for the reactor at once.
+        let t = Instant::now();
         let (r, _) = poll_once(&mut stream, &mut buf);
+        let after = t.elapsed();
         set_read_spin(Duration::ZERO);
         assert!(r.is_pending(), "{r:?}");
-        assert!(start.elapsed() >= Duration::from_millis(20), "{:?}", start.elapsed());
+        assert!(after < Duration::from_millis(5), "a poll after the spin took {after:?}");
+        // No single poll held the thread for the whole spin.
+        assert!(longest < Duration::from_millis(10), "a poll took {longest:?}");
+    }
+
+    #[test]
+    fn a_wait_that_ends_inside_a_read_spin_is_not_held_up_by_it() {
+        // Caller A spins up to 2 ms for a reply that comes after 3 ms;
+        // caller B's timer, at 0.5 ms, falls inside that spin. Spinning
+        // without yielding held B until A's spin ended (1.5 ms late).
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        let mut lateness = Vec::new();
+        for _ in 0..3 {
+            let late = local.block_on(&rt, async {
+                let mut stream = pair(Duration::from_millis(3)).await;
+                set_read_spin(Duration::from_millis(2));
+                let t0 = Instant::now();
+                let b_at = t0 + Duration::from_micros(500);
+                let a = tokio::task::spawn_local(async move {
+                    write_ping(&mut stream);
+                    let mut buf = [0u8; 16];
+                    let mut rb = ReadBuf::new(&mut buf);
+                    std::future::poll_fn(|cx| Pin::new(&mut stream).poll_read(cx, &mut rb))
+                        .await
+                        .unwrap();
+                    assert_eq!(rb.filled(), b"pong");
+                });
+                let b = tokio::task::spawn_local(async move {
+                    crate::timer::PreciseTimer::new().sleep_until(b_at).await;
+                    Instant::now() - b_at
+                });
+                a.await.unwrap();
+                set_read_spin(Duration::ZERO);
+                b.await.unwrap()
+            });
+            lateness.push(late);
+            if late < Duration::from_micros(400) {
+                return;
+            }
+        }
+        panic!("the wait inside the read spin was late by {lateness:?}");
     }
 }
