@@ -191,6 +191,32 @@ async fn wait_on(fd: &AsyncFd<OwnedFd>, at: Instant) -> io::Result<()> {
     }
 }
 
+/// Runs `one` (a spinning caller beside a waiting one, as `LocalSet` tasks
+/// on a current-thread runtime like the engine's; it returns how late the
+/// waiting one woke) up to three times, and passes on the first try under
+/// `bound`: best of three against a busy machine.
+#[cfg(test)]
+pub(crate) fn wait_beside_a_spinning_caller_is_late_by_less_than<F, Fut>(bound: std::time::Duration, mut one: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = std::time::Duration>,
+{
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let local = tokio::task::LocalSet::new();
+    let mut lateness = Vec::new();
+    for _ in 0..3 {
+        let late = local.block_on(&rt, one());
+        lateness.push(late);
+        if late < bound {
+            return;
+        }
+    }
+    panic!("the wait beside the spinning caller was late by {lateness:?}");
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -260,38 +286,23 @@ mod tests {
         // Caller A spins from 0.5 ms to its start at 2.5 ms; caller B's
         // start, at 1 ms, falls inside that spin. Spinning without yielding
         // held B until A's start (1.5 ms late); yielding lets B go within a
-        // wake-up's tens of microseconds. Best of three against a busy machine.
-        // Two tasks of a LocalSet on a current-thread runtime, as the
-        // engine's callers are.
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        let mut lateness = Vec::new();
-        for _ in 0..3 {
-            let late = local.block_on(&rt, async {
-                let t0 = Instant::now();
-                let (a_at, b_at) = (t0 + Duration::from_micros(2_500), t0 + Duration::from_millis(1));
-                let a = tokio::task::spawn_local(async move {
-                    PreciseTimer::new()
-                        .sleep_then_spin(a_at, Duration::from_millis(2))
-                        .await;
-                    assert!(Instant::now() >= a_at);
-                });
-                let b = tokio::task::spawn_local(async move {
-                    PreciseTimer::new().sleep_until(b_at).await;
-                    Instant::now() - b_at
-                });
-                a.await.unwrap();
-                b.await.unwrap()
+        // wake-up's tens of microseconds.
+        wait_beside_a_spinning_caller_is_late_by_less_than(Duration::from_micros(500), || async {
+            let t0 = Instant::now();
+            let (a_at, b_at) = (t0 + Duration::from_micros(2_500), t0 + Duration::from_millis(1));
+            let a = tokio::task::spawn_local(async move {
+                PreciseTimer::new()
+                    .sleep_then_spin(a_at, Duration::from_millis(2))
+                    .await;
+                assert!(Instant::now() >= a_at);
             });
-            lateness.push(late);
-            if late < Duration::from_micros(500) {
-                return;
-            }
-        }
-        panic!("the wait inside the spin was late by {lateness:?}");
+            let b = tokio::task::spawn_local(async move {
+                PreciseTimer::new().sleep_until(b_at).await;
+                Instant::now() - b_at
+            });
+            a.await.unwrap();
+            b.await.unwrap()
+        });
     }
 
     #[test]

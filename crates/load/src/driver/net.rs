@@ -556,40 +556,26 @@ mod tests {
         // Caller A spins up to 2 ms for a reply that comes after 3 ms;
         // caller B's timer, at 0.5 ms, falls inside that spin. Spinning
         // without yielding held B until A's spin ended (1.5 ms late).
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let local = tokio::task::LocalSet::new();
-        let mut lateness = Vec::new();
-        for _ in 0..3 {
-            let late = local.block_on(&rt, async {
-                let mut stream = pair(Duration::from_millis(3)).await;
-                set_read_spin(Duration::from_millis(2));
-                let t0 = Instant::now();
-                let b_at = t0 + Duration::from_micros(500);
-                let a = tokio::task::spawn_local(async move {
-                    write_ping(&mut stream);
-                    let mut buf = [0u8; 16];
-                    let mut rb = ReadBuf::new(&mut buf);
-                    std::future::poll_fn(|cx| Pin::new(&mut stream).poll_read(cx, &mut rb))
-                        .await
-                        .unwrap();
-                    assert_eq!(rb.filled(), b"pong");
-                });
-                let b = tokio::task::spawn_local(async move {
-                    crate::timer::PreciseTimer::new().sleep_until(b_at).await;
-                    Instant::now() - b_at
-                });
-                a.await.unwrap();
-                set_read_spin(Duration::ZERO);
-                b.await.unwrap()
+        crate::timer::wait_beside_a_spinning_caller_is_late_by_less_than(Duration::from_micros(400), || async {
+            let mut stream = pair(Duration::from_millis(3)).await;
+            set_read_spin(Duration::from_millis(2));
+            let b_at = Instant::now() + Duration::from_micros(500);
+            let a = tokio::task::spawn_local(async move {
+                write_ping(&mut stream);
+                let mut buf = [0u8; 16];
+                let mut rb = ReadBuf::new(&mut buf);
+                std::future::poll_fn(|cx| Pin::new(&mut stream).poll_read(cx, &mut rb))
+                    .await
+                    .unwrap();
+                assert_eq!(rb.filled(), b"pong");
             });
-            lateness.push(late);
-            if late < Duration::from_micros(400) {
-                return;
-            }
-        }
-        panic!("the wait inside the read spin was late by {lateness:?}");
+            let b = tokio::task::spawn_local(async move {
+                crate::timer::PreciseTimer::new().sleep_until(b_at).await;
+                Instant::now() - b_at
+            });
+            a.await.unwrap();
+            set_read_spin(Duration::ZERO);
+            b.await.unwrap()
+        });
     }
 }
