@@ -1,18 +1,18 @@
-//! HTTP/2 on the `h2` crate: `rest-h2` (JSON), `grpc` (gRPC framing) and
-//! custom HTTP/2 or gRPC calls.
+//! HTTP/2: `rest-h2` (JSON), `grpc` (gRPC framing) and custom HTTP/2 or
+//! gRPC calls, on the engine's own HTTP/2 client ([`super::h2conn`]).
 //!
 //! Clear text is h2c with prior knowledge; with TLS, ALPN must select `h2`.
-//! Calls on one connection are streams of one `SendRequest`, so concurrent
-//! callers multiplex over `connections` connections. The request head and
-//! body are built once; each call clones them (reference-counted bytes).
-
-use std::cell::Cell;
-use std::rc::Rc;
+//! Calls on one connection are streams of it, so concurrent callers
+//! multiplex over `connections` connections. The request's header block and
+//! body are built once; each call writes them (the body is reference-counted
+//! bytes).
 
 use bytes::{Bytes, BytesMut};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Request, Uri};
+use http::{HeaderName, HeaderValue, Method};
 use protobench_model::load::ErrorKind;
+use std::rc::Rc;
 
+use super::h2conn::{self, HeaderBlock, Windows};
 use super::net::Endpoint;
 use super::{ByteCounters, CallError, Driver, GrpcStatus, Response};
 
@@ -25,29 +25,33 @@ const CONNECTION_WINDOW: u32 = 64 * 1024 * 1024;
 /// The HTTP/2 driver.
 pub(crate) struct Http2 {
     endpoint: Endpoint,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
+    block: HeaderBlock,
     body: Bytes,
     grpc: bool,
 }
 
 /// A handle on one HTTP/2 connection.
-pub(crate) struct Conn {
-    send: h2::client::SendRequest<Bytes>,
-    alive: Rc<Cell<bool>>,
-}
+pub(crate) type Conn = h2conn::Handle;
 
 /// Why an HTTP/2 driver could not be built.
 #[derive(Debug, thiserror::Error)]
 pub enum Http2Error {
-    /// A header name or value is not valid HTTP.
+    /// A header name or value is not valid HTTP/2.
     #[error("invalid header {0:?}")]
     Header(String),
-    /// The path does not form a valid URI.
+    /// The path does not form a valid request target.
     #[error("invalid path {0:?}")]
     Path(String),
 }
+
+/// Header fields HTTP/2 forbids in a request (RFC 9113 8.2.2).
+const CONNECTION_SPECIFIC: [&str; 5] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
 
 impl Http2 {
     /// A driver for `method path` with `headers` and `body`; `grpc` frames the
@@ -60,22 +64,48 @@ impl Http2 {
         body: &[u8],
         grpc: bool,
     ) -> Result<Http2, Http2Error> {
-        let uri: Uri = format!("{}://{}{}", endpoint.scheme(), endpoint.authority, path)
+        let uri: http::Uri = format!("{}://{}{}", endpoint.scheme(), endpoint.authority, path)
             .parse()
             .map_err(|_| Http2Error::Path(path.to_owned()))?;
+        let path = uri
+            .path_and_query()
+            .map(|p| p.as_str().to_owned())
+            .filter(|p| p.starts_with('/'))
+            .ok_or_else(|| Http2Error::Path(path.to_owned()))?;
         let method = Method::from_bytes(method.as_bytes()).map_err(|_| Http2Error::Header(method.to_owned()))?;
-        let mut map = HeaderMap::new();
-        map.insert(http::header::USER_AGENT, HeaderValue::from_static("protobench"));
+        let mut fields: Vec<(Vec<u8>, Vec<u8>)> = vec![
+            (b":method".to_vec(), method.as_str().as_bytes().to_vec()),
+            (b":scheme".to_vec(), endpoint.scheme().as_bytes().to_vec()),
+            (b":authority".to_vec(), endpoint.authority.as_bytes().to_vec()),
+            (b":path".to_vec(), path.into_bytes()),
+        ];
+        let mut set = |name: &[u8], value: &[u8]| match fields.iter_mut().find(|(n, _)| n == name) {
+            Some(f) => f.1 = value.to_vec(),
+            None => fields.push((name.to_vec(), value.to_vec())),
+        };
+        set(b"user-agent", b"protobench");
         if grpc {
-            map.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-            map.insert(http::header::TE, HeaderValue::from_static("trailers"));
+            set(b"content-type", b"application/grpc");
+            set(b"te", b"trailers");
         }
         for (name, value) in headers {
             let n = HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes())
                 .map_err(|_| Http2Error::Header(name.clone()))?;
             let v = HeaderValue::from_str(value).map_err(|_| Http2Error::Header(format!("{name}: {value}")))?;
-            map.insert(n, v);
+            if CONNECTION_SPECIFIC.contains(&n.as_str()) || (n == http::header::TE && v != "trailers") {
+                return Err(Http2Error::Header(format!(
+                    "{name}: {value} (a connection-specific field, not allowed in HTTP/2)"
+                )));
+            }
+            // A Host header names the authority, as curl sends it on HTTP/2.
+            let n = if n == http::header::HOST {
+                ":authority"
+            } else {
+                n.as_str()
+            };
+            set(n.as_bytes(), v.as_bytes());
         }
+        let fields: Vec<(&[u8], &[u8])> = fields.iter().map(|(n, v)| (&n[..], &v[..])).collect();
         let body = if grpc {
             let mut framed = BytesMut::with_capacity(5 + body.len());
             framed.extend_from_slice(&[0]);
@@ -87,30 +117,11 @@ impl Http2 {
         };
         Ok(Http2 {
             endpoint,
-            method,
-            uri,
-            headers: map,
+            block: HeaderBlock::new(&fields),
             body,
             grpc,
         })
     }
-
-    fn request(&self) -> Request<()> {
-        let mut req = Request::new(());
-        *req.method_mut() = self.method.clone();
-        *req.uri_mut() = self.uri.clone();
-        *req.headers_mut() = self.headers.clone();
-        req
-    }
-}
-
-fn h2_error(context: &str, e: &h2::Error) -> CallError {
-    let kind = if e.is_io() || e.is_go_away() || e.is_reset() || e.is_remote() {
-        ErrorKind::Reset
-    } else {
-        ErrorKind::Other
-    };
-    CallError::new(kind, format!("{context}: {e}"))
 }
 
 impl Driver for Http2 {
@@ -127,156 +138,88 @@ impl Driver for Http2 {
                 ),
             ));
         }
-        let (send, connection) = h2::client::Builder::new()
-            .initial_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW)
-            .handshake::<_, Bytes>(io)
-            .await
-            .map_err(|e| {
-                CallError::new(
-                    ErrorKind::Connect,
-                    format!("HTTP/2 handshake with {}: {e}", self.endpoint.addr),
-                )
-            })?;
-        let alive = Rc::new(Cell::new(true));
-        let flag = alive.clone();
-        tokio::task::spawn_local(async move {
-            let _ = connection.await;
-            flag.set(false);
-        });
-        Ok(Conn { send, alive })
+        let windows = Windows {
+            stream: STREAM_WINDOW,
+            connection: CONNECTION_WINDOW,
+        };
+        h2conn::Handle::connect(io, self.endpoint.addr.to_string(), windows, &self.block).await
     }
 
     async fn call(&self, conn: &mut Conn, keep_body: bool) -> Result<Response, CallError> {
-        let result = self.exchange(conn, keep_body).await;
-        if let Err(e) = &result
-            && e.kind == ErrorKind::Reset
-        {
-            conn.alive.set(false);
-        }
-        result
+        let reply = conn.request(&self.block, &self.body, self.grpc, keep_body).await?;
+        self.response(reply)
     }
 
     fn share(&self, conn: &Conn) -> Option<Conn> {
-        Some(Conn {
-            send: conn.send.clone(),
-            alive: conn.alive.clone(),
-        })
+        Some(conn.share())
     }
 
     fn is_usable(&self, conn: &Conn) -> bool {
-        conn.alive.get()
+        conn.is_usable()
     }
 }
 
 impl Http2 {
-    async fn exchange(&self, conn: &mut Conn, keep_body: bool) -> Result<Response, CallError> {
-        std::future::poll_fn(|cx| conn.send.poll_ready(cx))
-            .await
-            .map_err(|e| h2_error("opening a stream", &e))?;
-        let end = self.body.is_empty();
-        let (response, mut stream) = conn
-            .send
-            .send_request(self.request(), end)
-            .map_err(|e| h2_error("sending the request", &e))?;
-        if !end {
-            stream
-                .send_data(self.body.clone(), true)
-                .map_err(|e| h2_error("sending the request body", &e))?;
-        }
-        let response = response.await.map_err(|e| h2_error("reading the response", &e))?;
-        let (parts, mut recv) = response.into_parts();
-        let status = parts.status.as_u16();
+    /// What the check sees of a stream's reply.
+    fn response(&self, reply: h2conn::Reply) -> Result<Response, CallError> {
+        let status = reply.status;
         // A gRPC call answered by something that is not gRPC (an HTTP/2 REST
         // port: 404, text/plain): its body is not gRPC frames, and the check
         // counts it by its HTTP status or content type.
         // (A trailers-only answer carrying grpc-status is gRPC even if a
         // server left its content type out.)
-        let not_grpc = self.grpc
-            && (status != 200
-                || !(parts.headers.contains_key("grpc-status")
-                    || parts
-                        .headers
-                        .get(http::header::CONTENT_TYPE)
-                        .is_some_and(|v| is_grpc_content_type(v.as_bytes()))));
-        let keep = keep_body || not_grpc || !(200..300).contains(&status);
-        let content_type = if keep {
-            parts
-                .headers
-                .get(http::header::CONTENT_TYPE)
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-        } else {
-            None
-        };
-        let mut kept = if keep { Some(BytesMut::new()) } else { None };
-        let mut deframer = Deframer::default();
-        let mut len = 0;
-        while let Some(chunk) = recv.data().await {
-            let chunk = chunk.map_err(|e| h2_error("reading the response body", &e))?;
-            let _ = recv.flow_control().release_capacity(chunk.len());
-            len += chunk.len();
-            if self.grpc && !not_grpc {
-                deframer.feed(&chunk);
-            }
-            if let Some(k) = kept.as_mut() {
-                k.extend_from_slice(&chunk);
-            }
-        }
-        let mut grpc = None;
-        if self.grpc && not_grpc {
+        let not_grpc = self.grpc && (status != 200 || !(reply.head_grpc.is_some() || reply.grpc_type));
+        if !self.grpc {
             return Ok(Response {
                 status,
-                content_type: Some(content_type.unwrap_or_default()),
-                body_len: len,
-                body: kept.map(BytesMut::freeze),
+                content_type: reply.content_type,
+                body: reply.body.map(BytesMut::freeze),
+                body_len: reply.body_len,
                 grpc: None,
                 grpc_messages: 0,
             });
         }
-        if self.grpc {
-            // Trailers-only responses carry grpc-status in the headers.
-            grpc = grpc_status(&parts.headers);
-            if grpc.is_none() {
-                let trailers = recv
-                    .trailers()
-                    .await
-                    .map_err(|e| h2_error("reading the trailers", &e))?;
-                grpc = trailers.as_ref().and_then(grpc_status);
-            }
-            if grpc.is_none() && status == 200 {
-                grpc = Some(GrpcStatus {
-                    code: 2,
-                    message: "response without grpc-status".into(),
-                });
-            }
-            if deframer.compressed {
-                return Err(CallError::new(
-                    ErrorKind::WrongResponse,
-                    "compressed gRPC message (not requested)",
-                ));
-            }
-            if deframer.partial() {
-                return Err(CallError::new(ErrorKind::WrongResponse, "truncated gRPC message frame"));
-            }
-        }
-        let (body, body_len) = if self.grpc {
-            let body = kept.map(|k| {
-                let k = k.freeze();
-                if k.len() >= 5 {
-                    k.slice(5..k.len().min(5 + deframer.first_len))
-                } else {
-                    k
-                }
+        if not_grpc {
+            return Ok(Response {
+                status,
+                content_type: Some(reply.content_type.unwrap_or_default()),
+                body_len: reply.body_len,
+                body: reply.body.map(BytesMut::freeze),
+                grpc: None,
+                grpc_messages: 0,
             });
-            (body, deframer.message_bytes)
-        } else {
-            (kept.map(BytesMut::freeze), len)
-        };
+        }
+        // Trailers-only responses carry grpc-status in the headers.
+        let mut grpc = reply.head_grpc.or(reply.trailer_grpc);
+        if grpc.is_none() && status == 200 {
+            grpc = Some(GrpcStatus {
+                code: 2,
+                message: "response without grpc-status".into(),
+            });
+        }
+        let deframer = reply.deframer;
+        if deframer.compressed {
+            return Err(CallError::new(
+                ErrorKind::WrongResponse,
+                "compressed gRPC message (not requested)",
+            ));
+        }
+        if deframer.partial() {
+            return Err(CallError::new(ErrorKind::WrongResponse, "truncated gRPC message frame"));
+        }
+        let body = reply.body.map(|k| {
+            let k = k.freeze();
+            if k.len() >= 5 {
+                k.slice(5..k.len().min(5 + deframer.first_len))
+            } else {
+                k
+            }
+        });
         Ok(Response {
             status,
-            content_type,
+            content_type: reply.content_type,
             body,
-            body_len,
+            body_len: deframer.message_bytes,
             grpc,
             grpc_messages: deframer.messages,
         })
@@ -289,16 +232,7 @@ pub(crate) fn is_grpc_content_type(v: &[u8]) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest[0] == b'+' || rest[0] == b';')
 }
 
-fn grpc_status(headers: &HeaderMap) -> Option<GrpcStatus> {
-    let code = headers.get("grpc-status")?.to_str().ok()?.trim().parse().ok()?;
-    let message = headers
-        .get("grpc-message")
-        .map(|v| percent_decode(v.as_bytes()))
-        .unwrap_or_default();
-    Some(GrpcStatus { code, message })
-}
-
-fn percent_decode(bytes: &[u8]) -> String {
+pub(super) fn percent_decode(bytes: &[u8]) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
@@ -317,8 +251,8 @@ fn percent_decode(bytes: &[u8]) -> String {
 }
 
 /// Splits a gRPC response body into length-prefixed messages as it arrives.
-#[derive(Default)]
-struct Deframer {
+#[derive(Debug, Default)]
+pub(crate) struct Deframer {
     head: [u8; 5],
     head_len: usize,
     left: usize,
@@ -329,7 +263,7 @@ struct Deframer {
 }
 
 impl Deframer {
-    fn feed(&mut self, mut data: &[u8]) {
+    pub(super) fn feed(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
             if self.left > 0 {
                 let t = self.left.min(data.len());
@@ -354,7 +288,7 @@ impl Deframer {
         }
     }
 
-    fn partial(&self) -> bool {
+    pub(super) fn partial(&self) -> bool {
         self.left > 0 || self.head_len > 0
     }
 }
@@ -362,6 +296,61 @@ impl Deframer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fields(d: &Http2) -> Vec<(String, String)> {
+        loona_hpack::Decoder::new()
+            .decode(&d.block.plain_fields())
+            .unwrap()
+            .into_iter()
+            .map(|(n, v)| (String::from_utf8(n).unwrap(), String::from_utf8(v).unwrap()))
+            .collect()
+    }
+
+    fn endpoint() -> Endpoint {
+        let addr: std::net::SocketAddr = "127.0.0.1:8443".parse().unwrap();
+        Endpoint::new(addr, addr.to_string(), None, &[]).unwrap()
+    }
+
+    #[test]
+    fn request_fields_put_pseudo_headers_first_and_host_into_the_authority() {
+        let headers = [
+            ("Host".to_owned(), "api.example".to_owned()),
+            ("X-Trace".to_owned(), "7".to_owned()),
+        ];
+        let d = Http2::new(endpoint(), "POST", "/pkg.Svc/Call?x=1", &headers, b"ab", true).unwrap();
+        let got = fields(&d);
+        let want = [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":authority", "api.example"),
+            (":path", "/pkg.Svc/Call?x=1"),
+            ("user-agent", "protobench"),
+            ("content-type", "application/grpc"),
+            ("te", "trailers"),
+            ("x-trace", "7"),
+        ];
+        let want: Vec<(String, String)> = want.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect();
+        assert_eq!(got, want);
+        // The gRPC body carries its 5-byte frame.
+        assert_eq!(&d.body[..], &[0, 0, 0, 0, 2, b'a', b'b']);
+    }
+
+    #[test]
+    fn connection_specific_fields_are_refused_by_name() {
+        for (name, value) in [
+            ("Connection", "keep-alive"),
+            ("Transfer-Encoding", "chunked"),
+            ("TE", "gzip"),
+        ] {
+            let headers = [(name.to_owned(), value.to_owned())];
+            let err = Http2::new(endpoint(), "GET", "/", &headers, b"", false)
+                .err()
+                .expect(name);
+            assert!(err.to_string().contains(name), "{err}");
+        }
+        let ok = [("TE".to_owned(), "trailers".to_owned())];
+        assert!(Http2::new(endpoint(), "GET", "/", &ok, b"", false).is_ok());
+    }
 
     #[test]
     fn deframer_handles_frames_split_anywhere() {

@@ -1,0 +1,1672 @@
+//! An HTTP/2 client connection written for the engine (RFC 9113), in place
+//! of the `h2` crate on the measured path.
+//!
+//! Why by hand: under callgrind (`bench/callgrind.sh --profile`, rest-h2,
+//! one caller) `h2` was 40% of the engine's instructions per call, and
+//! memcpy another 12% (78 copies per call, most of them h2 moving frames
+//! through its layers); encoding the same request headers anew on every
+//! call (HPACK, Huffman-coding `:path`) was 13% alone. A load generator
+//! sends one request over and over, so this client encodes the request's
+//! header block once per driver, keeps a small stream table, and writes
+//! every frame straight into one output buffer that the connection's task
+//! writes with one system call. What it does not do: server push (refused
+//! in SETTINGS) and priorities (ignored). Response header blocks are
+//! decoded by [`super::hpack`].
+//!
+//! Shape: one task per connection owns the socket. It writes what callers
+//! queued, reads, parses frames, decodes header blocks (every block, also
+//! for streams nobody waits for, so the HPACK table stays in step), keeps
+//! both flow-control windows, and hands each stream's response to the
+//! caller that waits for it. Callers run on the same thread (the engine's
+//! `LocalSet`), so the shared state is an `Rc<RefCell<_>>`.
+//!
+//! Request headers use the dynamic table the way a browser or gRPC client
+//! would: the connection's first request inserts its fields (literal with
+//! incremental indexing), every later one names them by index, so the bytes
+//! on the wire after the first call are a few bytes per field. If the
+//! server's SETTINGS_HEADER_TABLE_SIZE cannot hold them, every request
+//! carries the fields as literals without indexing.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use bytes::{Bytes, BytesMut};
+use protobench_model::load::ErrorKind;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use super::hpack::static_index;
+use super::http2::Deframer;
+use super::net::{Counted, Stream};
+use super::{CallError, GrpcStatus};
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+const DATA: u8 = 0x0;
+const HEADERS: u8 = 0x1;
+const RST_STREAM: u8 = 0x3;
+const SETTINGS: u8 = 0x4;
+const PUSH_PROMISE: u8 = 0x5;
+const PING: u8 = 0x6;
+const GOAWAY: u8 = 0x7;
+const WINDOW_UPDATE: u8 = 0x8;
+const CONTINUATION: u8 = 0x9;
+
+const END_STREAM: u8 = 0x1;
+const ACK: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
+const PADDED: u8 = 0x8;
+const PRIORITY: u8 = 0x20;
+
+const SETTINGS_HEADER_TABLE_SIZE: u16 = 0x1;
+const SETTINGS_ENABLE_PUSH: u16 = 0x2;
+const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
+const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
+const SETTINGS_MAX_FRAME_SIZE: u16 = 0x5;
+
+const NO_ERROR: u32 = 0x0;
+const PROTOCOL_ERROR: u32 = 0x1;
+const CANCEL: u32 = 0x8;
+
+/// The largest frame payload this client accepts (the protocol's default;
+/// it does not advertise a larger one, as `h2` does not).
+const MAX_FRAME: usize = 16_384;
+/// The HPACK table size this client's decoder allows (the default).
+const DECODER_TABLE: usize = 4_096;
+/// The largest response header block, CONTINUATION frames included.
+const MAX_HEADER_BLOCK: usize = 256 * 1024;
+/// The largest stream id a client may use.
+const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+/// Room for reading: several full frames.
+const READ_BUFFER: usize = 64 * 1024;
+
+/// Windows and limits this client asks for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Windows {
+    /// Per stream (SETTINGS_INITIAL_WINDOW_SIZE).
+    pub(crate) stream: u32,
+    /// The whole connection (raised by a WINDOW_UPDATE after the preface).
+    pub(crate) connection: u32,
+}
+
+/// A request's header block, encoded once for every call of a driver.
+#[derive(Debug, Clone)]
+pub(crate) struct HeaderBlock {
+    /// The first request on a connection: fields inserted into the table.
+    first: Vec<u8>,
+    /// Later requests: the same fields named by index.
+    steady: Vec<u8>,
+    /// Without the table: every field a literal, never indexed.
+    plain: Vec<u8>,
+    /// `plain` after a table size update to 0 (the first block once the
+    /// table is dropped).
+    plain_reset: Vec<u8>,
+    /// Bytes the inserted fields take in the peer's table (RFC 7541 4.1).
+    table_bytes: usize,
+}
+
+/// An HPACK integer (RFC 7541 5.1) with an `n`-bit prefix, whose first
+/// byte's other bits are `flags`.
+fn put_int(out: &mut Vec<u8>, flags: u8, n: u32, mut value: usize) {
+    let max = (1usize << n) - 1;
+    if value < max {
+        out.push(flags | value as u8);
+        return;
+    }
+    out.push(flags | max as u8);
+    value -= max;
+    while value >= 128 {
+        out.push((value % 128) as u8 | 0x80);
+        value /= 128;
+    }
+    out.push(value as u8);
+}
+
+/// An HPACK string literal, not Huffman-coded.
+fn put_str(out: &mut Vec<u8>, s: &[u8]) {
+    put_int(out, 0x00, 7, s.len());
+    out.extend_from_slice(s);
+}
+
+/// A literal field: `flags`/`n` select the representation (with
+/// incremental indexing 0x40/6, without indexing 0x00/4).
+fn put_literal(out: &mut Vec<u8>, flags: u8, n: u32, name: &[u8], value: &[u8]) {
+    match static_index(name, value).1 {
+        Some(i) => put_int(out, flags, n, i as usize),
+        None => {
+            put_int(out, flags, n, 0);
+            put_str(out, name);
+        }
+    }
+    put_str(out, value);
+}
+
+impl HeaderBlock {
+    /// The block for `fields` (pseudo-headers first, lower-case names).
+    pub(crate) fn new(fields: &[(&[u8], &[u8])]) -> HeaderBlock {
+        let mut first = Vec::new();
+        let mut steady = Vec::new();
+        let mut plain = Vec::new();
+        let mut table_bytes = 0;
+        let inserted: Vec<usize> = (0..fields.len())
+            .filter(|&i| static_index(fields[i].0, fields[i].1).0.is_none())
+            .collect();
+        for (i, (name, value)) in fields.iter().enumerate() {
+            if let Some(full) = static_index(name, value).0 {
+                for block in [&mut first, &mut steady, &mut plain] {
+                    put_int(block, 0x80, 7, full as usize);
+                }
+                continue;
+            }
+            put_literal(&mut first, 0x40, 6, name, value);
+            put_literal(&mut plain, 0x00, 4, name, value);
+            table_bytes += name.len() + value.len() + 32;
+            // The newest entry is 62; an entry inserted k places before the
+            // last one is 62 + k.
+            let order = inserted.iter().position(|&j| j == i).expect("inserted");
+            put_int(&mut steady, 0x80, 7, 62 + (inserted.len() - 1 - order));
+        }
+        let mut plain_reset = vec![0x20];
+        plain_reset.extend_from_slice(&plain);
+        HeaderBlock {
+            first,
+            steady,
+            plain,
+            plain_reset,
+            table_bytes,
+        }
+    }
+}
+
+#[cfg(test)]
+impl HeaderBlock {
+    /// The block without the table, for tests that decode it.
+    pub(crate) fn plain_fields(&self) -> Vec<u8> {
+        self.plain.clone()
+    }
+}
+
+/// How requests use the peer's HPACK table on a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TableUse {
+    /// Nothing inserted yet.
+    Unprimed,
+    /// The fields are in the table.
+    Primed,
+    /// No table; `announce`: the next block starts with a size update to 0.
+    Off { announce: bool },
+}
+
+/// What a stream's response held, for the driver to judge.
+#[derive(Debug, Default)]
+pub(crate) struct Reply {
+    /// `:status` of the final response head.
+    pub(crate) status: u16,
+    /// `content-type`, when the body is kept.
+    pub(crate) content_type: Option<String>,
+    /// Whether `content-type` is a gRPC one.
+    pub(crate) grpc_type: bool,
+    /// `grpc-status` and `grpc-message` in the response head.
+    pub(crate) head_grpc: Option<GrpcStatus>,
+    /// ... and in the trailers.
+    pub(crate) trailer_grpc: Option<GrpcStatus>,
+    /// The body, when kept.
+    pub(crate) body: Option<BytesMut>,
+    /// Body bytes received.
+    pub(crate) body_len: usize,
+    /// The body split into gRPC messages (gRPC only).
+    pub(crate) deframer: Deframer,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the response head.
+    Head,
+    /// Reading DATA (and trailers).
+    Body,
+    /// Finished: the reply or the error is ready.
+    Done,
+}
+
+/// One open stream.
+struct Slot {
+    phase: Phase,
+    grpc: bool,
+    keep_body: bool,
+    reply: Reply,
+    error: Option<CallError>,
+    waker: Option<Waker>,
+    /// Our send window for this stream.
+    send_window: i64,
+    /// Request body not yet sent (waits for window).
+    pending: Bytes,
+    /// Received bytes not yet given back with a WINDOW_UPDATE.
+    unacked: u32,
+    /// The server closed its side (END_STREAM or RST_STREAM).
+    remote_closed: bool,
+}
+
+/// Stream ids are small odd integers: a multiplication spreads them.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// The server's settings that bind this client.
+#[derive(Debug, Clone, Copy)]
+struct PeerSettings {
+    header_table: usize,
+    max_concurrent: usize,
+    initial_window: i64,
+    max_frame: usize,
+}
+
+/// A header block arriving in pieces (HEADERS then CONTINUATION).
+struct Partial {
+    id: u32,
+    end_stream: bool,
+    block: Vec<u8>,
+}
+
+/// The state a connection's task and its callers share.
+struct State {
+    /// The server's address, for messages.
+    peer: String,
+    /// Frames waiting to be written.
+    out: Vec<u8>,
+    /// The connection task, when it waits.
+    task: Option<Waker>,
+    streams: HashMap<u32, Slot, BuildHasherDefault<IdHasher>>,
+    /// Streams open (not finished, not cancelled).
+    active: usize,
+    next_id: u32,
+    settings: PeerSettings,
+    settings_seen: bool,
+    /// The caller of `connect`, waiting for the server's SETTINGS.
+    connecting: Option<Waker>,
+    /// Our connection-level send window.
+    send_window: i64,
+    /// Connection-level bytes received not yet given back.
+    unacked: u32,
+    windows: Windows,
+    /// Why the connection is gone.
+    failed: Option<CallError>,
+    /// The server sent GOAWAY: no new streams. Its error code and debug
+    /// data, for the message of calls it cuts off.
+    goaway: Option<String>,
+    /// Handles held by callers; at 0 the connection closes.
+    handles: usize,
+    /// Callers waiting for a stream (MAX_CONCURRENT_STREAMS reached).
+    waiting: Vec<Waker>,
+    /// Streams whose request body waits for window.
+    blocked: Vec<u32>,
+    decoder: super::hpack::Decoder,
+    partial: Option<Partial>,
+    table: TableUse,
+    /// Bytes the request's fields take in the server's table.
+    table_need: usize,
+}
+
+/// The payload length in the frame header at the start of `head`.
+fn frame_len(head: &[u8]) -> usize {
+    u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize
+}
+
+/// A GOAWAY frame (last stream 0) with `code`.
+fn goaway(out: &mut Vec<u8>, code: u32) {
+    frame_head(out, 8, GOAWAY, 0, 0);
+    out.extend_from_slice(&0u32.to_be_bytes());
+    out.extend_from_slice(&code.to_be_bytes());
+}
+
+fn frame_head(out: &mut Vec<u8>, len: usize, kind: u8, flags: u8, id: u32) {
+    out.extend_from_slice(&(len as u32).to_be_bytes()[1..]);
+    out.push(kind);
+    out.push(flags);
+    out.extend_from_slice(&id.to_be_bytes());
+}
+
+fn protocol(peer: &str, what: impl std::fmt::Display) -> CallError {
+    CallError::new(ErrorKind::Other, format!("HTTP/2 protocol error from {peer}: {what}"))
+}
+
+impl State {
+    fn wake_task(&mut self) {
+        if let Some(w) = self.task.take() {
+            w.wake();
+        }
+    }
+
+    fn wake_waiting(&mut self) {
+        for w in self.waiting.drain(..) {
+            w.wake();
+        }
+    }
+
+    fn usable(&self) -> bool {
+        self.failed.is_none() && self.goaway.is_none() && self.next_id < MAX_STREAM_ID - 2
+    }
+
+    /// Ends the connection: every stream fails with `err`.
+    fn fail(&mut self, err: CallError) {
+        if self.failed.is_some() {
+            return;
+        }
+        for slot in self.streams.values_mut() {
+            if slot.phase != Phase::Done {
+                slot.phase = Phase::Done;
+                slot.error = Some(err.clone());
+                if let Some(w) = slot.waker.take() {
+                    w.wake();
+                }
+            }
+        }
+        self.active = 0;
+        self.failed = Some(err);
+        self.wake_waiting();
+        if let Some(w) = self.connecting.take() {
+            w.wake();
+        }
+    }
+
+    /// Marks a stream finished (reply or `error`) and wakes its caller.
+    fn finish(&mut self, id: u32, error: Option<CallError>) {
+        let Some(slot) = self.streams.get_mut(&id) else { return };
+        if slot.phase == Phase::Done {
+            return;
+        }
+        slot.phase = Phase::Done;
+        slot.error = error;
+        if let Some(w) = slot.waker.take() {
+            w.wake();
+        }
+        if !slot.pending.is_empty() || !slot.remote_closed {
+            // Our side is still open (body not all sent) or the server's:
+            // close the stream.
+            slot.pending = Bytes::new();
+            self.rst(id, CANCEL);
+        }
+        self.active -= 1;
+        self.wake_waiting();
+    }
+
+    fn rst(&mut self, id: u32, code: u32) {
+        frame_head(&mut self.out, 4, RST_STREAM, 0, id);
+        self.out.extend_from_slice(&code.to_be_bytes());
+        self.wake_task();
+    }
+
+    fn window_update(&mut self, id: u32, n: u32) {
+        frame_head(&mut self.out, 4, WINDOW_UPDATE, 0, id);
+        self.out.extend_from_slice(&n.to_be_bytes());
+    }
+
+    /// Opens a stream for one request; the caller then waits on the id.
+    fn open(&mut self, block: &HeaderBlock, body: &Bytes, grpc: bool, keep_body: bool) -> u32 {
+        let id = self.next_id;
+        self.next_id += 2;
+        let end = body.is_empty();
+        let fields: &[u8] = match self.table {
+            TableUse::Unprimed => {
+                self.table = TableUse::Primed;
+                &block.first
+            }
+            TableUse::Primed => &block.steady,
+            TableUse::Off { announce: true } => {
+                self.table = TableUse::Off { announce: false };
+                &block.plain_reset
+            }
+            TableUse::Off { announce: false } => &block.plain,
+        };
+        // HEADERS, then CONTINUATION frames if the block is larger than a frame.
+        let max = self.settings.max_frame;
+        let mut chunks = fields.chunks(max).peekable();
+        let mut kind = HEADERS;
+        loop {
+            let chunk = chunks.next().unwrap_or(&[]);
+            let last = chunks.peek().is_none();
+            let mut flags = if last { END_HEADERS } else { 0 };
+            if kind == HEADERS && end {
+                flags |= END_STREAM;
+            }
+            frame_head(&mut self.out, chunk.len(), kind, flags, id);
+            self.out.extend_from_slice(chunk);
+            kind = CONTINUATION;
+            if last {
+                break;
+            }
+        }
+        self.streams.insert(
+            id,
+            Slot {
+                phase: Phase::Head,
+                grpc,
+                keep_body,
+                reply: Reply::default(),
+                error: None,
+                waker: None,
+                send_window: self.settings.initial_window,
+                pending: body.clone(),
+                unacked: 0,
+                remote_closed: false,
+            },
+        );
+        self.active += 1;
+        if !end {
+            self.pump(id);
+        }
+        self.wake_task();
+        id
+    }
+
+    /// Sends as much of a stream's request body as the windows allow.
+    fn pump(&mut self, id: u32) {
+        let Some(slot) = self.streams.get_mut(&id) else { return };
+        while !slot.pending.is_empty() {
+            let room = self
+                .send_window
+                .min(slot.send_window)
+                .min(self.settings.max_frame as i64);
+            if room <= 0 {
+                if !self.blocked.contains(&id) {
+                    self.blocked.push(id);
+                }
+                return;
+            }
+            let n = (room as usize).min(slot.pending.len());
+            let chunk = slot.pending.split_to(n);
+            let flags = if slot.pending.is_empty() { END_STREAM } else { 0 };
+            frame_head(&mut self.out, n, DATA, flags, id);
+            self.out.extend_from_slice(&chunk);
+            self.send_window -= n as i64;
+            slot.send_window -= n as i64;
+        }
+    }
+
+    fn pump_blocked(&mut self) {
+        for id in std::mem::take(&mut self.blocked) {
+            self.pump(id);
+        }
+    }
+
+    /// Handles one frame; an error is the connection's end.
+    fn on_frame(&mut self, kind: u8, flags: u8, id: u32, payload: &[u8]) -> Result<(), CallError> {
+        if let Some(p) = &self.partial
+            && (kind != CONTINUATION || id != p.id)
+        {
+            return Err(protocol(&self.peer, "a header block was interrupted by another frame"));
+        }
+        match kind {
+            DATA => self.on_data(flags, id, payload),
+            HEADERS => {
+                let mut p = payload;
+                if flags & PADDED != 0 {
+                    p = unpad(&self.peer, p)?;
+                }
+                if flags & PRIORITY != 0 {
+                    p = p
+                        .get(5..)
+                        .ok_or_else(|| protocol(&self.peer, "HEADERS too short for its priority"))?;
+                }
+                let end_stream = flags & END_STREAM != 0;
+                if flags & END_HEADERS != 0 {
+                    self.on_header_block(id, end_stream, p)
+                } else {
+                    self.partial = Some(Partial {
+                        id,
+                        end_stream,
+                        block: p.to_vec(),
+                    });
+                    Ok(())
+                }
+            }
+            CONTINUATION => {
+                let Some(mut p) = self.partial.take() else {
+                    return Err(protocol(&self.peer, "CONTINUATION without a header block"));
+                };
+                p.block.extend_from_slice(payload);
+                if p.block.len() > MAX_HEADER_BLOCK {
+                    return Err(protocol(&self.peer, "response header block over 256 KiB"));
+                }
+                if flags & END_HEADERS != 0 {
+                    self.on_header_block(p.id, p.end_stream, &p.block)
+                } else {
+                    self.partial = Some(p);
+                    Ok(())
+                }
+            }
+            RST_STREAM => {
+                let code = u32_at(payload).ok_or_else(|| protocol(&self.peer, "RST_STREAM of wrong size"))?;
+                if let Some(slot) = self.streams.get_mut(&id) {
+                    slot.remote_closed = true;
+                    slot.pending = Bytes::new();
+                    self.finish(
+                        id,
+                        Some(CallError::new(
+                            ErrorKind::Reset,
+                            format!("the server reset the stream (RST_STREAM, error code {code:#x})"),
+                        )),
+                    );
+                }
+                Ok(())
+            }
+            SETTINGS => self.on_settings(flags, payload),
+            PUSH_PROMISE => Err(protocol(&self.peer, "PUSH_PROMISE, though push is disabled")),
+            PING => {
+                if flags & ACK == 0 && payload.len() == 8 {
+                    frame_head(&mut self.out, 8, PING, ACK, 0);
+                    self.out.extend_from_slice(payload);
+                }
+                Ok(())
+            }
+            GOAWAY => {
+                let last = u32_at(payload).ok_or_else(|| protocol(&self.peer, "GOAWAY too short"))? & MAX_STREAM_ID;
+                let code = u32_at(payload.get(4..).unwrap_or(&[])).unwrap_or(0);
+                let debug = String::from_utf8_lossy(payload.get(8..).unwrap_or(&[]));
+                let debug: String = debug.chars().take(200).collect();
+                let reason = if debug.is_empty() {
+                    format!("GOAWAY, error code {code:#x}, last stream {last}")
+                } else {
+                    format!("GOAWAY, error code {code:#x}, last stream {last}: {debug:?}")
+                };
+                self.goaway = Some(reason.clone());
+                let refused: Vec<u32> = self.streams.keys().copied().filter(|&s| s > last).collect();
+                for s in refused {
+                    if let Some(slot) = self.streams.get_mut(&s) {
+                        slot.remote_closed = true;
+                    }
+                    self.finish(
+                        s,
+                        Some(CallError::new(
+                            ErrorKind::Reset,
+                            format!("the server refused the stream ({reason})"),
+                        )),
+                    );
+                }
+                self.wake_waiting();
+                Ok(())
+            }
+            WINDOW_UPDATE => {
+                let inc =
+                    u32_at(payload).ok_or_else(|| protocol(&self.peer, "WINDOW_UPDATE of wrong size"))? & MAX_STREAM_ID;
+                if id == 0 {
+                    self.send_window += inc as i64;
+                } else if let Some(slot) = self.streams.get_mut(&id) {
+                    slot.send_window += inc as i64;
+                }
+                self.pump_blocked();
+                Ok(())
+            }
+            _ => Ok(()), // PRIORITY and unknown types are ignored.
+        }
+    }
+
+    fn on_settings(&mut self, flags: u8, payload: &[u8]) -> Result<(), CallError> {
+        if flags & ACK != 0 {
+            return Ok(());
+        }
+        if !payload.len().is_multiple_of(6) {
+            return Err(protocol(&self.peer, "SETTINGS of wrong size"));
+        }
+        for s in payload.chunks_exact(6) {
+            let key = u16::from_be_bytes([s[0], s[1]]);
+            let value = u32::from_be_bytes([s[2], s[3], s[4], s[5]]);
+            match key {
+                SETTINGS_HEADER_TABLE_SIZE => {
+                    self.settings.header_table = value as usize;
+                }
+                SETTINGS_MAX_CONCURRENT_STREAMS => self.settings.max_concurrent = value as usize,
+                SETTINGS_INITIAL_WINDOW_SIZE => {
+                    if value > MAX_STREAM_ID {
+                        return Err(protocol(&self.peer, "SETTINGS_INITIAL_WINDOW_SIZE over 2^31-1"));
+                    }
+                    let delta = value as i64 - self.settings.initial_window;
+                    self.settings.initial_window = value as i64;
+                    for slot in self.streams.values_mut() {
+                        slot.send_window += delta;
+                    }
+                }
+                SETTINGS_MAX_FRAME_SIZE => {
+                    if !(16_384..=16_777_215).contains(&value) {
+                        return Err(protocol(&self.peer, "SETTINGS_MAX_FRAME_SIZE out of range"));
+                    }
+                    self.settings.max_frame = value as usize;
+                }
+                _ => {}
+            }
+        }
+        frame_head(&mut self.out, 0, SETTINGS, ACK, 0);
+        if !self.settings_seen {
+            self.settings_seen = true;
+            if let Some(w) = self.connecting.take() {
+                w.wake();
+            }
+        }
+        // Requests' fields go into the table only if it holds them all.
+        if self.table != (TableUse::Off { announce: false }) && self.settings.header_table < self.table_need {
+            self.table = TableUse::Off { announce: true };
+        }
+        self.pump_blocked();
+        self.wake_waiting();
+        Ok(())
+    }
+
+    fn on_data(&mut self, flags: u8, id: u32, payload: &[u8]) -> Result<(), CallError> {
+        // Flow control counts the whole payload, padding included.
+        let n = payload.len() as u32;
+        self.unacked += n;
+        if self.unacked >= self.windows.connection / 2 {
+            let u = std::mem::take(&mut self.unacked);
+            self.window_update(0, u);
+        }
+        let data = if flags & PADDED != 0 {
+            unpad(&self.peer, payload)?
+        } else {
+            payload
+        };
+        let end = flags & END_STREAM != 0;
+        let half = self.windows.stream / 2;
+        let Some(slot) = self.streams.get_mut(&id) else {
+            return Ok(()); // a stream we cancelled
+        };
+        if slot.phase != Phase::Body {
+            if slot.phase == Phase::Head {
+                let err = CallError::new(ErrorKind::Other, "DATA before the response head");
+                slot.remote_closed = end;
+                self.finish(id, Some(err));
+            }
+            return Ok(());
+        }
+        let r = &mut slot.reply;
+        r.body_len += data.len();
+        if slot.grpc {
+            r.deframer.feed(data);
+        }
+        if let Some(body) = r.body.as_mut() {
+            body.extend_from_slice(data);
+        }
+        if end {
+            slot.remote_closed = true;
+            self.finish(id, None);
+        } else {
+            slot.unacked += n;
+            if slot.unacked >= half {
+                let u = std::mem::take(&mut slot.unacked);
+                self.window_update(id, u);
+            }
+        }
+        Ok(())
+    }
+
+    /// A complete header block: decoded always (the table must follow the
+    /// server's), applied when someone waits for the stream.
+    fn on_header_block(&mut self, id: u32, end_stream: bool, block: &[u8]) -> Result<(), CallError> {
+        let State {
+            decoder, streams, peer, ..
+        } = self;
+        let mut slot = streams.get_mut(&id);
+        let head = slot.as_ref().is_some_and(|s| s.phase == Phase::Head);
+        let mut status = None;
+        let mut code: Option<Option<u32>> = None;
+        let mut message = None;
+        let mut content_type = None;
+        let mut grpc_type = false;
+        decoder
+            .decode(block, wanted, |name, value| {
+                let Some(s) = slot.as_mut() else { return };
+                match name {
+                    b":status" if head => {
+                        status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok());
+                    }
+                    b"content-type" if head => {
+                        grpc_type = super::http2::is_grpc_content_type(value);
+                        // Read (a copy) only where it may be kept, below.
+                        if s.keep_body || status != Some(200) || (s.grpc && !grpc_type) {
+                            content_type = Some(String::from_utf8_lossy(value).into_owned());
+                        }
+                    }
+                    b"grpc-status" if s.grpc => {
+                        code = Some(std::str::from_utf8(value).ok().and_then(|v| v.trim().parse().ok()));
+                    }
+                    b"grpc-message" if s.grpc => message = Some(super::http2::percent_decode(value)),
+                    _ => {}
+                }
+            })
+            .map_err(|e| protocol(peer, format_args!("response headers could not be decoded (HPACK: {e})")))?;
+        let Some(slot) = slot else { return Ok(()) };
+        let grpc = match code {
+            Some(Some(code)) => Some(GrpcStatus {
+                code,
+                message: message.unwrap_or_default(),
+            }),
+            // grpc-status present but not a number: counted as absent, as before.
+            _ => None,
+        };
+        let error = match slot.phase {
+            Phase::Head => match status {
+                None => Some("response without :status"),
+                // Informational: the final head follows.
+                Some(100..=199) if !end_stream => return Ok(()),
+                Some(status) => {
+                    let r = &mut slot.reply;
+                    r.status = status;
+                    r.grpc_type = grpc_type;
+                    r.head_grpc = grpc;
+                    // The body and content type are kept when asked for, on
+                    // an error status, and for a gRPC call answered by
+                    // something that is not gRPC.
+                    let not_grpc = slot.grpc && (status != 200 || !(r.head_grpc.is_some() || grpc_type));
+                    if slot.keep_body || not_grpc || !(200..300).contains(&status) {
+                        r.body = Some(BytesMut::new());
+                        r.content_type = content_type;
+                    }
+                    slot.phase = Phase::Body;
+                    None
+                }
+            },
+            Phase::Body if !end_stream => Some("trailers without END_STREAM"),
+            Phase::Body => {
+                slot.reply.trailer_grpc = grpc;
+                None
+            }
+            Phase::Done => return Ok(()),
+        };
+        slot.remote_closed |= end_stream;
+        if let Some(e) = error {
+            self.finish(id, Some(CallError::new(ErrorKind::Other, e)));
+        } else if end_stream {
+            self.finish(id, None);
+        }
+        Ok(())
+    }
+}
+
+/// The response fields a reply is made of; the others are not decoded
+/// unless the HPACK table needs them.
+fn wanted(name: &[u8]) -> bool {
+    matches!(name, b":status" | b"content-type" | b"grpc-status" | b"grpc-message")
+}
+
+fn u32_at(p: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(p.get(..4)?.try_into().ok()?))
+}
+
+/// The payload of a PADDED frame without its pad length and padding.
+fn unpad<'a>(peer: &str, p: &'a [u8]) -> Result<&'a [u8], CallError> {
+    let pad = *p
+        .first()
+        .ok_or_else(|| protocol(peer, "padded frame without a pad length"))? as usize;
+    if pad + 1 > p.len() {
+        return Err(protocol(peer, "padding longer than the frame"));
+    }
+    Ok(&p[1..p.len() - pad])
+}
+
+/// A caller's handle on a connection; the last one dropped closes it.
+pub(crate) struct Handle {
+    shared: Rc<RefCell<State>>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        let mut st = self.shared.borrow_mut();
+        st.handles -= 1;
+        if st.handles == 0 {
+            st.wake_task();
+        }
+    }
+}
+
+impl Handle {
+    /// Another handle on the same connection.
+    pub(crate) fn share(&self) -> Handle {
+        self.shared.borrow_mut().handles += 1;
+        Handle {
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Whether a new stream can be opened (no failure, no GOAWAY, ids left).
+    pub(crate) fn is_usable(&self) -> bool {
+        self.shared.borrow().usable()
+    }
+
+    /// Opens a connection over `io`: the preface and SETTINGS, then waits
+    /// for the server's SETTINGS (a server that does not speak HTTP/2 fails
+    /// here, not on the first call).
+    pub(crate) async fn connect(
+        io: Counted<Stream>,
+        peer: String,
+        windows: Windows,
+        block: &HeaderBlock,
+    ) -> Result<Handle, CallError> {
+        let mut out = Vec::with_capacity(16 * 1024);
+        out.extend_from_slice(PREFACE);
+        frame_head(&mut out, 12, SETTINGS, 0, 0);
+        out.extend_from_slice(&SETTINGS_ENABLE_PUSH.to_be_bytes());
+        out.extend_from_slice(&0u32.to_be_bytes());
+        out.extend_from_slice(&SETTINGS_INITIAL_WINDOW_SIZE.to_be_bytes());
+        out.extend_from_slice(&windows.stream.to_be_bytes());
+        if windows.connection > 65_535 {
+            frame_head(&mut out, 4, WINDOW_UPDATE, 0, 0);
+            out.extend_from_slice(&(windows.connection - 65_535).to_be_bytes());
+        }
+        let decoder = super::hpack::Decoder::new(DECODER_TABLE);
+        let shared = Rc::new(RefCell::new(State {
+            peer,
+            out,
+            task: None,
+            streams: HashMap::default(),
+            active: 0,
+            next_id: 1,
+            settings: PeerSettings {
+                header_table: 4_096,
+                max_concurrent: usize::MAX,
+                initial_window: 65_535,
+                max_frame: MAX_FRAME,
+            },
+            settings_seen: false,
+            connecting: None,
+            send_window: 65_535,
+            unacked: 0,
+            windows,
+            failed: None,
+            goaway: None,
+            handles: 1,
+            waiting: Vec::new(),
+            blocked: Vec::new(),
+            decoder,
+            partial: None,
+            table: TableUse::Unprimed,
+            table_need: block.table_bytes,
+        }));
+        tokio::task::spawn_local(drive(io, shared.clone()));
+        let handle = Handle { shared };
+        std::future::poll_fn(|cx| {
+            let mut st = handle.shared.borrow_mut();
+            if let Some(e) = &st.failed {
+                return Poll::Ready(Err(CallError::new(ErrorKind::Connect, e.message.clone())));
+            }
+            if st.settings_seen {
+                return Poll::Ready(Ok(()));
+            }
+            st.connecting = Some(cx.waker().clone());
+            Poll::Pending
+        })
+        .await?;
+        Ok(handle)
+    }
+
+    /// One request on a new stream, and its reply once the stream ends.
+    pub(crate) async fn request(
+        &self,
+        block: &HeaderBlock,
+        body: &Bytes,
+        grpc: bool,
+        keep_body: bool,
+    ) -> Result<Reply, CallError> {
+        let id = std::future::poll_fn(|cx| {
+            let mut st = self.shared.borrow_mut();
+            if let Some(e) = &st.failed {
+                return Poll::Ready(Err(e.clone()));
+            }
+            if !st.usable() {
+                return Poll::Ready(Err(CallError::new(
+                    ErrorKind::Reset,
+                    "the connection takes no new streams (GOAWAY or stream ids used up)",
+                )));
+            }
+            if st.active >= st.settings.max_concurrent {
+                st.waiting.push(cx.waker().clone());
+                return Poll::Pending;
+            }
+            Poll::Ready(Ok(st.open(block, body, grpc, keep_body)))
+        })
+        .await?;
+        let guard = Open {
+            shared: &self.shared,
+            id,
+        };
+        let result = std::future::poll_fn(|cx| {
+            let mut st = self.shared.borrow_mut();
+            let slot = st
+                .streams
+                .get_mut(&id)
+                .expect("the stream's slot lives until its caller takes it");
+            if slot.phase != Phase::Done {
+                slot.waker = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+            let slot = st.streams.remove(&id).expect("present");
+            Poll::Ready(match slot.error {
+                Some(e) => Err(e),
+                None => Ok(slot.reply),
+            })
+        })
+        .await;
+        std::mem::forget(guard);
+        result
+    }
+}
+
+/// A stream whose caller may go away (a call timeout drops the future):
+/// then the stream is reset and its slot freed.
+struct Open<'a> {
+    shared: &'a Rc<RefCell<State>>,
+    id: u32,
+}
+
+impl Drop for Open<'_> {
+    fn drop(&mut self) {
+        let mut st = self.shared.borrow_mut();
+        if let Some(slot) = st.streams.get(&self.id)
+            && slot.phase != Phase::Done
+        {
+            st.finish(self.id, Some(CallError::new(ErrorKind::Other, "cancelled")));
+        }
+        st.streams.remove(&self.id);
+        st.blocked.retain(|&b| b != self.id);
+    }
+}
+
+/// The connection's task: writes what callers queue, reads and handles
+/// frames, until the connection fails or its last handle is dropped.
+async fn drive(mut io: Counted<Stream>, shared: Rc<RefCell<State>>) {
+    let mut buf = vec![0u8; READ_BUFFER].into_boxed_slice();
+    let mut filled = 0;
+    let mut unflushed = false;
+    // Under TLS: bytes left of the frame (or the preface) at the front of
+    // `out` that a write cut short.
+    let mut partial = PREFACE.len();
+    let tls = matches!(io.inner, Stream::Tls(_));
+    std::future::poll_fn(|cx| {
+        let mut w = Writing {
+            tls,
+            unflushed: &mut unflushed,
+            partial: &mut partial,
+        };
+        poll_drive(cx, &mut io, &shared, &mut buf, &mut filled, &mut w)
+    })
+    .await;
+}
+
+/// The connection task's write state.
+struct Writing<'a> {
+    tls: bool,
+    /// A write went out that no flush has completed yet.
+    unflushed: &'a mut bool,
+    /// See [`drive`].
+    partial: &'a mut usize,
+}
+
+/// The largest plaintext of one TLS record.
+const TLS_RECORD: usize = 16_384;
+
+/// How much of `out` one TLS write takes: the rest of a frame a write cut
+/// short, alone, or whole frames up to one record's plaintext (at least
+/// one frame). rustls turns each write into records of its own, so no frame
+/// header is split across two records. Apache Tomcat 10.1 (java-spring)
+/// misreads a frame header split so ("The payload is [16448] bytes long
+/// but the maximum frame size is [16384]", then GOAWAY), where the same
+/// bytes in other records or in clear text are fine.
+fn tls_chunk(out: &[u8], partial: usize) -> usize {
+    if partial > 0 {
+        return partial.min(out.len());
+    }
+    let mut end = 0;
+    while end + 9 <= out.len() {
+        let next = end + 9 + frame_len(&out[end..]);
+        if next > out.len() || (end > 0 && next > TLS_RECORD) {
+            break;
+        }
+        end = next;
+    }
+    if end == 0 { out.len() } else { end }
+}
+
+/// What is left of the frame at `n` once `n` bytes of `out` (a frame
+/// boundary at `partial`) are written.
+fn left_after(out: &[u8], partial: usize, n: usize) -> usize {
+    let mut boundary = partial;
+    while boundary < n {
+        boundary += 9 + frame_len(&out[boundary..]);
+    }
+    boundary - n
+}
+
+fn poll_drive(
+    cx: &mut Context<'_>,
+    io: &mut Counted<Stream>,
+    shared: &Rc<RefCell<State>>,
+    buf: &mut [u8],
+    filled: &mut usize,
+    w: &mut Writing<'_>,
+) -> Poll<()> {
+    let mut st = shared.borrow_mut();
+    loop {
+        if st.failed.is_some() {
+            return Poll::Ready(());
+        }
+        if st.handles == 0 && st.active == 0 {
+            // Nobody can use the connection any more: say so, and close.
+            goaway(&mut st.out, NO_ERROR);
+            let out = std::mem::take(&mut st.out);
+            let _ = Pin::new(&mut *io).poll_write(cx, &out);
+            let _ = Pin::new(&mut *io).poll_flush(cx);
+            st.fail(CallError::new(ErrorKind::Reset, "connection closed"));
+            return Poll::Ready(());
+        }
+        while !st.out.is_empty() {
+            let len = if w.tls {
+                tls_chunk(&st.out, *w.partial)
+            } else {
+                st.out.len()
+            };
+            match Pin::new(&mut *io).poll_write(cx, &st.out[..len]) {
+                Poll::Ready(Ok(0)) => {
+                    st.fail(CallError::new(ErrorKind::Reset, "the connection accepts no more bytes"));
+                    return Poll::Ready(());
+                }
+                Poll::Ready(Ok(n)) => {
+                    if w.tls {
+                        *w.partial = left_after(&st.out, *w.partial, n);
+                    }
+                    st.out.drain(..n);
+                    *w.unflushed = true;
+                }
+                Poll::Ready(Err(e)) => {
+                    st.fail(CallError::io("writing to the server", &e));
+                    return Poll::Ready(());
+                }
+                Poll::Pending => break,
+            }
+        }
+        // TLS keeps records that the socket did not take until a flush
+        // completes (clear text: a no-op).
+        if *w.unflushed {
+            match Pin::new(&mut *io).poll_flush(cx) {
+                Poll::Ready(Ok(())) => *w.unflushed = false,
+                Poll::Ready(Err(e)) => {
+                    st.fail(CallError::io("writing to the server", &e));
+                    return Poll::Ready(());
+                }
+                Poll::Pending => {}
+            }
+        }
+        let mut rb = ReadBuf::new(&mut buf[*filled..]);
+        match Pin::new(&mut *io).poll_read(cx, &mut rb) {
+            Poll::Ready(Ok(())) => {
+                let n = rb.filled().len();
+                if n == 0 {
+                    let e = match &st.goaway {
+                        Some(why) => format!("{} closed the connection after {why}", st.peer),
+                        None => format!("{} closed the connection", st.peer),
+                    };
+                    let e = CallError::new(ErrorKind::Reset, e);
+                    st.fail(e);
+                    return Poll::Ready(());
+                }
+                *filled += n;
+                let mut pos = 0;
+                while *filled - pos >= 9 {
+                    let h = &buf[pos..pos + 9];
+                    let len = frame_len(h);
+                    let (kind, flags) = (h[3], h[4]);
+                    let id = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & MAX_STREAM_ID;
+                    if !st.settings_seen && (kind != SETTINGS || flags & ACK != 0) {
+                        let e = not_http2(&st.peer, &buf[pos..*filled]);
+                        st.fail(e);
+                        return Poll::Ready(());
+                    }
+                    if len > MAX_FRAME {
+                        let e = protocol(&st.peer, format_args!("a frame of {len} bytes (at most {MAX_FRAME})"));
+                        st.fail(e);
+                        return Poll::Ready(());
+                    }
+                    if *filled - pos < 9 + len {
+                        break;
+                    }
+                    if let Err(e) = st.on_frame(kind, flags, id, &buf[pos + 9..pos + 9 + len]) {
+                        goaway(&mut st.out, PROTOCOL_ERROR);
+                        let out = std::mem::take(&mut st.out);
+                        let _ = Pin::new(&mut *io).poll_write(cx, &out);
+                        st.fail(e);
+                        return Poll::Ready(());
+                    }
+                    pos += 9 + len;
+                }
+                buf.copy_within(pos..*filled, 0);
+                *filled -= pos;
+            }
+            Poll::Ready(Err(e)) => {
+                st.fail(CallError::io("reading from the server", &e));
+                return Poll::Ready(());
+            }
+            Poll::Pending => {
+                // Whatever is left in `out` waits for the socket, which wakes
+                // this task as a new request from a caller does.
+                st.task = Some(cx.waker().clone());
+                return Poll::Pending;
+            }
+        }
+    }
+}
+
+/// The error for a server whose first bytes are not a SETTINGS frame.
+fn not_http2(peer: &str, first: &[u8]) -> CallError {
+    let shown: String = String::from_utf8_lossy(&first[..first.len().min(40)])
+        .chars()
+        .map(|c| if c.is_control() { '.' } else { c })
+        .collect();
+    CallError::new(
+        ErrorKind::Connect,
+        format!("{peer} did not answer with HTTP/2 (expected a SETTINGS frame first, got {shown:?})"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::future::Future;
+    use std::net::SocketAddr;
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpListener, TcpStream};
+
+    use super::*;
+    use crate::driver::ByteCounters;
+    use crate::driver::net::Endpoint;
+
+    /// Runs `f` on a current-thread runtime inside a `LocalSet`, as the
+    /// engine does, within 20 s.
+    fn run<F: Future<Output = ()>>(f: F) {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            tokio::time::timeout(Duration::from_secs(20), f)
+                .await
+                .expect("test within 20 s");
+        });
+    }
+
+    const BIG: Windows = Windows {
+        stream: 8 << 20,
+        connection: 64 << 20,
+    };
+
+    fn fields(path: &str) -> HeaderBlock {
+        HeaderBlock::new(&[
+            (b":method", b"POST"),
+            (b":scheme", b"http"),
+            (b":authority", b"127.0.0.1:1"),
+            (b":path", path.as_bytes()),
+            (b"user-agent", b"protobench"),
+            (b"x-case", b"caller-7"),
+        ])
+    }
+
+    async fn open(addr: SocketAddr, windows: Windows, block: &HeaderBlock) -> Result<Handle, CallError> {
+        let endpoint = Endpoint::new(addr, addr.to_string(), None, &[]).unwrap();
+        let io = endpoint.connect(&Rc::new(ByteCounters::default())).await?;
+        Handle::connect(io, addr.to_string(), windows, block).await
+    }
+
+    #[test]
+    fn tls_writes_end_on_frame_boundaries_within_a_record() {
+        let mut out = Vec::new();
+        out.extend_from_slice(PREFACE);
+        let mut sizes = vec![PREFACE.len()];
+        for len in [6, 0, 20, 16_384, 16_384, 4, 4] {
+            let start = out.len();
+            frame_head(&mut out, len, DATA, 0, 1);
+            out.resize(out.len() + len, 0xab);
+            sizes.push(out.len() - start);
+        }
+        // The preface alone, then three small frames, then each large frame
+        // alone (over a record), then the two small ones.
+        let mut chunks = Vec::new();
+        let (mut at, mut partial) = (0, PREFACE.len());
+        while at < out.len() {
+            let n = tls_chunk(&out[at..], partial);
+            partial = left_after(&out[at..], partial, n);
+            assert_eq!(partial, 0, "whole writes leave no partial frame");
+            chunks.push(n);
+            at += n;
+        }
+        assert_eq!(
+            chunks,
+            [
+                24,
+                sizes[1] + sizes[2] + sizes[3],
+                sizes[4],
+                sizes[5],
+                sizes[6] + sizes[7]
+            ]
+        );
+        // A write cut short inside the large frame: the rest of it goes alone.
+        let from = 24 + sizes[1] + sizes[2] + sizes[3];
+        let cut = 100;
+        let left = left_after(&out[from..], 0, cut);
+        assert_eq!(left, sizes[4] - cut);
+        assert_eq!(tls_chunk(&out[from + cut..], left), left);
+        // Cut inside a small frame after whole ones.
+        assert_eq!(left_after(&out[24..], 0, sizes[1] + 3), sizes[2] - 3);
+    }
+
+    #[test]
+    fn integers_follow_rfc_7541_c1() {
+        let enc = |n, v| {
+            let mut out = Vec::new();
+            put_int(&mut out, 0, n, v);
+            out
+        };
+        assert_eq!(enc(5, 10), [0x0a]);
+        assert_eq!(enc(5, 1337), [0x1f, 0x9a, 0x0a]);
+        assert_eq!(enc(8, 42), [0x2a]);
+        assert_eq!(enc(7, 127), [0x7f, 0x00]);
+    }
+
+    #[test]
+    fn the_block_decodes_to_the_same_fields_first_and_then_by_index() {
+        let block = fields("/v1/tasks?id=3");
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = [
+            (":method", "POST"),
+            (":scheme", "http"),
+            (":authority", "127.0.0.1:1"),
+            (":path", "/v1/tasks?id=3"),
+            ("user-agent", "protobench"),
+            ("x-case", "caller-7"),
+        ]
+        .iter()
+        .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
+        .collect();
+        let mut server = loona_hpack::Decoder::new();
+        assert_eq!(server.decode(&block.first).unwrap(), expected);
+        for _ in 0..3 {
+            assert_eq!(server.decode(&block.steady).unwrap(), expected);
+        }
+        // Two fully indexed fields and four by dynamic index: a byte each.
+        assert_eq!(block.steady.len(), 6);
+        assert_eq!(
+            block.table_bytes,
+            expected[2..].iter().map(|(n, v)| n.len() + v.len() + 32).sum::<usize>()
+        );
+        // Without the table: literals, and the reset empties the table.
+        assert_eq!(loona_hpack::Decoder::new().decode(&block.plain).unwrap(), expected);
+        assert_eq!(server.decode(&block.plain_reset).unwrap(), expected);
+        assert!(server.decode(&block.steady).is_err(), "the table was emptied");
+    }
+
+    /// An `h2` server on loopback that answers every stream with the
+    /// request's body (an empty one: with the request's path and `x-case`),
+    /// a header of `head_bytes` bytes, and trailers `grpc-status: 7`.
+    async fn echo_server(window: u32, max_streams: u32, head_bytes: usize, most: Rc<Cell<usize>>) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::task::spawn_local(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let mut conn = h2::server::Builder::new()
+                .initial_window_size(window)
+                .max_concurrent_streams(max_streams)
+                .handshake::<_, Bytes>(tcp)
+                .await
+                .unwrap();
+            let open = Rc::new(Cell::new(0usize));
+            while let Some(Ok((req, mut respond))) = conn.accept().await {
+                let (open, most) = (open.clone(), most.clone());
+                open.set(open.get() + 1);
+                most.set(most.get().max(open.get()));
+                tokio::task::spawn_local(async move {
+                    let (parts, mut body) = req.into_parts();
+                    let mut got = Vec::new();
+                    while let Some(chunk) = body.data().await {
+                        let chunk = chunk.unwrap();
+                        let _ = body.flow_control().release_capacity(chunk.len());
+                        got.extend_from_slice(&chunk);
+                    }
+                    if got.is_empty() {
+                        let case = parts.headers["x-case"].to_str().unwrap();
+                        got = format!("{} {case}", parts.uri.path_and_query().unwrap()).into_bytes();
+                    }
+                    let response = http::Response::builder()
+                        .header("x-big", "b".repeat(head_bytes))
+                        .body(())
+                        .unwrap();
+                    let mut send = respond.send_response(response, false).unwrap();
+                    send.send_data(Bytes::from(got), false).unwrap();
+                    let mut trailers = http::HeaderMap::new();
+                    trailers.insert("grpc-status", "7".parse().unwrap());
+                    trailers.insert("grpc-message", "no%20way".parse().unwrap());
+                    send.send_trailers(trailers).unwrap();
+                    open.set(open.get() - 1);
+                });
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn bodies_larger_than_every_window_go_both_ways_within_the_stream_limit() {
+        run(async {
+            let most = Rc::new(Cell::new(0));
+            // The server's window is 1,000 bytes and it takes 2 streams at a
+            // time; ours is 65,535 (the protocol's least), so 200 kB each
+            // way needs WINDOW_UPDATEs from both sides.
+            let addr = echo_server(1_000, 2, 10, most.clone()).await;
+            let small = Windows {
+                stream: 65_535,
+                connection: 65_535,
+            };
+            let block = fields("/echo?n=1");
+            let conn = open(addr, small, &block).await.unwrap();
+            let body: Bytes = (0..200_000u32).map(|i| (i % 251) as u8).collect::<Vec<u8>>().into();
+            let calls = (0..6).map(|_| {
+                let c = conn.share();
+                let (block, body) = (&block, body.clone());
+                async move { c.request(block, &body, true, true).await }
+            });
+            for reply in futures_join_all(calls).await {
+                let reply = reply.unwrap();
+                assert_eq!(reply.status, 200);
+                assert_eq!(reply.body_len, 200_000);
+                assert_eq!(reply.body.as_deref(), Some(&body[..]));
+                assert_eq!(
+                    reply.trailer_grpc,
+                    Some(GrpcStatus {
+                        code: 7,
+                        message: "no way".into()
+                    })
+                );
+            }
+            assert_eq!(most.get(), 2, "the server never had more than its 2 streams open");
+            assert!(conn.is_usable());
+        });
+    }
+
+    /// Polls every future to its end, in order of completion (the engine's
+    /// callers are tasks; here they share the test's task).
+    async fn futures_join_all<F: Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output> {
+        let mut futures: Vec<_> = futures.map(Box::pin).collect();
+        let mut out: Vec<Option<F::Output>> = futures.iter().map(|_| None).collect();
+        std::future::poll_fn(|cx| {
+            let mut pending = false;
+            for (f, o) in futures.iter_mut().zip(out.iter_mut()) {
+                if o.is_none() {
+                    match f.as_mut().poll(cx) {
+                        Poll::Ready(v) => *o = Some(v),
+                        Poll::Pending => pending = true,
+                    }
+                }
+            }
+            if pending { Poll::Pending } else { Poll::Ready(()) }
+        })
+        .await;
+        out.into_iter().map(|o| o.expect("done")).collect()
+    }
+
+    #[test]
+    fn a_head_over_several_frames_and_the_request_fields_arrive_whole() {
+        run(async {
+            // 40 kB of header: HEADERS and CONTINUATION frames (16 kB each).
+            let addr = echo_server(65_535, 100, 40_000, Rc::new(Cell::new(0))).await;
+            let block = fields("/v1/tasks?id=3");
+            let conn = open(addr, BIG, &block).await.unwrap();
+            for _ in 0..3 {
+                let reply = conn
+                    .request(&block, &Bytes::from_static(b"x"), false, false)
+                    .await
+                    .unwrap();
+                assert_eq!(reply.status, 200);
+                assert_eq!(reply.body_len, 1);
+                assert!(reply.body.is_none(), "not kept unless asked");
+            }
+            let st = conn.shared.borrow();
+            assert_eq!(st.table, TableUse::Primed);
+        });
+        // The server saw the path and the custom header on every call, the
+        // first by literal and the later ones by index.
+        run(async {
+            let addr = echo_server(65_535, 100, 0, Rc::new(Cell::new(0))).await;
+            let block = fields("/v1/tasks?id=3");
+            let conn = open(addr, BIG, &block).await.unwrap();
+            for _ in 0..3 {
+                let reply = conn.request(&block, &Bytes::new(), false, true).await.unwrap();
+                assert_eq!(reply.body.as_deref(), Some(&b"/v1/tasks?id=3 caller-7"[..]));
+            }
+        });
+    }
+
+    /// A server written frame by frame: it sends SETTINGS, then runs
+    /// `script` on the connection (the client's preface already read).
+    async fn raw_server<F, Fut>(script: F) -> SocketAddr
+    where
+        F: FnOnce(TcpStream) -> Fut + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::task::spawn_local(async move {
+            let (mut tcp, _) = listener.accept().await.unwrap();
+            let mut preface = [0u8; 24];
+            tcp.read_exact(&mut preface).await.unwrap();
+            assert_eq!(&preface[..], PREFACE);
+            tcp.write_all(&frame(SETTINGS, 0, 0, &[])).await.unwrap();
+            script(tcp).await;
+        });
+        addr
+    }
+
+    fn frame(kind: u8, flags: u8, id: u32, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        frame_head(&mut out, payload.len(), kind, flags, id);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    async fn read_frame(tcp: &mut TcpStream) -> Option<(u8, u8, u32, Vec<u8>)> {
+        let mut head = [0u8; 9];
+        tcp.read_exact(&mut head).await.ok()?;
+        let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+        let mut payload = vec![0; len];
+        tcp.read_exact(&mut payload).await.ok()?;
+        Some((
+            head[3],
+            head[4],
+            u32::from_be_bytes(head[5..9].try_into().unwrap()),
+            payload,
+        ))
+    }
+
+    /// Reads frames until one of `kind` (on `id`, if given).
+    async fn wait_for(tcp: &mut TcpStream, kind: u8, id: Option<u32>) -> Option<(u8, u32, Vec<u8>)> {
+        loop {
+            let (k, flags, i, payload) = read_frame(tcp).await?;
+            if k == kind && id.is_none_or(|id| id == i) {
+                return Some((flags, i, payload));
+            }
+        }
+    }
+
+    #[test]
+    fn padding_an_informational_head_and_a_ping_are_handled() {
+        run(async {
+            let pong = Rc::new(RefCell::new(None));
+            let seen = pong.clone();
+            let addr = raw_server(move |mut tcp| async move {
+                wait_for(&mut tcp, HEADERS, Some(1)).await.unwrap();
+                let mut out = frame(PING, 0, 0, b"12345678");
+                // :status 100 (a literal: not in the static table).
+                out.extend(frame(HEADERS, END_HEADERS, 1, &[0x08, 0x03, b'1', b'0', b'0']));
+                // :status 200, padded by 3 bytes.
+                out.extend(frame(HEADERS, END_HEADERS | PADDED, 1, &[3, 0x88, 0, 0, 0]));
+                out.extend(frame(DATA, PADDED, 1, &[2, b'h', b'e', 0, 0]));
+                out.extend(frame(DATA, END_STREAM, 1, b"llo"));
+                tcp.write_all(&out).await.unwrap();
+                let (flags, _, payload) = wait_for(&mut tcp, PING, None).await.unwrap();
+                *seen.borrow_mut() = Some((flags, payload));
+                // Hold the connection until the client closes it.
+                while read_frame(&mut tcp).await.is_some() {}
+            })
+            .await;
+            let block = fields("/");
+            let conn = open(addr, BIG, &block).await.unwrap();
+            let reply = conn.request(&block, &Bytes::new(), false, true).await.unwrap();
+            assert_eq!(reply.status, 200);
+            assert_eq!(reply.body.as_deref(), Some(&b"hello"[..]));
+            for _ in 0..100 {
+                if pong.borrow().is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            assert_eq!(*pong.borrow(), Some((ACK, b"12345678".to_vec())));
+        });
+    }
+
+    #[test]
+    fn a_cancelled_call_resets_its_stream_and_the_last_handle_closes_the_connection() {
+        run(async {
+            let log = Rc::new(RefCell::new(Vec::new()));
+            let seen = log.clone();
+            let addr = raw_server(move |mut tcp| async move {
+                wait_for(&mut tcp, HEADERS, Some(1)).await.unwrap();
+                let (_, id, code) = wait_for(&mut tcp, RST_STREAM, None).await.unwrap();
+                seen.borrow_mut().push(format!("rst {id} {}", u32_at(&code).unwrap()));
+                wait_for(&mut tcp, HEADERS, Some(3)).await.unwrap();
+                tcp.write_all(&frame(HEADERS, END_HEADERS | END_STREAM, 3, &[0x88]))
+                    .await
+                    .unwrap();
+                let (_, _, goaway) = wait_for(&mut tcp, GOAWAY, None).await.unwrap();
+                seen.borrow_mut()
+                    .push(format!("goaway {}", u32_at(&goaway[4..]).unwrap()));
+                let mut rest = Vec::new();
+                tcp.read_to_end(&mut rest).await.unwrap();
+                seen.borrow_mut().push(format!("closed after {} bytes", rest.len()));
+            })
+            .await;
+            let block = fields("/");
+            let conn = open(addr, BIG, &block).await.unwrap();
+            let first = tokio::time::timeout(
+                Duration::from_millis(100),
+                conn.request(&block, &Bytes::new(), false, false),
+            )
+            .await;
+            assert!(first.is_err(), "the server never answers stream 1");
+            let reply = conn.request(&block, &Bytes::new(), false, false).await.unwrap();
+            assert_eq!(reply.status, 200);
+            assert_eq!(conn.shared.borrow().active, 0);
+            drop(conn);
+            for _ in 0..200 {
+                if log.borrow().len() == 3 {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            assert_eq!(*log.borrow(), ["rst 1 8", "goaway 0", "closed after 0 bytes"]);
+        });
+    }
+
+    #[test]
+    fn goaway_and_a_closed_connection_fail_the_calls_they_cut_off() {
+        run(async {
+            let addr = raw_server(|mut tcp| async move {
+                wait_for(&mut tcp, HEADERS, Some(1)).await.unwrap();
+                let mut goaway = 0u32.to_be_bytes().to_vec();
+                goaway.extend_from_slice(&0u32.to_be_bytes());
+                tcp.write_all(&frame(GOAWAY, 0, 0, &goaway)).await.unwrap();
+                while read_frame(&mut tcp).await.is_some() {}
+            })
+            .await;
+            let block = fields("/");
+            let conn = open(addr, BIG, &block).await.unwrap();
+            let err = conn.request(&block, &Bytes::new(), false, false).await.unwrap_err();
+            assert_eq!(err.kind, ErrorKind::Reset);
+            assert!(err.message.contains("GOAWAY"), "{}", err.message);
+            assert!(!conn.is_usable());
+            let again = conn.request(&block, &Bytes::new(), false, false).await.unwrap_err();
+            assert_eq!(again.kind, ErrorKind::Reset);
+
+            let addr = raw_server(|mut tcp| async move {
+                wait_for(&mut tcp, HEADERS, Some(1)).await.unwrap();
+                drop(tcp);
+            })
+            .await;
+            let conn = open(addr, BIG, &block).await.unwrap();
+            let err = conn.request(&block, &Bytes::new(), false, false).await.unwrap_err();
+            assert_eq!(err.kind, ErrorKind::Reset, "{}", err.message);
+            assert!(!conn.is_usable());
+        });
+    }
+
+    #[test]
+    fn a_server_that_does_not_speak_http2_fails_the_connect_by_name() {
+        run(async {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            tokio::task::spawn_local(async move {
+                let (mut tcp, _) = listener.accept().await.unwrap();
+                let mut buf = [0u8; 24];
+                let _ = tcp.read_exact(&mut buf).await;
+                let _ = tcp
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+                    .await;
+            });
+            let err = open(addr, BIG, &fields("/")).await.err().expect("no HTTP/2");
+            assert_eq!(err.kind, ErrorKind::Connect);
+            assert!(err.message.contains("did not answer with HTTP/2"), "{}", err.message);
+            assert!(err.message.contains("HTTP/1.1 400"), "{}", err.message);
+        });
+    }
+
+    #[test]
+    fn a_server_table_too_small_for_the_fields_gets_literals() {
+        run(async {
+            let addr = raw_server(|mut tcp| async move {
+                // SETTINGS_HEADER_TABLE_SIZE = 16: no field fits.
+                let mut s = SETTINGS_HEADER_TABLE_SIZE.to_be_bytes().to_vec();
+                s.extend_from_slice(&16u32.to_be_bytes());
+                tcp.write_all(&frame(SETTINGS, 0, 0, &s)).await.unwrap();
+                let mut decoder = loona_hpack::Decoder::new();
+                decoder.set_max_allowed_table_size(16);
+                for id in [1, 3] {
+                    let (_, _, block) = wait_for(&mut tcp, HEADERS, Some(id)).await.unwrap();
+                    let got = decoder.decode(&block).unwrap();
+                    assert!(got.iter().any(|(n, v)| n == b"x-case" && v == b"caller-7"));
+                    tcp.write_all(&frame(HEADERS, END_HEADERS | END_STREAM, id, &[0x88]))
+                        .await
+                        .unwrap();
+                }
+                while read_frame(&mut tcp).await.is_some() {}
+            })
+            .await;
+            let block = fields("/");
+            let conn = open(addr, BIG, &block).await.unwrap();
+            // The connect returned after the empty SETTINGS; the second one
+            // arrives before or with the first reply.
+            for _ in 0..2 {
+                let reply = conn.request(&block, &Bytes::new(), false, false).await.unwrap();
+                assert_eq!(reply.status, 200);
+            }
+            assert_eq!(conn.shared.borrow().table, TableUse::Off { announce: false });
+        });
+    }
+}
