@@ -162,3 +162,31 @@ async fn per_caller_opens_one_connection_per_caller() {
     }
     server.shutdown().await;
 }
+
+/// Requests of about a megabyte on streams that share one connection, in
+/// clear text and over TLS: the request bodies wait for the server's flow
+/// control window, and under TLS every write ends on an HTTP/2 frame
+/// boundary (crates/load/src/driver/h2conn.rs); every call must come back
+/// whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_requests_multiplexed_on_one_http2_connection_arrive_whole() {
+    for tls in [false, true] {
+        let server = server(tls).await;
+        for protocol in [Protocol::RestH2, Protocol::Grpc] {
+            let mut p = plan(&server, protocol, 4, 24);
+            p.workload = Some("product.large".into());
+            p.connections = 1;
+            let r = go(p).await;
+            let what = format!("{protocol} tls={tls}");
+            assert_eq!(r.error_count(), 0, "{what}: {:?}", r.errors);
+            assert_eq!(r.calls, 24, "{what}");
+            assert_eq!(r.connections_opened, 1, "{what}");
+            assert!(
+                r.bytes_sent_per_call > 900_000.0,
+                "{what}: {} bytes sent per call",
+                r.bytes_sent_per_call
+            );
+        }
+        server.shutdown().await;
+    }
+}
