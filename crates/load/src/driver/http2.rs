@@ -12,7 +12,8 @@ use http::{HeaderName, HeaderValue, Method};
 use protobench_model::load::ErrorKind;
 use std::rc::Rc;
 
-use super::h2conn::{self, HeaderBlock, Windows};
+use super::h2conn::{self, Windows};
+use super::hpack::HeaderBlock;
 use super::net::Endpoint;
 use super::{ByteCounters, CallError, Driver, GrpcStatus, Response};
 
