@@ -596,10 +596,13 @@ async fn one_call<D: Driver>(
         let mut limit_from = started;
         if conn.is_none() {
             let t0 = Instant::now();
+            // Boxed: a connect's future (TLS handshake included) is large, and
+            // inline it would size this future, which is built and moved
+            // for every call, though most calls never connect.
             *conn = Some(if ctx.plan.per_call {
-                open_counted(ctx).await
+                Box::pin(open_counted(ctx)).await
             } else {
-                cell.acquire(ctx).await
+                Box::pin(cell.acquire(ctx)).await
             }?);
             limit_from = Instant::now();
             *connect_ns = (limit_from - t0).as_nanos() as u64;
