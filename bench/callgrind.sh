@@ -5,7 +5,8 @@
 #
 #   bench/callgrind.sh [--n1 1000] [--n2 5000] [--rate 200] [--workload tasks.int]
 #                      [--protocols rest,rest-h2,grpc,soap] [--no-server]
-#                      [--concurrency 1] [--tls] [--profile] [--peers] [--keep DIR] [--no-build]
+#                      [--concurrency 1] [--connections M] [--tls] [--profile] [--peers]
+#                      [--keep DIR] [--no-build]
 #
 # Method. Every figure is a difference of two runs that differ only in their
 # number of calls: instructions per call = (I(N2) - I(N1)) / (N2 - N1), so
@@ -70,6 +71,7 @@ N2=5000
 RATE=200
 WORKLOAD=tasks.int
 CONCURRENCY=1
+CONNECTIONS=""
 PROTOCOLS=rest,rest-h2,grpc,soap
 SERVER=1
 PROFILE=0
@@ -79,7 +81,7 @@ BUILD=1
 TLS_SERVE=()
 TLS_LOAD=()
 usage() {
-  echo "usage: $0 [--n1 N] [--n2 N] [--rate R] [--workload NAME] [--concurrency C] [--protocols LIST] [--no-server] [--tls] [--profile] [--peers] [--keep DIR] [--no-build]" >&2
+  echo "usage: $0 [--n1 N] [--n2 N] [--rate R] [--workload NAME] [--concurrency C] [--connections M] [--protocols LIST] [--no-server] [--tls] [--profile] [--peers] [--keep DIR] [--no-build]" >&2
   exit 2
 }
 while [ $# -gt 0 ]; do
@@ -89,6 +91,7 @@ while [ $# -gt 0 ]; do
     --rate) RATE="$2"; shift 2 ;;
     --workload) WORKLOAD="$2"; shift 2 ;;
     --concurrency) CONCURRENCY="$2"; shift 2 ;;
+    --connections) CONNECTIONS="$2"; shift 2 ;;
     --protocols) PROTOCOLS="$2"; shift 2 ;;
     --no-server) SERVER=0; shift ;;
     --tls) TLS_SERVE=(--tls); TLS_LOAD=(--insecure); shift ;;
@@ -149,10 +152,15 @@ EOF
 }
 
 # One engine thread; with --concurrency above 1, the engine's default connections
-# (rest, soap: one per caller; rest-h2, grpc: min(callers, CPUs)).
+# (rest, soap: one per caller; rest-h2, grpc: min(callers, CPUs)) unless
+# --connections M says how many (h2load's -c M -m C/M on HTTP/2).
 LOAD_COMMON=(load --quiet --output json --warmup 0s --threads 1 --concurrency "$CONCURRENCY" --workload "$WORKLOAD"
   ${TLS_LOAD[@]+"${TLS_LOAD[@]}"})
-[ "$CONCURRENCY" != 1 ] || LOAD_COMMON+=(--connections 1)
+if [ -n "$CONNECTIONS" ]; then
+  LOAD_COMMON+=(--connections "$CONNECTIONS")
+elif [ "$CONCURRENCY" = 1 ]; then
+  LOAD_COMMON+=(--connections 1)
+fi
 SERVE_ALL=(serve --workers 1 --rest 127.0.0.1:0 --rest-h2 127.0.0.1:0 --grpc 127.0.0.1:0 --soap 127.0.0.1:0
   ${TLS_SERVE[@]+"${TLS_SERVE[@]}"})
 
