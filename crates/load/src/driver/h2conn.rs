@@ -1116,17 +1116,6 @@ mod tests {
         connection: 64 << 20,
     };
 
-    fn fields(path: &str) -> HeaderBlock {
-        HeaderBlock::new(&[
-            (b":method", b"POST"),
-            (b":scheme", b"http"),
-            (b":authority", b"127.0.0.1:1"),
-            (b":path", path.as_bytes()),
-            (b"user-agent", b"protobench"),
-            (b"x-case", b"caller-7"),
-        ])
-    }
-
     async fn open(addr: SocketAddr, windows: Windows, block: &HeaderBlock) -> Result<Handle, CallError> {
         let endpoint = Endpoint::new(addr, addr.to_string(), None, &[]).unwrap();
         let io = endpoint.connect(&Rc::new(ByteCounters::default())).await?;
@@ -1235,7 +1224,7 @@ mod tests {
                 stream: 65_535,
                 connection: 65_535,
             };
-            let block = fields("/echo?n=1");
+            let block = HeaderBlock::sample("/echo?n=1");
             let conn = open(addr, small, &block).await.unwrap();
             let body: Bytes = (0..200_000u32).map(|i| (i % 251) as u8).collect::<Vec<u8>>().into();
             let calls = (0..6).map(|_| {
@@ -1287,7 +1276,7 @@ mod tests {
         run(async {
             // 40 kB of header: HEADERS and CONTINUATION frames (16 kB each).
             let addr = echo_server(65_535, 100, 40_000, Rc::new(Cell::new(0))).await;
-            let block = fields("/v1/tasks?id=3");
+            let block = HeaderBlock::sample("/v1/tasks?id=3");
             let conn = open(addr, BIG, &block).await.unwrap();
             for _ in 0..3 {
                 let reply = conn
@@ -1305,7 +1294,7 @@ mod tests {
         // first by literal and the later ones by index.
         run(async {
             let addr = echo_server(65_535, 100, 0, Rc::new(Cell::new(0))).await;
-            let block = fields("/v1/tasks?id=3");
+            let block = HeaderBlock::sample("/v1/tasks?id=3");
             let conn = open(addr, BIG, &block).await.unwrap();
             for _ in 0..3 {
                 let reply = conn.request(&block, &Bytes::new(), false, true).await.unwrap();
@@ -1386,7 +1375,7 @@ mod tests {
                 while read_frame(&mut tcp).await.is_some() {}
             })
             .await;
-            let block = fields("/");
+            let block = HeaderBlock::sample("/");
             let conn = open(addr, BIG, &block).await.unwrap();
             let reply = conn.request(&block, &Bytes::new(), false, true).await.unwrap();
             assert_eq!(reply.status, 200);
@@ -1422,7 +1411,7 @@ mod tests {
                 seen.borrow_mut().push(format!("closed after {} bytes", rest.len()));
             })
             .await;
-            let block = fields("/");
+            let block = HeaderBlock::sample("/");
             let conn = open(addr, BIG, &block).await.unwrap();
             let first = tokio::time::timeout(
                 Duration::from_millis(100),
@@ -1455,7 +1444,7 @@ mod tests {
                 while read_frame(&mut tcp).await.is_some() {}
             })
             .await;
-            let block = fields("/");
+            let block = HeaderBlock::sample("/");
             let conn = open(addr, BIG, &block).await.unwrap();
             let err = conn.request(&block, &Bytes::new(), false, false).await.unwrap_err();
             assert_eq!(err.kind, ErrorKind::Reset);
@@ -1489,7 +1478,10 @@ mod tests {
                     .write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
                     .await;
             });
-            let err = open(addr, BIG, &fields("/")).await.err().expect("no HTTP/2");
+            let err = open(addr, BIG, &HeaderBlock::sample("/"))
+                .await
+                .err()
+                .expect("no HTTP/2");
             assert_eq!(err.kind, ErrorKind::Connect);
             assert!(err.message.contains("did not answer with HTTP/2"), "{}", err.message);
             assert!(err.message.contains("HTTP/1.1 400"), "{}", err.message);
@@ -1517,7 +1509,7 @@ mod tests {
                 while read_frame(&mut tcp).await.is_some() {}
             })
             .await;
-            let block = fields("/");
+            let block = HeaderBlock::sample("/");
             let conn = open(addr, BIG, &block).await.unwrap();
             // The connect returned after the empty SETTINGS; the second one
             // arrives before or with the first reply.

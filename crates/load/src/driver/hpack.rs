@@ -439,14 +439,10 @@ impl HeaderBlock {
     pub(crate) fn plain_fields(&self) -> Vec<u8> {
         self.plain.clone()
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A request's fields as the HTTP/2 driver builds them.
-    fn request_block(path: &str) -> HeaderBlock {
+    /// A POST to `path` with the fields the HTTP/2 driver sends, and a
+    /// custom one (`x-case: caller-7`).
+    pub(crate) fn sample(path: &str) -> HeaderBlock {
         HeaderBlock::new(&[
             (b":method", b"POST"),
             (b":scheme", b"http"),
@@ -456,6 +452,11 @@ mod tests {
             (b"x-case", b"caller-7"),
         ])
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn integers_follow_rfc_7541_c1() {
@@ -472,7 +473,7 @@ mod tests {
 
     #[test]
     fn the_block_decodes_to_the_same_fields_first_and_then_by_index() {
-        let block = request_block("/v1/tasks?id=3");
+        let block = HeaderBlock::sample("/v1/tasks?id=3");
         let expected: Vec<(Vec<u8>, Vec<u8>)> = [
             (":method", "POST"),
             (":scheme", "http"),
