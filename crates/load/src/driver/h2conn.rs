@@ -194,7 +194,14 @@ struct State {
     out: Vec<u8>,
     /// The connection task, when it waits.
     task: Option<Waker>,
-    streams: HashMap<u32, Slot, BuildHasherDefault<IdHasher>>,
+    /// Boxed, so that opening and taking a stream moves a pointer, not a
+    /// slot of a few hundred bytes; finished slots wait in `spare` for the
+    /// next stream (as many as were ever open at once).
+    streams: HashMap<u32, Box<Slot>, BuildHasherDefault<IdHasher>>,
+    // Boxes, not slots: a slot goes from here to `streams` and back
+    // without being moved.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<Slot>>,
     /// Streams open (not finished, not cancelled).
     active: usize,
     next_id: u32,
@@ -249,6 +256,19 @@ fn protocol(peer: &str, what: impl std::fmt::Display) -> CallError {
 }
 
 impl State {
+    /// Keeps a stream's slot, taken out of `streams` with its reply, for
+    /// the next stream, cleared of what else it held.
+    fn put_back(&mut self, mut slot: Box<Slot>) {
+        debug_assert!(
+            slot.reply.body.is_none() && slot.reply.status == 0,
+            "the reply was taken"
+        );
+        slot.error = None;
+        slot.waker = None;
+        slot.pending = Bytes::new();
+        self.spare.push(slot);
+    }
+
     fn wake_task(&mut self) {
         if let Some(w) = self.task.take() {
             w.wake();
@@ -354,9 +374,20 @@ impl State {
                 break;
             }
         }
-        self.streams.insert(
-            id,
-            Slot {
+        let slot = match self.spare.pop() {
+            Some(mut slot) => {
+                // A spare's reply was taken (left at its default) and its
+                // error and waker cleared when it was put back.
+                slot.phase = Phase::Head;
+                slot.grpc = grpc;
+                slot.keep_body = keep_body;
+                slot.send_window = self.settings.initial_window;
+                slot.pending = body.clone();
+                slot.unacked = 0;
+                slot.remote_closed = false;
+                slot
+            }
+            None => Box::new(Slot {
                 phase: Phase::Head,
                 grpc,
                 keep_body,
@@ -367,8 +398,9 @@ impl State {
                 pending: body.clone(),
                 unacked: 0,
                 remote_closed: false,
-            },
-        );
+            }),
+        };
+        self.streams.insert(id, slot);
         self.active += 1;
         if !end {
             self.pump(id);
@@ -775,6 +807,7 @@ impl Handle {
             out,
             task: None,
             streams: HashMap::default(),
+            spare: Vec::new(),
             active: 0,
             next_id: 1,
             settings: PeerSettings {
@@ -855,11 +888,14 @@ impl Handle {
                 slot.waker = Some(cx.waker().clone());
                 return Poll::Pending;
             }
-            let slot = st.streams.remove(&id).expect("present");
-            Poll::Ready(match slot.error {
+            let mut slot = st.streams.remove(&id).expect("present");
+            let reply = std::mem::take(&mut slot.reply);
+            let result = match slot.error.take() {
                 Some(e) => Err(e),
-                None => Ok(slot.reply),
-            })
+                None => Ok(reply),
+            };
+            st.put_back(slot);
+            Poll::Ready(result)
         })
         .await;
         std::mem::forget(guard);
@@ -882,7 +918,10 @@ impl Drop for Open<'_> {
         {
             st.finish(self.id, Some(CallError::new(ErrorKind::Other, "cancelled")));
         }
-        st.streams.remove(&self.id);
+        if let Some(mut slot) = st.streams.remove(&self.id) {
+            slot.reply = Reply::default();
+            st.put_back(slot);
+        }
         st.blocked.retain(|&b| b != self.id);
     }
 }
