@@ -124,9 +124,10 @@ pub(crate) struct Reply {
     pub(crate) deframer: Deframer,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Phase {
     /// Waiting for the response head.
+    #[default]
     Head,
     /// Reading DATA (and trailers).
     Body,
@@ -135,6 +136,7 @@ enum Phase {
 }
 
 /// One open stream.
+#[derive(Default)]
 struct Slot {
     phase: Phase,
     grpc: bool,
@@ -374,32 +376,16 @@ impl State {
                 break;
             }
         }
-        let slot = match self.spare.pop() {
-            Some(mut slot) => {
-                // A spare's reply was taken (left at its default) and its
-                // error and waker cleared when it was put back.
-                slot.phase = Phase::Head;
-                slot.grpc = grpc;
-                slot.keep_body = keep_body;
-                slot.send_window = self.settings.initial_window;
-                slot.pending = body.clone();
-                slot.unacked = 0;
-                slot.remote_closed = false;
-                slot
-            }
-            None => Box::new(Slot {
-                phase: Phase::Head,
-                grpc,
-                keep_body,
-                reply: Reply::default(),
-                error: None,
-                waker: None,
-                send_window: self.settings.initial_window,
-                pending: body.clone(),
-                unacked: 0,
-                remote_closed: false,
-            }),
-        };
+        // A spare's reply was taken (left at its default) and its error and
+        // waker cleared when it was put back; the rest is set here.
+        let mut slot = self.spare.pop().unwrap_or_default();
+        slot.phase = Phase::Head;
+        slot.grpc = grpc;
+        slot.keep_body = keep_body;
+        slot.send_window = self.settings.initial_window;
+        slot.pending = body.clone();
+        slot.unacked = 0;
+        slot.remote_closed = false;
         self.streams.insert(id, slot);
         self.active += 1;
         if !end {
