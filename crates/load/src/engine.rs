@@ -125,7 +125,6 @@ struct Ctx<D: Driver> {
     recorder: RefCell<Recorder>,
     counters: Rc<ByteCounters>,
     start: Instant,
-    cancel: CancellationToken,
     tx: mpsc::UnboundedSender<Msg>,
     /// Callers in a call right now.
     busy: Cell<usize>,
@@ -255,7 +254,6 @@ async fn worker<D: Driver>(
         recorder: RefCell::new(recorder),
         counters,
         start: Instant::now(),
-        cancel: cancel.clone(),
         tx: tx.clone(),
         busy: Cell::new(0),
         plan,
@@ -351,8 +349,25 @@ async fn worker<D: Driver>(
         callers.push(tokio::task::spawn_local(caller(ctx.clone(), cell, own, join_ns)));
     }
     let ticker = tokio::task::spawn_local(ticker(ctx.clone()));
-    for c in callers {
-        let _ = c.await;
+    // A cancelled run stops its callers here, at their next await: a call in
+    // flight is dropped unrecorded, what was recorded stays. (The callers
+    // do not watch the cancellation themselves: polling it beside every
+    // call cost about 5% of the engine's instructions per call on HTTP/1.1.)
+    let aborts: Vec<_> = callers.iter().map(|c| c.abort_handle()).collect();
+    let all_ended = async move {
+        for c in callers {
+            let _ = c.await;
+        }
+    };
+    tokio::pin!(all_ended);
+    tokio::select! {
+        () = &mut all_ended => {}
+        () = cancel.cancelled() => {
+            for a in &aborts {
+                a.abort();
+            }
+            all_ended.await;
+        }
     }
     ticker.abort();
     let _ = ticker.await;
@@ -443,36 +458,35 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
             return;
         }
         let at = ctx.start + Duration::from_nanos(join_ns);
-        tokio::select! {
-            _ = timer.get_or_insert_with(PreciseTimer::new).sleep_until(at) => {}
-            _ = ctx.cancel.cancelled() => return,
-        }
+        timer.get_or_insert_with(PreciseTimer::new).sleep_until(at).await;
         // Close the seconds before this one first: this caller counts from now.
         let closed = ctx.recorder.borrow_mut().roll_to(ctx.elapsed_ns());
         ctx.send_seconds(closed);
     }
     ctx.recorder.borrow_mut().users += 1;
-    let mut guards = CallGuards::new(&ctx.cancel);
+    let mut deadline = None;
     loop {
-        if ctx.cancel.is_cancelled() {
-            return;
-        }
         let now_ns = ctx.elapsed_ns();
         let pace = ctx.pacer.borrow_mut().pace(now_ns);
         let Pace::Go { intended_ns, measured } = pace else {
             return;
         };
-        if intended_ns > now_ns {
+        // Without a wait the call starts now: the clock was read just before
+        // the pacer's few instructions (one clock read per call fewer).
+        let started_ns = if intended_ns > now_ns {
             let at = ctx.start + Duration::from_nanos(intended_ns);
-            tokio::select! {
-                _ = timer.get_or_insert_with(PreciseTimer::new).sleep_then_spin(at, spin) => {}
-                _ = ctx.cancel.cancelled() => return,
+            timer
+                .get_or_insert_with(PreciseTimer::new)
+                .sleep_then_spin(at, spin)
+                .await;
+            ctx.elapsed_ns()
+        } else {
+            if open_loop && measured && ctx.busy.get() + 1 >= ctx.plan.callers && intended_ns + 1_000_000 < now_ns {
+                // Every caller was busy when this call was due.
+                ctx.recorder.borrow_mut().starved += 1;
             }
-        } else if open_loop && measured && ctx.busy.get() + 1 >= ctx.plan.callers && intended_ns + 1_000_000 < now_ns {
-            // Every caller was busy when this call was due.
-            ctx.recorder.borrow_mut().starved += 1;
-        }
-        let started_ns = ctx.elapsed_ns();
+            now_ns
+        };
         if measured {
             let mut rec = ctx.recorder.borrow_mut();
             if rec.bytes_at_measure_start.is_none() {
@@ -492,13 +506,12 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
             &cell,
             &mut conn,
             started,
-            &mut guards,
+            &mut deadline,
             &mut connect_ns,
             &mut status,
         )
         .await;
         ctx.busy.set(ctx.busy.get() - 1);
-        let Some(outcome) = outcome else { return };
         let ended_ns = ctx.elapsed_ns();
         let connect_failed = matches!(&outcome, Err(e) if e.kind == ErrorKind::Connect);
         {
@@ -520,58 +533,35 @@ async fn caller<D: Driver>(ctx: Rc<Ctx<D>>, cell: Rc<ConnCell<D>>, mut conn: Opt
         }
         if connect_failed && !open_loop {
             // Closed loop against a refusing server: do not spin.
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(10)) => {}
-                _ = ctx.cancel.cancelled() => return,
-            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
 }
 
-/// What ends a caller's call early, kept for all its calls: the run's
-/// cancellation and the call's time limit.
+/// A caller's call timer, kept for all its calls (`None` until the first).
 ///
-/// A cancellation future and a timer made afresh for every call cost about
-/// a seventh of the engine's instructions per call on HTTP/1.1 (callgrind:
-/// the waiter list of the cancellation token, the timer wheel's insert and
-/// removal, a clock read). These two are made once per caller: the
-/// cancellation future stays registered between calls, and the timer is
-/// moved only when the next call's limit would pass it, to that limit plus
-/// a sixteenth of the timeout. So a call without an answer is abandoned
-/// after the timeout and at most a sixteenth more (10 s to 10.625 s at the
-/// default), never before; its latency is recorded as measured.
-struct CallGuards {
-    cancelled: std::pin::Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>,
-    deadline: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
-}
+/// A timer made afresh for every call cost about a tenth of the engine's
+/// instructions per call on HTTP/1.1 (callgrind: the timer wheel's insert
+/// and removal, a clock read). This one is moved only when the next call's
+/// limit would pass it, to that limit plus a sixteenth of the timeout. So a
+/// call without an answer is abandoned after the timeout and at most a
+/// sixteenth more (10 s to 10.625 s at the default), never before; its
+/// latency is recorded as measured.
+type CallDeadline = Option<std::pin::Pin<Box<tokio::time::Sleep>>>;
 
-impl CallGuards {
-    fn new(cancel: &CancellationToken) -> CallGuards {
-        CallGuards {
-            cancelled: Box::pin(cancel.clone().cancelled_owned()),
-            deadline: None,
-        }
+/// The call timer, set to fire no earlier than `timeout` after `from`.
+fn arm(deadline: &mut CallDeadline, from: Instant, timeout: Duration) -> std::pin::Pin<&mut tokio::time::Sleep> {
+    let due = tokio::time::Instant::from_std(from) + timeout;
+    let late = due + timeout / 16;
+    let sleep = deadline.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(late)));
+    if sleep.deadline() < due {
+        sleep.as_mut().reset(late);
     }
-
-    /// The timer, set to fire no earlier than `timeout` after `from`.
-    fn arm(
-        deadline: &mut Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
-        from: Instant,
-        timeout: Duration,
-    ) -> std::pin::Pin<&mut tokio::time::Sleep> {
-        let due = tokio::time::Instant::from_std(from) + timeout;
-        let late = due + timeout / 16;
-        let sleep = deadline.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(late)));
-        if sleep.deadline() < due {
-            sleep.as_mut().reset(late);
-        }
-        sleep.as_mut()
-    }
+    sleep.as_mut()
 }
 
 /// One call started at `started`, with its time limit (from the end of its
-/// connect, if it makes one); `None` when the run was cancelled meanwhile.
-/// `connect_ns` gets the time the call spent getting a connection (0 when
+/// connect, if it makes one). `connect_ns` gets the time the call spent getting a connection (0 when
 /// it had one), and `status` the response's status when there was one. Per
 /// call, the connection is opened here and closed (dropped) when the call
 /// ends.
@@ -580,10 +570,10 @@ async fn one_call<D: Driver>(
     cell: &ConnCell<D>,
     conn: &mut Option<D::Conn>,
     started: Instant,
-    guards: &mut CallGuards,
+    deadline: &mut CallDeadline,
     connect_ns: &mut u64,
     status: &mut Option<CallStatus>,
-) -> Option<Result<(), CallError>> {
+) -> Result<(), CallError> {
     if ctx.plan.per_call || conn.as_ref().is_some_and(|c| !ctx.driver.is_usable(c)) {
         *conn = None;
     }
@@ -591,8 +581,7 @@ async fn one_call<D: Driver>(
         // A handle on an open shared connection: not a connect.
         *conn = cell.try_share(&ctx.driver);
     }
-    let CallGuards { cancelled, deadline } = guards;
-    let result = async {
+    let outcome = async {
         let mut limit_from = started;
         if conn.is_none() {
             let t0 = Instant::now();
@@ -607,7 +596,7 @@ async fn one_call<D: Driver>(
             limit_from = Instant::now();
             *connect_ns = (limit_from - t0).as_nanos() as u64;
         }
-        let mut deadline = CallGuards::arm(deadline, limit_from, ctx.plan.timeout);
+        let mut deadline = arm(deadline, limit_from, ctx.plan.timeout);
         let c = conn.as_mut().expect("just set");
         let keep = ctx.check.wants_body(&ctx.check_state);
         let call = tokio::select! {
@@ -619,7 +608,7 @@ async fn one_call<D: Driver>(
             Ok(r) => r?,
             Err(()) => {
                 // The connection's state is unknown (HTTP/1.1) or the stream is
-                // dropped (HTTP/2, reset by h2): never reuse an HTTP/1.1 one.
+                // dropped (HTTP/2: reset with CANCEL): never reuse an HTTP/1.1 one.
                 if ctx.driver.share(c).is_none() {
                     *conn = None;
                 }
@@ -637,12 +626,8 @@ async fn one_call<D: Driver>(
             grpc: resp.grpc.as_ref().map(|g| g.code),
         });
         ctx.check.judge(&resp, &ctx.check_state)
-    };
-    let outcome = tokio::select! {
-        biased;
-        r = result => Some(r),
-        () = cancelled.as_mut() => None,
-    };
+    }
+    .await;
     if ctx.plan.per_call {
         *conn = None;
     }

@@ -504,6 +504,54 @@ async fn cancel_returns_the_partial_result_as_interrupted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_ends_calls_in_flight_and_waits_for_the_schedule_at_once_keeping_what_was_recorded() {
+    // Closed loop: the first 5 calls are answered, every later one stalls
+    // past the test. Open loop: one call a second, so the callers sleep for
+    // their slots. Either way a cancel ends the run within a second, not at
+    // the 5 s timeout or the next slot, and keeps the calls that completed;
+    // the dropped calls are neither successes nor errors.
+    for open in [false, true] {
+        for h2 in [false, true] {
+            let n = Arc::new(AtomicU64::new(0));
+            let (addr, _s) = serve(h2, move |_req| {
+                let k = n.fetch_add(1, Ordering::Relaxed);
+                async move {
+                    if k >= 5 {
+                        tokio::time::sleep(Duration::from_secs(60)).await;
+                    }
+                    full(200, "application/json", json_int())
+                }
+            })
+            .await;
+            let mut p = plan(if h2 { "rest-h2" } else { "rest" }, addr, "tasks.int");
+            p.duration_ns = Some(30_000_000_000);
+            p.concurrency = 2;
+            p.connections = 2;
+            p.threads = 1;
+            if open {
+                p.rate = Some(1.0);
+            }
+            let cancel = CancellationToken::new();
+            let c = cancel.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(600)).await;
+                c.cancel();
+            });
+            let started = std::time::Instant::now();
+            let r = run(p, None, cancel).await.unwrap();
+            let took = started.elapsed();
+            let what = format!("open {open}, h2 {h2}");
+            assert!(took < Duration::from_millis(1_600), "{what}: {took:?}");
+            assert_eq!(r.end_reason, EndReason::Interrupted, "{what}");
+            assert_eq!(r.error_count(), 0, "{what}: {:?}", r.errors);
+            assert_eq!(r.calls, r.successes, "{what}");
+            // Closed: the 5 answered calls; open: the one slot at 0 s.
+            assert_eq!(r.successes, if open { 1 } else { 5 }, "{what}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_result_validates_against_the_published_schema() {
     let (addr, _s) = serve(true, |_req| async { full(200, "application/json", json_int()) }).await;
     let mut p = plan("rest-h2", addr, "tasks.int");
