@@ -128,9 +128,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, CallError> {
     let mut close = resp.version == Some(0);
     for h in resp.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
-            let n = std::str::from_utf8(h.value)
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
+            let n = content_length(h.value)
                 .ok_or_else(|| CallError::new(ErrorKind::Other, "invalid HTTP/1.1 response: bad content-length"))?;
             if !matches!(body, BodyLength::Chunked) {
                 body = BodyLength::Fixed(n);
@@ -160,6 +158,21 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, CallError> {
         content_type,
         close,
     }))
+}
+
+/// A `Content-Length` value: digits, with spaces or tabs around them
+/// (RFC 9110 8.6); `None` for anything else or a length past `usize`.
+/// (Read in place: through `str` and `trim` it cost about a tenth of the
+/// driver's own instructions per call.)
+fn content_length(value: &[u8]) -> Option<usize> {
+    let ows = |b: &u8| *b == b' ' || *b == b'\t';
+    let start = value.iter().position(|b| !ows(b))?;
+    let end = value.iter().rposition(|b| !ows(b))? + 1;
+    value[start..end].iter().try_fold(0usize, |n, &b| {
+        let digit = b.wrapping_sub(b'0');
+        (digit < 10).then_some(())?;
+        n.checked_mul(10)?.checked_add(usize::from(digit))
+    })
 }
 
 /// Reads more bytes into `conn.buf`; 0 bytes read is a reset (closed mid-response).
@@ -359,6 +372,29 @@ mod tests {
         assert!(h.close);
         let h = head(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
         assert!(h.close);
+    }
+
+    #[test]
+    fn content_length_is_digits_with_optional_spaces_around() {
+        for (value, want) in [
+            (&b"0"[..], Some(0)),
+            (b"20", Some(20)),
+            (b" \t1048576 ", Some(1_048_576)),
+            (b"", None),
+            (b"  ", None),
+            (b"-1", None),
+            (b"+1", None),
+            (b"1 2", None),
+            (b"1,1", None),
+            (b"0x10", None),
+            (b"\xd9\xa3", None),
+        ] {
+            assert_eq!(content_length(value), want, "{:?}", String::from_utf8_lossy(value));
+        }
+        let max = usize::MAX.to_string();
+        assert_eq!(content_length(max.as_bytes()), Some(usize::MAX));
+        let past = format!("{max}0");
+        assert_eq!(content_length(past.as_bytes()), None);
     }
 
     #[test]
