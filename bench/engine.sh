@@ -9,12 +9,15 @@
 #   usual ones: --h1 50 --h2 50x10.
 #
 # Server pinned to CPU 0, generator to CPU 1 (taskset), one generator thread
-# each. For each protocol, every tool runs once per round, rounds interleaved.
-# Reports calls/s and generator CPU per call (user+sys of the generator
-# process from /usr/bin/time), how busy the server's core was (from
-# /proc/stat: near 100% means the server was the limit, and the calls/s
-# ratio then measures the server's run-to-run spread, not the generators),
-# and our ratio to the best peer.
+# each. For each protocol, every tool runs once per round, rounds interleaved;
+# the peers run first in odd rounds and the engine first in even ones, so
+# neither side always follows the same run. Reports calls/s and generator CPU
+# per call (user+sys of the generator process from /usr/bin/time), how busy
+# the server's core was (from /proc/stat: near 100% means the server was the
+# limit, and the calls/s ratio then measures the server's run-to-run spread,
+# not the generators), our ratio to the best peer over the medians, and our
+# CPU per call over the peer's round by round (issue #15's targets: at most
+# 0.9x in the median of the rounds, never above 1.0x in any).
 #
 #   rest     : wrk on nginx `return 204`, wrk on our rest server
 #   rest-h2  : h2load -m on our rest-h2 server
@@ -118,26 +121,38 @@ gen() {
   esac
   local cpu; cpu="$(tail -n1 "$WORK/time" | awk '{print $1+$2}')"; cpu="${cpu:-0}"
   local per; per="$(python3 -c "r=float('${rate:-0}' or 0); print(f'{(${cpu}*1e6/(r*${DURATION})) if r>0 else 0:.2f}')")"
-  echo "$name ${rate:-0} $per $busy" >> "$WORK/results"
+  echo "$ROUND $name ${rate:-0} $per $busy" >> "$WORK/results"
   printf '%-22s %12.0f calls/s %8s us CPU/call  server core %3s%% busy\n' "$name" "${rate:-0}" "$per" "$busy"
 }
 
 OURS=("$PB" load --quiet --output json --duration "${DURATION}s" --threads 1)
 
-for round in $(seq "$ROUNDS"); do
-  echo "== round $round (server: CPU 0, generator: CPU 1, ${DURATION}s each; HTTP/1.1: $C connections, HTTP/2: $M x $S streams)"
-  gen wrk-nginx wrk -t1 -c"$C" -d"${DURATION}s" "http://127.0.0.1:$NGINX_PORT/"
-  gen ours-nginx "${OURS[@]}" --protocol rest --target "http://127.0.0.1:$NGINX_PORT/" --concurrency "$C"
-  gen wrk-rest wrk -t1 -c"$C" -d"${DURATION}s" "http://$REST/v1/tasks/integer"
-  gen ours-rest "${OURS[@]}" --protocol rest --target "$REST" --workload tasks.int --concurrency "$C"
-  gen h2load-rest-h2 h2load -t1 -c"$M" -m"$S" -D "$DURATION" "http://$H2ADDR/v1/tasks/integer"
+# One function per side and protocol: `peer_P` runs the peers, `ours_P` the engine.
+peer_nginx() { gen wrk-nginx wrk -t1 -c"$C" -d"${DURATION}s" "http://127.0.0.1:$NGINX_PORT/"; }
+ours_nginx() { gen ours-nginx "${OURS[@]}" --protocol rest --target "http://127.0.0.1:$NGINX_PORT/" --concurrency "$C"; }
+peer_rest() { gen wrk-rest wrk -t1 -c"$C" -d"${DURATION}s" "http://$REST/v1/tasks/integer"; }
+ours_rest() { gen ours-rest "${OURS[@]}" --protocol rest --target "$REST" --workload tasks.int --concurrency "$C"; }
+peer_rest_h2() { gen h2load-rest-h2 h2load -t1 -c"$M" -m"$S" -D "$DURATION" "http://$H2ADDR/v1/tasks/integer"; }
+ours_rest_h2() {
   gen ours-rest-h2 "${OURS[@]}" --protocol rest-h2 --target "$H2ADDR" --workload tasks.int --concurrency "$CH2" --connections "$M"
+}
+peer_grpc() {
   gen h2load-grpc h2load -t1 -c"$M" -m"$S" -D "$DURATION" -d "$WORK/grpc-empty.bin" \
     -H 'content-type: application/grpc' -H 'te: trailers' "http://$GRPC/protobench.v1.Bench/GetInteger"
   gen ghz-grpc env GOMAXPROCS=1 ghz --insecure --format json --cpus 1 -c "$CH2" --connections "$M" -z "${DURATION}s" \
     --proto "$ROOT/contract/proto/protobench/v1/protobench.proto" --import-paths "$ROOT/contract/proto" \
     --call protobench.v1.Bench/GetInteger -d '{}' "$GRPC"
+}
+ours_grpc() {
   gen ours-grpc "${OURS[@]}" --protocol grpc --target "$GRPC" --workload tasks.int --concurrency "$CH2" --connections "$M"
+}
+
+for ROUND in $(seq "$ROUNDS"); do
+  if [ $((ROUND % 2)) = 1 ]; then order=(peer ours); else order=(ours peer); fi
+  echo "== round $ROUND (server: CPU 0, generator: CPU 1, ${DURATION}s each; HTTP/1.1: $C connections, HTTP/2: $M x $S streams; $([ "${order[0]}" = peer ] && echo "peers" || echo "engine") first)"
+  for proto in nginx rest rest_h2 grpc; do
+    for side in "${order[@]}"; do "${side}_$proto"; done
+  done
 done
 
 echo
@@ -145,9 +160,11 @@ echo "== medians over $ROUNDS rounds"
 python3 - "$WORK/results" <<'EOF'
 import sys, statistics, collections
 rows = collections.defaultdict(list)
+per_round = collections.defaultdict(dict)
 for line in open(sys.argv[1]):
-    name, rate, per, busy = line.split()
+    rnd, name, rate, per, busy = line.split()
     rows[name].append((float(rate), float(per), float(busy)))
+    per_round[int(rnd)][name] = float(per)
 med = {k: tuple(statistics.median(x[i] for x in v) for i in range(3)) for k, v in rows.items()}
 for k, (r, p, b) in med.items():
     print(f"{k:<22} {r:>12.0f} calls/s {p:>8.2f} us CPU/call  server core {b:3.0f}% busy")
@@ -160,6 +177,17 @@ ratio("ours-rest", ["wrk-rest"])
 ratio("ours-rest-h2", ["h2load-rest-h2"])
 ratio("ours-grpc", ["h2load-grpc", "ghz-grpc"])
 print(f"ours-grpc        / ghz-grpc         = {med['ours-grpc'][0] / med['ghz-grpc'][0]:.2f} (calls/s)")
+print()
+print("CPU per call, ours / peer, round by round (target: median <= 0.90, every round <= 1.00)")
+for ours, peer in [("ours-nginx", "wrk-nginx"), ("ours-rest", "wrk-rest"),
+                   ("ours-rest-h2", "h2load-rest-h2"), ("ours-grpc", "h2load-grpc")]:
+    r = [per_round[k][ours] / per_round[k][peer] for k in sorted(per_round)
+         if per_round[k].get(peer, 0) > 0 and ours in per_round[k]]
+    if not r:
+        continue
+    above = sum(1 for x in r if x > 1.0)
+    print(f"{ours:<16} / {peer:<16} {', '.join(f'{x:.2f}' for x in r)}   median {statistics.median(r):.2f}, "
+          f"{above} of {len(r)} rounds above 1.00")
 EOF
 
 if [ "$MEMORY" = 1 ]; then
