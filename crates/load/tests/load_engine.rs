@@ -485,17 +485,23 @@ async fn server_killed_mid_run_counts_errors_and_the_run_completes() {
     assert_eq!(r.end_reason, EndReason::Duration);
 }
 
+/// A cancellation token that fires `after` from now (Ctrl-C in a test).
+fn cancelled_after(after: Duration) -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(after).await;
+        c.cancel();
+    });
+    cancel
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_returns_the_partial_result_as_interrupted() {
     let (addr, _s) = serve(false, |_req| async { full(200, "application/json", json_int()) }).await;
     let mut p = plan("rest", addr, "tasks.int");
     p.duration_ns = Some(30_000_000_000);
-    let cancel = CancellationToken::new();
-    let c = cancel.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        c.cancel();
-    });
+    let cancel = cancelled_after(Duration::from_millis(400));
     let started = std::time::Instant::now();
     let r = run(p, None, cancel).await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(3));
@@ -531,12 +537,7 @@ async fn cancel_ends_calls_in_flight_and_waits_for_the_schedule_at_once_keeping_
             if open {
                 p.rate = Some(1.0);
             }
-            let cancel = CancellationToken::new();
-            let c = cancel.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(Duration::from_millis(600)).await;
-                c.cancel();
-            });
+            let cancel = cancelled_after(Duration::from_millis(600));
             let started = std::time::Instant::now();
             let r = run(p, None, cancel).await.unwrap();
             let took = started.elapsed();
