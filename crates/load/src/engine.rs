@@ -561,10 +561,10 @@ fn arm(deadline: &mut CallDeadline, from: Instant, timeout: Duration) -> std::pi
 }
 
 /// One call started at `started`, with its time limit (from the end of its
-/// connect, if it makes one). `connect_ns` gets the time the call spent getting a connection (0 when
-/// it had one), and `status` the response's status when there was one. Per
-/// call, the connection is opened here and closed (dropped) when the call
-/// ends.
+/// connect, if it makes one). `connect_ns` gets the time the call spent
+/// getting a connection (0 when it had one), and `status` the response's
+/// status when there was one. Per call, the connection is opened here and
+/// closed (dropped) when the call ends.
 async fn one_call<D: Driver>(
     ctx: &Ctx<D>,
     cell: &ConnCell<D>,
