@@ -20,7 +20,7 @@
 # (/usr/bin/time) / calls, the same for every tool. The target: open
 # <= 1.2x closed. Then the sweep: the engine alone at each rate (one engine
 # thread, 64 callers), schedule lag p50 / p99 (target p99 <= 100 us), and
-# beside it the floor: crates/load/examples/lag_floor.rs at the same rate
+# beside it the floor: `floor lag` (crates/load/examples/floor.rs) at the same rate
 # right after, a thread that only waits for its send times the way the
 # engine does (timerfd armed a start spin early, then the spin) and makes
 # no calls: the lag this machine puts on any sender at that minute.
@@ -50,10 +50,10 @@ for tool in taskset /usr/bin/time python3; do
   command -v "$tool" >/dev/null || { echo "missing $tool" >&2; exit 2; }
 done
 [ -x "$PB" ] || { echo "missing $PB: cargo build --release -p protobench" >&2; exit 2; }
-# The sweep's floor (crates/load/examples/lag_floor.rs).
+# The sweep's floor (`floor lag`, crates/load/examples/floor.rs).
 if [ -n "$SWEEP" ]; then
-  (cd "$ROOT" && cargo build --release -q -p protobench-load --example lag_floor)
-  LAG_FLOOR="$ROOT/target/release/examples/lag_floor"
+  (cd "$ROOT" && cargo build --release -q -p protobench-load --example floor)
+  LAG_FLOOR="$ROOT/target/release/examples/floor"
 fi
 OHA=1
 command -v oha >/dev/null || { OHA=0; echo "oha not installed (cargo install oha --locked): its column is skipped" >&2; }
@@ -144,14 +144,14 @@ fi
 [ -n "$SWEEP" ] || exit 0
 echo
 echo "== schedule lag across rates: the engine alone, one thread, 64 callers, $ARRIVAL arrivals (us);"
-echo "   floor: lag_floor at the same rate right after (uniform sends, the engine's timer and spin, no calls)"
+echo "   floor: floor lag at the same rate right after (uniform sends, the engine's timer and spin, no calls)"
 printf '%-8s %8s %10s %10s %10s %12s %12s %12s %12s\n' rate calls/s CPU/call "lag p50" "lag p99" "latency p50" "latency p99" \
   "floor p50" "floor p99"
 for rate in $SWEEP; do
   timed "sweep" "${OURS[@]}" --concurrency 64 --rate "$rate" --arrival "$ARRIVAL"
-  taskset -c 1 "$LAG_FLOOR" "$rate" "$DURATION" > "$WORK/floor.out"
+  taskset -c 1 "$LAG_FLOOR" lag "$rate" "$DURATION" > "$WORK/floor.out"
   floor="$(sed -n 's/.*lag_p50_us=\([0-9.]*\) lag_p99_us=\([0-9.]*\).*/\1 \2/p' "$WORK/floor.out")"
-  [ -n "$floor" ] || { echo "lag_floor printed no lag: $(cat "$WORK/floor.out")" >&2; exit 1; }
+  [ -n "$floor" ] || { echo "the floor printed no lag: $(cat "$WORK/floor.out")" >&2; exit 1; }
   # shellcheck disable=SC2086 # two numbers
   printf '%-8s %8.0f %10.2f %10.1f %10.1f %12.1f %12.1f %12.1f %12.1f\n' $(summarise sweep | sed "s/^sweep/$rate/") $floor
 done

@@ -19,7 +19,7 @@
 #                  (an idle core's wake-up; target < 20 us at low rates)
 #
 # In the same rounds, under its own capture, a floor client
-# (crates/load/examples/wire_floor.rs: one thread, no runtime, no parser
+# (crates/load/examples/floor.rs: one thread, no runtime, no parser
 # library, busy-polling its socket from send to reply) makes the same calls
 # at the same rate; its overhead is what the kernel's path between a clock
 # read and the wire costs any client on this machine at this hour, and
@@ -49,9 +49,9 @@ for tool in tshark taskset python3; do
 done
 [ -x "$PB" ] || { echo "missing $PB: cargo build --release -p protobench" >&2; exit 2; }
 # The floor: a client with no runtime or parser, busy-polling its socket
-# (crates/load/examples/wire_floor.rs).
-(cd "$ROOT" && cargo build --release -q -p protobench-load --example wire_floor)
-FLOOR="$ROOT/target/release/examples/wire_floor"
+# (crates/load/examples/floor.rs).
+(cd "$ROOT" && cargo build --release -q -p protobench-load --example floor)
+FLOOR="$ROOT/target/release/examples/floor"
 
 WORK="$(mktemp -d /tmp/protobench-wire-bench.XXXXXX)"
 PIDS=()
@@ -86,7 +86,7 @@ engine() {
     --format json >"$WORK/load$1.json" 2>/dev/null
 }
 floor() {
-  taskset -c 1 "$FLOOR" "$ADDR" /v1/inventory/xs "$RATE" "$DURATION" >"$WORK/floor$1.txt"
+  taskset -c 1 "$FLOOR" wire "$ADDR" /v1/inventory/xs "$RATE" "$DURATION" >"$WORK/floor$1.txt"
 }
 # The engine first in odd rounds, the floor first in even ones.
 for r in $(seq "$ROUNDS"); do
