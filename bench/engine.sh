@@ -19,7 +19,10 @@
 # CPU per call over the peer's round by round (issue #15's targets: at most
 # 0.9x in the median of the rounds, never above 1.0x in any).
 #
-#   rest     : wrk on nginx `return 204`, wrk on our rest server
+#   rest     : wrk on nginx `return 204`, wrk on our rest server, and beside
+#              wrk the floor (`floor closed`, crates/load/examples/floor.rs:
+#              a bare epoll loop with no parser, timing or histogram), whose
+#              CPU per call is the least a closed loop pays on this machine
 #   rest-h2  : h2load -m on our rest-h2 server
 #   grpc     : h2load with a pre-encoded gRPC frame, ghz, on our grpc server
 #
@@ -54,6 +57,8 @@ for tool in nginx wrk h2load ghz taskset /usr/bin/time; do
   command -v "$tool" >/dev/null || { echo "missing $tool (see the header of $0)" >&2; exit 2; }
 done
 [ -x "$PB" ] || { echo "missing $PB: cargo build --release -p protobench" >&2; exit 2; }
+(cd "$ROOT" && cargo build --release -q -p protobench-load --example floor)
+FLOOR="$ROOT/target/release/examples/floor"
 
 WORK="$(mktemp -d /tmp/protobench-engine-bench.XXXXXX)"
 PIDS=()
@@ -118,6 +123,7 @@ gen() {
     h2load*) rate="$(awk '/^finished in/ {gsub(",","",$4); print $4}' "$WORK/out")" ;;
     ghz*) rate="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rps"])' "$WORK/out" 2>/dev/null || echo 0)" ;;
     ours*) rate="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rate"])' "$WORK/out" 2>/dev/null || echo 0)" ;;
+    floor*) rate="$(sed -n 's/.*rate=\([0-9.]*\).*/\1/p' "$WORK/out")" ;;
   esac
   local cpu; cpu="$(tail -n1 "$WORK/time" | awk '{print $1+$2}')"; cpu="${cpu:-0}"
   local per; per="$(python3 -c "r=float('${rate:-0}' or 0); print(f'{(${cpu}*1e6/(r*${DURATION})) if r>0 else 0:.2f}')")"
@@ -128,9 +134,15 @@ gen() {
 OURS=("$PB" load --quiet --output json --duration "${DURATION}s" --threads 1)
 
 # One function per side and protocol: `peer_P` runs the peers, `ours_P` the engine.
-peer_nginx() { gen wrk-nginx wrk -t1 -c"$C" -d"${DURATION}s" "http://127.0.0.1:$NGINX_PORT/"; }
+peer_nginx() {
+  gen wrk-nginx wrk -t1 -c"$C" -d"${DURATION}s" "http://127.0.0.1:$NGINX_PORT/"
+  gen floor-nginx "$FLOOR" closed "127.0.0.1:$NGINX_PORT" / "$C" "$DURATION"
+}
 ours_nginx() { gen ours-nginx "${OURS[@]}" --protocol rest --target "http://127.0.0.1:$NGINX_PORT/" --concurrency "$C"; }
-peer_rest() { gen wrk-rest wrk -t1 -c"$C" -d"${DURATION}s" "http://$REST/v1/tasks/integer"; }
+peer_rest() {
+  gen wrk-rest wrk -t1 -c"$C" -d"${DURATION}s" "http://$REST/v1/tasks/integer"
+  gen floor-rest "$FLOOR" closed "$REST" /v1/tasks/integer "$C" "$DURATION"
+}
 ours_rest() { gen ours-rest "${OURS[@]}" --protocol rest --target "$REST" --workload tasks.int --concurrency "$C"; }
 peer_rest_h2() { gen h2load-rest-h2 h2load -t1 -c"$M" -m"$S" -D "$DURATION" "http://$H2ADDR/v1/tasks/integer"; }
 ours_rest_h2() {
@@ -188,6 +200,14 @@ for ours, peer in [("ours-nginx", "wrk-nginx"), ("ours-rest", "wrk-rest"),
     above = sum(1 for x in r if x > 1.0)
     print(f"{ours:<16} / {peer:<16} {', '.join(f'{x:.2f}' for x in r)}   median {statistics.median(r):.2f}, "
           f"{above} of {len(r)} rounds above 1.00")
+print()
+print("The floor (a bare epoll loop: the least a closed loop pays here), CPU per call round by round")
+for a, b in [("floor-nginx", "wrk-nginx"), ("ours-nginx", "floor-nginx"),
+             ("floor-rest", "wrk-rest"), ("ours-rest", "floor-rest")]:
+    r = [per_round[k][a] / per_round[k][b] for k in sorted(per_round)
+         if per_round[k].get(b, 0) > 0 and per_round[k].get(a, 0) > 0]
+    if r:
+        print(f"{a:<16} / {b:<16} {', '.join(f'{x:.2f}' for x in r)}   median {statistics.median(r):.2f}")
 EOF
 
 if [ "$MEMORY" = 1 ]; then

@@ -2,8 +2,9 @@
 //! machine, measured in the same minute as the engine, so that what the
 //! engine adds on top is a number.
 //!
-//!   floor wire ADDR PATH RATE SECONDS   (bench/wire.sh)
-//!   floor lag RATE SECONDS              (bench/openloop.sh's sweep)
+//!   floor wire ADDR PATH RATE SECONDS          (bench/wire.sh)
+//!   floor lag RATE SECONDS                     (bench/openloop.sh's sweep)
+//!   floor closed ADDR PATH CONNECTIONS SECONDS (bench/engine.sh, HTTP/1.1)
 //!
 //! `wire`: one thread, one connection, no runtime, no parser library. It
 //! sleeps until shortly before each send time, spins to it, reads the clock,
@@ -21,6 +22,17 @@
 //! its lag is the machine's own wake-up and preemption tail (the
 //! hypervisor, other tenants). Prints `sends=N lag_p50_us=X lag_p99_us=Y`.
 //!
+//! `closed`: the least an HTTP/1.1 closed loop can cost: one thread, one
+//! level-triggered epoll set over CONNECTIONS keep-alive connections, one
+//! call in flight on each; a readable connection gets one `recv`, and a
+//! complete response (found by its blank line and `Content-Length`, no
+//! header validation, no timing, no histogram) one `send` of the next
+//! request. Three system calls per call at most (`epoll_wait` shared), as
+//! wrk and the engine make. Prints `calls=N rate=R` (calls per second of
+//! the run). Its CPU per call against wrk's and the engine's, measured in the
+//! same rounds, shows how much of a closed loop's cost is the kernel's
+//! loopback path that every client pays.
+//!
 //! Benchmark tools, not part of the product; the scripts build them.
 
 use std::io::{ErrorKind, Read, Write};
@@ -29,14 +41,23 @@ use std::time::{Duration, Instant};
 
 use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
 
-const USAGE: &str = "usage: floor wire ADDR PATH RATE SECONDS | floor lag RATE SECONDS \
-                     (e.g. floor wire 127.0.0.1:8080 /v1/inventory/xs 200 5)";
+const USAGE: &str = "usage: floor wire ADDR PATH RATE SECONDS | floor lag RATE SECONDS | \
+                     floor closed ADDR PATH CONNECTIONS SECONDS (e.g. floor wire 127.0.0.1:8080 /v1/inventory/xs 200 5)";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["wire", addr, path, rate, seconds] => wire(addr, path, positive(rate, "RATE"), positive(seconds, "SECONDS")),
         ["lag", rate, seconds] => lag(positive(rate, "RATE"), positive(seconds, "SECONDS")),
+        ["closed", addr, path, connections, seconds] => {
+            let connections = connections.parse::<usize>().ok().filter(|n| *n > 0).unwrap_or_else(|| {
+                fail(
+                    2,
+                    &format!("CONNECTIONS must be a positive integer, got {connections:?}"),
+                )
+            });
+            closed(addr, path, connections, positive(seconds, "SECONDS"))
+        }
         _ => fail(2, USAGE),
     }
 }
@@ -72,11 +93,22 @@ fn report(count: &str, name: &str, mut times: Vec<Duration>) {
     );
 }
 
-fn wire(addr: &str, path: &str, rate: f64, seconds: f64) {
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: protobench\r\n\r\n");
-    let mut tcp = TcpStream::connect(addr).unwrap_or_else(|e| fail(1, &format!("cannot connect to {addr}: {e}")));
+/// The GET request the engine sends for `path`.
+fn get(addr: &str, path: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: protobench\r\n\r\n").into_bytes()
+}
+
+/// A non-blocking connection with `TCP_NODELAY`, as the engine opens them.
+fn connect(addr: &str) -> TcpStream {
+    let tcp = TcpStream::connect(addr).unwrap_or_else(|e| fail(1, &format!("cannot connect to {addr}: {e}")));
     tcp.set_nodelay(true).expect("TCP_NODELAY");
     tcp.set_nonblocking(true).expect("O_NONBLOCK");
+    tcp
+}
+
+fn wire(addr: &str, path: &str, rate: f64, seconds: f64) {
+    let request = get(addr, path);
+    let mut tcp = connect(addr);
     let mut service = Vec::new();
     let mut buf = vec![0u8; 1 << 16];
     for due in schedule(rate, seconds) {
@@ -90,7 +122,7 @@ fn wire(addr: &str, path: &str, rate: f64, seconds: f64) {
             std::hint::spin_loop();
         }
         let start = Instant::now();
-        tcp.write_all(request.as_bytes()).expect("write the request");
+        tcp.write_all(&request).expect("write the request");
         let mut have = 0usize;
         let end = loop {
             match tcp.read(&mut buf[have..]) {
@@ -168,4 +200,61 @@ fn lag(rate: f64, seconds: f64) {
         lag.push(now - due);
     }
     report("sends", "lag", lag);
+}
+
+fn closed(addr: &str, path: &str, connections: usize, seconds: f64) {
+    use rustix::event::epoll;
+    let request = get(addr, path);
+    let epfd = epoll::create(epoll::CreateFlags::CLOEXEC).expect("epoll_create");
+    // Each connection: the socket, its read buffer and how much it holds.
+    let mut conns: Vec<(TcpStream, Vec<u8>, usize)> = (0..connections)
+        .map(|i| {
+            let mut tcp = connect(addr);
+            epoll::add(&epfd, &tcp, epoll::EventData::new_u64(i as u64), epoll::EventFlags::IN).expect("epoll_ctl");
+            tcp.write_all(&request).expect("write the first request");
+            (tcp, vec![0u8; 1 << 16], 0)
+        })
+        .collect();
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(seconds);
+    let tick = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 100_000_000,
+    };
+    let mut events = Vec::with_capacity(256);
+    let mut calls = 0u64;
+    while Instant::now() < end {
+        events.clear();
+        epoll::wait(&epfd, rustix::buffer::spare_capacity(&mut events), Some(&tick)).expect("epoll_wait");
+        for event in &events {
+            let (tcp, buf, have) = &mut conns[event.data.u64() as usize];
+            match tcp.read(&mut buf[*have..]) {
+                Ok(0) => fail(1, &format!("the server closed a connection after {calls} calls")),
+                Ok(n) => *have += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+                Err(e) => fail(1, &format!("read: {e}")),
+            }
+            if response_length(&buf[..*have]).is_some_and(|total| *have >= total) {
+                if !buf.starts_with(b"HTTP/1.1 2") {
+                    fail(
+                        1,
+                        &format!(
+                            "expected 2xx, got {:?}",
+                            String::from_utf8_lossy(&buf[..(*have).min(40)])
+                        ),
+                    );
+                }
+                calls += 1;
+                *have = 0;
+                tcp.write_all(&request).expect("write a request");
+            } else if *have == buf.len() {
+                fail(
+                    1,
+                    &format!("a response over {} bytes; use a smaller workload", buf.len()),
+                );
+            }
+        }
+    }
+    let rate = calls as f64 / start.elapsed().as_secs_f64();
+    println!("calls={calls} rate={rate:.0}");
 }
