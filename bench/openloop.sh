@@ -11,7 +11,7 @@
 # Built-in rest server on CPU 0 (one worker), generator on CPU 1 (taskset),
 # workload tasks.int. Each round, interleaved:
 #   closed : the engine, closed loop, one caller: as fast as one call after
-#            another goes on loopback (about 10,000 calls/s here). Its rate,
+#            another goes on loopback (7,000-21,000 calls/s here). Its rate,
 #            R, is the rate of the two open-loop runs that follow.
 #   open   : the engine, open loop at R, 16 callers.
 #   oha    : oha's rate mode at R (`-q`, `--latency-correction`), 16
