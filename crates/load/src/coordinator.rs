@@ -79,8 +79,11 @@ async fn run_with<D: driver::Driver + Send + Sync>(
     let mut connected = 0u64;
     let mut first_error = None;
     while ready < threads {
+        // Biased, the cancellation first: a thread that sees the cancel
+        // reports ready with no connection, and an unbiased select could
+        // take that report before the cancel and call the run unreachable.
         let msg = tokio::select! {
-            m = rx.recv() => m,
+            biased;
             () = cancel.cancelled() => {
                 // Ctrl-C while connecting: the threads drop their connection
                 // attempts on the same token; do not wait for the timeout.
@@ -90,6 +93,7 @@ async fn run_with<D: driver::Driver + Send + Sync>(
                 }
                 return Err(LoadError::Interrupted { target: addr.to_string() });
             }
+            m = rx.recv() => m,
         };
         match msg {
             Some(engine::Msg::Ready {
