@@ -28,7 +28,9 @@
 # beside it the floor: `floor lag` (crates/load/examples/floor.rs) at the same rate
 # right after, a thread that only waits for its send times the way the
 # engine does (timerfd armed a start spin early, then the spin) and makes
-# no calls: the lag this machine puts on any sender at that minute.
+# no calls: the lag this machine puts on any sender at that minute; and
+# `floor spin`, the same send times from a thread that never sleeps: the
+# least lag any sender can have on this machine at that minute.
 #
 # Needs: a release build of protobench; oha (`cargo install oha --locked`)
 # for the oha column. A benchmark, not a test: never run by `make test`.
@@ -182,14 +184,18 @@ fi
 [ -n "$SWEEP" ] || exit 0
 echo
 echo "== schedule lag across rates: the engine alone, one thread, 64 callers, $ARRIVAL arrivals (us);"
-echo "   floor: floor lag at the same rate right after (uniform sends, the engine's timer and spin, no calls)"
-printf '%-8s %8s %10s %10s %10s %12s %12s %12s %12s\n' rate calls/s CPU/call "lag p50" "lag p99" "latency p50" "latency p99" \
-  "floor p50" "floor p99"
+echo "   floor: floor lag at the same rate right after (uniform sends, the engine's timer and spin, no calls);"
+echo "   spin: floor spin, the same sends from a thread that never sleeps (the machine's own bound)"
+printf '%-8s %8s %10s %10s %10s %12s %12s %12s %12s %10s\n' rate calls/s CPU/call "lag p50" "lag p99" "latency p50" "latency p99" \
+  "floor p50" "floor p99" "spin p99"
 for rate in $SWEEP; do
   timed "sweep" "${OURS[@]}" --target "$REST" --duration "${DURATION}s" --concurrency 64 --rate "$rate" --arrival "$ARRIVAL"
   taskset -c 1 "$LAG_FLOOR" lag "$rate" "$DURATION" > "$WORK/floor.out"
   floor="$(sed -n 's/.*lag_p50_us=\([0-9.]*\) lag_p99_us=\([0-9.]*\).*/\1 \2/p' "$WORK/floor.out")"
   [ -n "$floor" ] || { echo "the floor printed no lag: $(cat "$WORK/floor.out")" >&2; exit 1; }
+  taskset -c 1 "$LAG_FLOOR" spin "$rate" "$DURATION" > "$WORK/spin.out"
+  spin="$(sed -n 's/.*lag_p99_us=\([0-9.]*\).*/\1/p' "$WORK/spin.out")"
+  [ -n "$spin" ] || { echo "the spin floor printed no lag: $(cat "$WORK/spin.out")" >&2; exit 1; }
   # shellcheck disable=SC2086 # two numbers
-  printf '%-8s %8.0f %10.2f %10.1f %10.1f %12.1f %12.1f %12.1f %12.1f\n' $(summarise sweep | sed "s/^sweep/$rate/") $floor
+  printf '%-8s %8.0f %10.2f %10.1f %10.1f %12.1f %12.1f %12.1f %12.1f %10.1f\n' $(summarise sweep | sed "s/^sweep/$rate/") $floor "$spin"
 done

@@ -4,6 +4,7 @@
 //!
 //!   floor wire ADDR PATH RATE SECONDS          (bench/wire.sh)
 //!   floor lag RATE SECONDS                     (bench/openloop.sh's sweep)
+//!   floor spin RATE SECONDS                    (bench/openloop.sh's sweep)
 //!   floor closed ADDR PATH CONNECTIONS SECONDS (bench/engine.sh, HTTP/1.1)
 //!
 //! `wire`: one thread, one connection, no runtime, no parser library. It
@@ -21,6 +22,13 @@
 //! blocking read of it, then a spin to the send time. No calls are made, so
 //! its lag is the machine's own wake-up and preemption tail (the
 //! hypervisor, other tenants). Prints `sends=N lag_p50_us=X lag_p99_us=Y`.
+//!
+//! `spin`: the same send times, but the thread never sleeps: it spins on
+//! the clock from one send time to the next, a core kept busy for nothing.
+//! No sender can be on time more often than this one, so its lag is the
+//! bound the machine sets (the vCPU taken away by the hypervisor, an
+//! interrupt); what `lag` adds over it is the cost of sleeping. Prints
+//! the same line as `lag`.
 //!
 //! `closed`: the least an HTTP/1.1 closed loop can cost: one thread, one
 //! level-triggered epoll set over CONNECTIONS keep-alive connections, one
@@ -41,14 +49,15 @@ use std::time::{Duration, Instant};
 
 use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, Timespec};
 
-const USAGE: &str = "usage: floor wire ADDR PATH RATE SECONDS | floor lag RATE SECONDS | \
+const USAGE: &str = "usage: floor wire ADDR PATH RATE SECONDS | floor lag RATE SECONDS | floor spin RATE SECONDS | \
                      floor closed ADDR PATH CONNECTIONS SECONDS (e.g. floor wire 127.0.0.1:8080 /v1/inventory/xs 200 5)";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
         ["wire", addr, path, rate, seconds] => wire(addr, path, positive(rate, "RATE"), positive(seconds, "SECONDS")),
-        ["lag", rate, seconds] => lag(positive(rate, "RATE"), positive(seconds, "SECONDS")),
+        ["lag", rate, seconds] => lag(positive(rate, "RATE"), positive(seconds, "SECONDS"), true),
+        ["spin", rate, seconds] => lag(positive(rate, "RATE"), positive(seconds, "SECONDS"), false),
         ["closed", addr, path, connections, seconds] => {
             let connections = connections.parse::<usize>().ok().filter(|n| *n > 0).unwrap_or_else(|| {
                 fail(
@@ -171,7 +180,9 @@ fn response_length(bytes: &[u8]) -> Option<usize> {
     Some(head_end + length)
 }
 
-fn lag(rate: f64, seconds: f64) {
+/// `floor lag` (`sleep`: the engine's timer, then its spin) or `floor spin`
+/// (never asleep).
+fn lag(rate: f64, seconds: f64, sleep: bool) {
     // The engine's start spin for this mean interval (timer::spin_for).
     let spin = Duration::from_secs_f64(1.0 / rate / 20.0).min(Duration::from_micros(500));
     let timer = rustix::time::timerfd_create(TimerfdClockId::Monotonic, TimerfdFlags::CLOEXEC).expect("timerfd_create");
@@ -179,7 +190,7 @@ fn lag(rate: f64, seconds: f64) {
     for due in schedule(rate, seconds) {
         if let Some(wait) = (due - spin)
             .checked_duration_since(Instant::now())
-            .filter(|d| !d.is_zero())
+            .filter(|d| sleep && !d.is_zero())
         {
             let spec = Itimerspec {
                 it_interval: Timespec { tv_sec: 0, tv_nsec: 0 },
