@@ -22,7 +22,10 @@
 #   rest     : wrk on nginx `return 204`, wrk on our rest server, and beside
 #              wrk the floor (`floor closed`, crates/load/examples/floor.rs:
 #              a bare epoll loop with no parser, timing or histogram), whose
-#              CPU per call is the least a closed loop pays on this machine
+#              CPU per call is the least a closed loop pays on this machine;
+#              and wrk on nginx once more after the floor: wrk against
+#              itself in the same round (an A/A pair) shows how far a
+#              CPU-per-call ratio moves on this machine's noise alone
 #   rest-h2  : h2load -m on our rest-h2 server
 #   grpc     : h2load with a pre-encoded gRPC frame, ghz, on our grpc server
 #
@@ -137,6 +140,7 @@ OURS=("$PB" load --quiet --output json --duration "${DURATION}s" --threads 1)
 peer_nginx() {
   gen wrk-nginx wrk -t1 -c"$C" -d"${DURATION}s" "http://127.0.0.1:$NGINX_PORT/"
   gen floor-nginx "$FLOOR" closed "127.0.0.1:$NGINX_PORT" / "$C" "$DURATION"
+  gen wrk-nginx-again wrk -t1 -c"$C" -d"${DURATION}s" "http://127.0.0.1:$NGINX_PORT/"
 }
 ours_nginx() { gen ours-nginx "${OURS[@]}" --protocol rest --target "http://127.0.0.1:$NGINX_PORT/" --concurrency "$C"; }
 peer_rest() {
@@ -200,6 +204,11 @@ for ours, peer in [("ours-nginx", "wrk-nginx"), ("ours-rest", "wrk-rest"),
     above = sum(1 for x in r if x > 1.0)
     print(f"{ours:<16} / {peer:<16} {', '.join(f'{x:.2f}' for x in r)}   median {statistics.median(r):.2f}, "
           f"{above} of {len(r)} rounds above 1.00")
+r = [per_round[k]["wrk-nginx-again"] / per_round[k]["wrk-nginx"] for k in sorted(per_round)
+     if per_round[k].get("wrk-nginx", 0) > 0 and per_round[k].get("wrk-nginx-again", 0) > 0]
+if r:
+    print(f"{'wrk-nginx-again':<16} / {'wrk-nginx':<16} {', '.join(f'{x:.2f}' for x in r)}   median {statistics.median(r):.2f}, "
+          f"{sum(1 for x in r if x > 1.0)} of {len(r)} rounds above 1.00 (A/A: the same tool twice, noise alone)")
 print()
 print("The floor (a bare epoll loop: the least a closed loop pays here), CPU per call round by round")
 for a, b in [("floor-nginx", "wrk-nginx"), ("ours-nginx", "floor-nginx"),
