@@ -195,20 +195,16 @@ ratio("ours-grpc", ["h2load-grpc", "ghz-grpc"])
 print(f"ours-grpc        / ghz-grpc         = {med['ours-grpc'][0] / med['ghz-grpc'][0]:.2f} (calls/s)")
 print()
 print("CPU per call, ours / peer, round by round (target: median <= 0.90, every round <= 1.00)")
-for ours, peer in [("ours-nginx", "wrk-nginx"), ("ours-rest", "wrk-rest"),
-                   ("ours-rest-h2", "h2load-rest-h2"), ("ours-grpc", "h2load-grpc")]:
+for ours, peer, note in [("ours-nginx", "wrk-nginx", ""), ("ours-rest", "wrk-rest", ""),
+                         ("ours-rest-h2", "h2load-rest-h2", ""), ("ours-grpc", "h2load-grpc", ""),
+                         ("wrk-nginx-again", "wrk-nginx", " (A/A: the same tool twice, noise alone)")]:
     r = [per_round[k][ours] / per_round[k][peer] for k in sorted(per_round)
          if per_round[k].get(peer, 0) > 0 and ours in per_round[k]]
     if not r:
         continue
     above = sum(1 for x in r if x > 1.0)
     print(f"{ours:<16} / {peer:<16} {', '.join(f'{x:.2f}' for x in r)}   median {statistics.median(r):.2f}, "
-          f"{above} of {len(r)} rounds above 1.00")
-r = [per_round[k]["wrk-nginx-again"] / per_round[k]["wrk-nginx"] for k in sorted(per_round)
-     if per_round[k].get("wrk-nginx", 0) > 0 and per_round[k].get("wrk-nginx-again", 0) > 0]
-if r:
-    print(f"{'wrk-nginx-again':<16} / {'wrk-nginx':<16} {', '.join(f'{x:.2f}' for x in r)}   median {statistics.median(r):.2f}, "
-          f"{sum(1 for x in r if x > 1.0)} of {len(r)} rounds above 1.00 (A/A: the same tool twice, noise alone)")
+          f"{above} of {len(r)} rounds above 1.00{note}")
 print()
 print("The floor (a bare epoll loop: the least a closed loop pays here), CPU per call round by round")
 for a, b in [("floor-nginx", "wrk-nginx"), ("ours-nginx", "floor-nginx"),

@@ -188,14 +188,18 @@ echo "   floor: floor lag at the same rate right after (uniform sends, the engin
 echo "   spin: floor spin, the same sends from a thread that never sleeps (the machine's own bound)"
 printf '%-8s %8s %10s %10s %10s %12s %12s %12s %12s %10s\n' rate calls/s CPU/call "lag p50" "lag p99" "latency p50" "latency p99" \
   "floor p50" "floor p99" "spin p99"
+# floor_lag MODE RATE: runs `floor MODE` (lag or spin) at RATE on CPU 1, prints its "p50 p99".
+floor_lag() {
+  taskset -c 1 "$LAG_FLOOR" "$1" "$2" "$DURATION" > "$WORK/floor-$1.out"
+  local got
+  got="$(sed -n 's/.*lag_p50_us=\([0-9.]*\) lag_p99_us=\([0-9.]*\).*/\1 \2/p' "$WORK/floor-$1.out")"
+  [ -n "$got" ] || { echo "floor $1 printed no lag: $(cat "$WORK/floor-$1.out")" >&2; exit 1; }
+  echo "$got"
+}
 for rate in $SWEEP; do
   timed "sweep" "${OURS[@]}" --target "$REST" --duration "${DURATION}s" --concurrency 64 --rate "$rate" --arrival "$ARRIVAL"
-  taskset -c 1 "$LAG_FLOOR" lag "$rate" "$DURATION" > "$WORK/floor.out"
-  floor="$(sed -n 's/.*lag_p50_us=\([0-9.]*\) lag_p99_us=\([0-9.]*\).*/\1 \2/p' "$WORK/floor.out")"
-  [ -n "$floor" ] || { echo "the floor printed no lag: $(cat "$WORK/floor.out")" >&2; exit 1; }
-  taskset -c 1 "$LAG_FLOOR" spin "$rate" "$DURATION" > "$WORK/spin.out"
-  spin="$(sed -n 's/.*lag_p99_us=\([0-9.]*\).*/\1/p' "$WORK/spin.out")"
-  [ -n "$spin" ] || { echo "the spin floor printed no lag: $(cat "$WORK/spin.out")" >&2; exit 1; }
-  # shellcheck disable=SC2086 # two numbers
-  printf '%-8s %8.0f %10.2f %10.1f %10.1f %12.1f %12.1f %12.1f %12.1f %10.1f\n' $(summarise sweep | sed "s/^sweep/$rate/") $floor "$spin"
+  floor="$(floor_lag lag "$rate")"
+  spin="$(floor_lag spin "$rate")"
+  # shellcheck disable=SC2086 # $floor: two numbers
+  printf '%-8s %8.0f %10.2f %10.1f %10.1f %12.1f %12.1f %12.1f %12.1f %10.1f\n' $(summarise sweep | sed "s/^sweep/$rate/") $floor ${spin#* }
 done
