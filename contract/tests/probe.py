@@ -24,6 +24,7 @@ import re
 import resource
 import select
 import socket
+import statistics
 import struct
 import sys
 import threading
@@ -51,11 +52,14 @@ REPORT = []
 # and not counted as failures; a declared deviation that no longer happens is
 # a failure, so the declarations stay true.
 DEVIATIONS = {}
+DEVIATIONS_SEEN = set()
 
 
 def report(ok, category, check, expected, observed):
     key = f"{category} {check}"
-    why = DEVIATIONS.pop(key, None)
+    why = DEVIATIONS.get(key)
+    if why is not None:
+        DEVIATIONS_SEEN.add(key)
     if why is not None and ok is False:
         ok, status, observed = "dev", "dev ", f"{observed} (known deviation: {why})"
     elif why is not None and ok is True:
@@ -269,17 +273,63 @@ def tree_rss_kib(pid):
     return total
 
 
-def tree_cpu_s(pid):
+def proc_cpu_s(pid):
+    """CPU seconds (user + system) of each process of the tree, by pid."""
     ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
+    cpu = {}
     for p in tree_pids(pid):
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
+            cpu[p] = (int(fields[11]) + int(fields[12])) / ticks
         except (OSError, IndexError):
             pass
-    return total / ticks
+    return cpu
+
+
+def tree_cpu_s(pid):
+    return sum(proc_cpu_s(pid).values())
+
+
+LISTENERS = {}  # port -> protocol, filled by main() from the targets
+
+
+def listening_ports(pid):
+    """The TCP ports a process holds a listening socket on (/proc/net/tcp*)."""
+    inodes = {}
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                for line in f.readlines()[1:]:
+                    fields = line.split()
+                    if fields[3] == "0A":  # LISTEN
+                        inodes[fields[9]] = int(fields[1].rsplit(":", 1)[1], 16)
+        except OSError:
+            pass
+    ports = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if link.startswith("socket:[") and link[8:-1] in inodes:
+                ports.add(inodes[link[8:-1]])
+    except OSError:
+        pass
+    return ports
+
+
+def proc_name(pid):
+    """A process of the tree as `pid N (program arg1 arg2; serving PROTOCOL)`."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return f"pid {pid}"
+    shown = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(argv[:3]))[:40]
+    serving = sorted(LISTENERS.get(port, str(port)) for port in listening_ports(pid))
+    return f"pid {pid} ({shown}" + (f"; serving {', '.join(serving)})" if serving else ")")
 
 
 def probe_soap(t, pid):
@@ -560,6 +610,165 @@ def ask_on(c, protocol):
         return False
 
 
+# The flood's CPU is sampled in slices and judged by their median: a server
+# that spins at the descriptor limit spins in every slice, while one-off work
+# (a worker's garbage collection, the accept-and-close of the backlog) fills
+# one slice at most. Each process is counted only over slices it lived
+# through, so a process that starts or exits meanwhile is not charged with
+# the CPU of its whole life (issue 35: a 91% reading that five reruns never
+# showed again).
+CPU_SLICES = 6
+CPU_SLICE_S = 0.25
+# Rounds of the descriptor check before it gives up: a round is void (and
+# redone) when the probe itself was too slow to ask the connection it opened
+# before the flood within the idle timeout, since the server may then rightly
+# have closed it (issue 35: the go and rust flakes on a loaded machine).
+FDS_ROUNDS = 3
+
+
+def flood_cpu(pid, slices=CPU_SLICES, slice_s=CPU_SLICE_S):
+    """Samples the tree's CPU in `slices` slices of `slice_s` seconds; returns
+    (median share of a core, every slice's share, the busiest process)."""
+    shares, busiest = [], {}
+    prev, t_prev = proc_cpu_s(pid), time.monotonic()
+    for _ in range(slices):
+        time.sleep(slice_s)
+        cur, t_cur = proc_cpu_s(pid), time.monotonic()
+        wall = t_cur - t_prev
+        used = 0.0
+        for p, c in cur.items():
+            if p in prev:  # lived through the whole slice
+                used += c - prev[p]
+                busiest[p] = busiest.get(p, 0.0) + c - prev[p]
+        shares.append(used / wall)
+        prev, t_prev = cur, t_cur
+    top = max(busiest, key=busiest.get) if busiest else None
+    return statistics.median(shares), shares, (proc_name(top) if top is not None else "none")
+
+
+def settle(pid, quiet=0.1, within=20.0):
+    """Waits until the tree has used less than `quiet` of a core in two
+    consecutive slices (work left from an earlier phase must not be charged
+    to the flood); returns a note: how long it took and which process was
+    busy meanwhile."""
+    start = time.monotonic()
+    first = proc_cpu_s(pid)
+    calm = 0
+    while time.monotonic() - start < within:
+        _, shares, _ = flood_cpu(pid, slices=1)
+        calm = calm + 1 if shares[0] < quiet else 0
+        if calm == 2:
+            break
+    waited = time.monotonic() - start
+    last = proc_cpu_s(pid)
+    used = {p: last[p] - first[p] for p in last if p in first}
+    top = max(used, key=used.get) if used else None
+    busy = f", busiest {proc_name(top)} with {used[top]:.1f} s of CPU" if top is not None and used[top] >= 0.1 else ""
+    if calm < 2:
+        return f"never below {quiet * 100:.0f}% for 0.5 s in {within:.0f} s before it{busy}"
+    return f"settled in {waited:.1f} s{busy}"
+
+
+def open_before(targets):
+    """One connection per listener, each asked once; returns {protocol: (conn, time of its answer)}."""
+    before = {}
+    for protocol, t in targets.items():
+        if protocol in ("rest-h2", "grpc"):
+            c = H2(t)
+            c.settings()
+        else:
+            c = connect(t)
+        if not ask_on(c, protocol):
+            report(False, "fds", f"{protocol} connection from before the flood", "answered before the flood",
+                   "not answered before any descriptor was used up")
+        before[protocol] = (c, time.monotonic())
+    return before
+
+
+def open_flood(targets, spare):
+    """Connects (without blocking) spare + 32 sockets per listener; returns the accepted ones."""
+    # The flood connects without blocking, so that it lasts milliseconds
+    # whatever the listeners' backlogs: a blocking connect that waits for a
+    # full backlog would let the server's idle timeout (which is short here)
+    # close the connections opened before the flood, and the check below
+    # would then test the timeout instead of the descriptor limit.
+    pending = []
+    for t in targets.values():
+        for _ in range(spare + 32):
+            s = socket.socket(socket.AF_INET6 if ":" in t[0] else socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            if s.connect_ex(t) not in (0, errno.EINPROGRESS):
+                s.close()
+                break
+            pending.append(s)
+    flood = []
+    deadline = time.monotonic() + 0.5
+    while pending and time.monotonic() < deadline:
+        _, writable, _ = select.select([], pending, [], max(0.0, deadline - time.monotonic()))
+        for s in writable:
+            pending.remove(s)
+            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                flood.append(s)
+            else:
+                s.close()
+    for s in pending:  # never completed (the backlog was full): not part of the flood
+        s.close()
+    return flood
+
+
+def fds_round(targets, pid, idle, spare):
+    """One flood; returns the checks' results [(ok, check, expected, observed)],
+    or None when the round is void (see FDS_ROUNDS), with the reason."""
+    results = []
+    settled_note = settle(pid)
+    before = open_before(targets)
+    flood = open_flood(targets, spare)
+    t_flood = time.monotonic()
+    try:
+        for protocol, (c, answered_at) in before.items():
+            start = time.monotonic()
+            ok = ask_on(c, protocol)
+            gap = start - answered_at
+            if not ok and gap >= 0.9 * idle:
+                return None, f"{protocol}: the probe asked {gap:.1f} s after the last answer, past the idle timeout"
+            results.append((ok, f"{protocol} connection from before the flood", "answered within 2 s",
+                            f"{'answered' if ok else 'not answered'} after {time.monotonic() - start:.1f} s"
+                            f" ({gap:.1f} s after its previous answer)"))
+        median, shares, top = flood_cpu(pid)
+        results.append((median < 0.5, "CPU during the flood", "< 50% of a core (median of "
+                        f"{CPU_SLICES} slices of {CPU_SLICE_S} s)",
+                        f"{median * 100:.0f}% (slices {', '.join(f'{x * 100:.0f}' for x in shares)}; busiest {top};"
+                        f" {len(flood)} idle connections; the tree {settled_note})"))
+        # The idle timeout closes the flood connections the server accepted.
+        # Polled up to 3 idle timeouts + 2 s, not read once at idle + 1 s: a
+        # server that backs off after EMFILE (hyper-util sleeps 1 s) and
+        # first drains connections a previous flood left in its accept queue
+        # accepts this flood's later, and its idle timer starts only then.
+        deadline = t_flood + 3 * idle + 2
+        closed = 0
+        while True:
+            for s in flood:
+                s.setblocking(False)
+                try:
+                    closed += s.recv(1) == b""
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    closed += 1
+            if closed or time.monotonic() >= deadline:
+                break
+            time.sleep(0.25)
+        results.append((closed > 0, "idle flood connections closed",
+                        f"accepted ones closed by the idle timeout ({idle:.0f} s) within {3 * idle + 2:.0f} s of the flood",
+                        f"{closed} of {len(flood)} closed, the first seen {time.monotonic() - t_flood:.1f} s after the flood"))
+        return results, None
+    finally:
+        for s in flood:
+            s.close()
+        for c, _ in before.values():
+            c.close()
+
+
 def probe_fds(targets, pid, idle, spare):
     cat = "fds"
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -573,75 +782,20 @@ def probe_fds(targets, pid, idle, spare):
         except (OSError, ValueError) as e:
             skip(cat, "descriptor limit", f"cannot set the limit of pid {p}: {e}")
             return
-    # One connection per listener opened before the flood, each asked once
-    # now so that the check after the flood starts from a working connection
-    # whose idle timer has just been reset.
-    before = {}
-    for protocol, t in targets.items():
-        if protocol in ("rest-h2", "grpc"):
-            c = H2(t)
-            c.settings()
-            before[protocol] = c
-        else:
-            before[protocol] = connect(t)
-        if not ask_on(before[protocol], protocol):
-            report(False, cat, f"{protocol} connection from before the flood", "answered before the flood",
-                   "not answered before any descriptor was used up")
-    # The flood connects without blocking, so that it lasts milliseconds
-    # whatever the listeners' backlogs: a blocking connect that waits for a
-    # full backlog would let the server's idle timeout (which is short here)
-    # close the connections opened before the flood, and the check below
-    # would then test the timeout instead of the descriptor limit.
-    pending = []
-    per_listener = spare + 32
-    for t in targets.values():
-        for _ in range(per_listener):
-            s = socket.socket(socket.AF_INET6 if ":" in t[0] else socket.AF_INET, socket.SOCK_STREAM)
-            s.setblocking(False)
-            if s.connect_ex(t) not in (0, errno.EINPROGRESS):
-                s.close()
-                break
-            pending.append(s)
-    flood = []
-    deadline = time.monotonic() + 1.0
-    while pending and time.monotonic() < deadline:
-        _, writable, _ = select.select([], pending, [], max(0.0, deadline - time.monotonic()))
-        for s in writable:
-            pending.remove(s)
-            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
-                flood.append(s)
-            else:
-                s.close()
-    for s in pending:  # never completed (the backlog was full): not part of the flood
-        s.close()
-    cpu0 = tree_cpu_s(pid)
-    t0 = time.monotonic()
-    for protocol, c in before.items():
-        start = time.monotonic()
-        ok = ask_on(c, protocol)
-        report(ok, cat, f"{protocol} connection from before the flood", "answered within 2 s",
-               f"{'answered' if ok else 'not answered'} after {time.monotonic() - start:.1f} s")
-    time.sleep(max(0.0, 1.5 - (time.monotonic() - t0)))
-    cpu = (tree_cpu_s(pid) - cpu0) / (time.monotonic() - t0)
-    report(cpu < 0.5, cat, "CPU during the flood", "< 50% of a core",
-           f"{cpu * 100:.0f}% over {time.monotonic() - t0:.1f} s ({len(flood)} idle connections, limit {sorted(set(limits.values()))})")
-    # The idle timeout closes the flood connections the server accepted.
-    time.sleep(idle + 1)
-    closed = 0
-    for s in flood:
-        s.setblocking(False)
-        try:
-            closed += s.recv(1) == b""
-        except BlockingIOError:
-            pass
-        except OSError:
-            closed += 1
-    report(closed > 0, cat, "idle flood connections closed", f"accepted ones closed after the idle timeout ({idle:.0f} s)",
-           f"{closed} of {len(flood)} closed after {idle + 1:.0f} s")
-    for s in flood:
-        s.close()
-    for c in before.values():
-        c.close()
+    voids = []
+    for _ in range(FDS_ROUNDS):
+        results, void = fds_round(targets, pid, idle, spare)
+        if results is not None:
+            break
+        voids.append(void)
+        time.sleep(idle + 1)  # let the server close what the void round left
+    if results is None:
+        report(False, cat, "rounds", f"a round within {FDS_ROUNDS} attempts", "; ".join(voids))
+    else:
+        note = f" [after {len(voids)} void round(s): {'; '.join(voids)}]" if voids else ""
+        for ok, check, expected, observed in results:
+            report(ok, cat, check, expected, observed + note)
+    print(f"     fds limits {sorted(limits.items())}", flush=True)
     for protocol, t in targets.items():
         deadline = time.monotonic() + idle + 3
         ok = False
@@ -656,6 +810,67 @@ def probe_fds(targets, pid, idle, spare):
             pass
 
 
+def phase_http(targets, a):
+    for p in ("rest", "soap"):
+        if p in targets:
+            probe_http(targets[p], p)
+        else:
+            skip("http", p, f"the server does not serve {p}")
+
+
+def phase_json(targets, a):
+    if "rest" in targets:
+        probe_json(targets["rest"])
+    else:
+        skip("json", "all", "the server does not serve rest")
+
+
+def phase_xml(targets, a):
+    if "soap" in targets:
+        probe_soap(targets["soap"], a.pid)
+    else:
+        skip("xml", "all", "the server does not serve soap")
+
+
+def phase_grpc(targets, a):
+    if "grpc" in targets:
+        probe_grpc(targets["grpc"], a.max_request_bytes)
+    else:
+        skip("grpc", "all", "the server does not serve grpc")
+
+
+def phase_h2flood(targets, a):
+    for p in ("rest-h2", "grpc"):
+        if p in targets:
+            probe_h2(targets[p], p, a.idle)
+        else:
+            skip("h2flood", p, f"the server does not serve {p}")
+
+
+def phase_idle(targets, a):
+    for p in ("rest", "soap"):
+        if p in targets:
+            probe_idle(targets[p], p, a.idle, a.read)
+        else:
+            skip("idle", p, f"the server does not serve {p}")
+
+
+def phase_fds(targets, a):
+    probe_fds(targets, a.pid, a.idle, a.spare_fds)
+
+
+# The probe's phases in the order they run (`--only` picks some of them).
+PHASES = {
+    "http": phase_http,
+    "json": phase_json,
+    "xml": phase_xml,
+    "grpc": phase_grpc,
+    "h2flood": phase_h2flood,
+    "idle": phase_idle,
+    "fds": phase_fds,
+}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pid", type=int, required=True)
@@ -665,6 +880,8 @@ def main():
     ap.add_argument("--read", type=float, default=2.0)
     ap.add_argument("--spare-fds", type=int, default=64)
     ap.add_argument("--max-request-bytes", type=int, default=8388608)
+    ap.add_argument("--only", metavar="PHASE,...", help=f"run only these phases (of: {', '.join(PHASES)})")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N", help="run the phases N times in a row (each check reported each time)")
     ap.add_argument(
         "--deviation",
         action="append",
@@ -678,34 +895,15 @@ def main():
         DEVIATIONS[key.strip()] = why.strip()
     targets = {p: getattr(a, p.replace("-", "_")) for p in ("rest", "rest-h2", "grpc", "soap")}
     targets = {p: t for p, t in targets.items() if t}
-    for p in ("rest", "soap"):
-        if p in targets:
-            probe_http(targets[p], p)
-        else:
-            skip("http", p, f"the server does not serve {p}")
-    if "rest" in targets:
-        probe_json(targets["rest"])
-    else:
-        skip("json", "all", "the server does not serve rest")
-    if "soap" in targets:
-        probe_soap(targets["soap"], a.pid)
-    else:
-        skip("xml", "all", "the server does not serve soap")
-    if "grpc" in targets:
-        probe_grpc(targets["grpc"], a.max_request_bytes)
-    else:
-        skip("grpc", "all", "the server does not serve grpc")
-    for p in ("rest-h2", "grpc"):
-        if p in targets:
-            probe_h2(targets[p], p, a.idle)
-        else:
-            skip("h2flood", p, f"the server does not serve {p}")
-    for p in ("rest", "soap"):
-        if p in targets:
-            probe_idle(targets[p], p, a.idle, a.read)
-        else:
-            skip("idle", p, f"the server does not serve {p}")
-    probe_fds(targets, a.pid, a.idle, a.spare_fds)
+    LISTENERS.update({t[1]: p for p, t in targets.items()})
+    only = set(a.only.split(",")) if a.only else None
+    unknown = (only or set()) - set(PHASES)
+    if unknown:
+        ap.error(f"--only: unknown phase(s) {', '.join(sorted(unknown))}; expected some of {', '.join(PHASES)}")
+    for _ in range(a.repeat):
+        for name in PHASES:
+            if only is None or name in only:
+                PHASES[name](targets, a)
     try:
         os.kill(a.pid, 0)
         alive = True
@@ -713,6 +911,8 @@ def main():
         alive = False
     report(alive, "server", "still running", "the server process alive after the probe", "alive" if alive else "gone")
     for key, why in DEVIATIONS.items():
+        if key in DEVIATIONS_SEEN or only is not None:  # a phase left out may hold the check
+            continue
         report(False, "manifest", "deviation", "a check named by each [probe] deviations entry", f"no check `{key}` ({why})")
     failed = sum(1 for r in REPORT if r is False)
     devs = sum(1 for r in REPORT if r == "dev")

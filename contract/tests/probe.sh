@@ -8,24 +8,29 @@
 # checks, so the limit suits every stack. Prints one line per check; exit 1
 # if any failed, 2 if the server could not be built or started.
 #
-# usage: contract/tests/probe.sh [--root REPO] SERVER
+# usage: contract/tests/probe.sh [--root REPO] SERVER [--only PHASE,...] [--repeat N]
 #   --root REPO  probe REPO/servers/SERVER (another worktree) with this probe
+#   --only, --repeat  passed to probe.py: some phases only, N times in a row
+#                (`probe.sh rust --only fds --repeat 20`: the flakiness check)
 #   $PROTOBENCH  the binary for {protobench} (default REPO/target/debug/protobench)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 if [ "${1:-}" = --root ]; then root="$(cd "$2" && pwd)"; shift 2; fi
-[ $# -eq 1 ] || { echo "usage: probe.sh [--root REPO] SERVER" >&2; exit 2; }
-s="$1"; dir="$root/servers/$s"
+[ $# -ge 1 ] || { echo "usage: probe.sh [--root REPO] SERVER [PROBE.PY ARGS: --only PHASE,... --repeat N]" >&2; exit 2; }
+s="$1"; shift; dir="$root/servers/$s"
 [ -f "$dir/manifest.toml" ] || { echo "probe: no $dir/manifest.toml" >&2; exit 2; }
 pb="${PROTOBENCH:-$root/target/debug/protobench}"
 
 # The h2 package (HTTP/2 framing, HPACK) in a venv outside the repository (pip, once).
 venv="${XDG_CACHE_HOME:-$HOME/.cache}/protobench/probe-venv"
+# Probes of several servers may start side by side (scripts/test.sh): one installs, the others wait.
+mkdir -p "$(dirname "$venv")"; exec 8>"$venv.lock"; flock 8
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import h2' 2>/dev/null; then
   python3 -m venv "$venv" && "$venv/bin/pip" install -q "h2==4.3.0" >/dev/null 2>&1 \
     || { echo "probe: could not install h2 into $venv" >&2; exit 2; }
 fi
+exec 8>&-
 
 work="$(mktemp -d)"; pid=""
 trap '[ -n "$pid" ] && kill -TERM $pid 2>/dev/null && wait $pid 2>/dev/null; rm -rf "$work"' EXIT
@@ -63,4 +68,4 @@ for p in $protos; do
   args+=("--$p" "$addr")
 done
 echo "probe $s ($root)"
-timeout 240 "$venv/bin/python" "$here/probe.py" "${args[@]}"
+timeout "${PROBE_TIMEOUT_S:-240}" "$venv/bin/python" "$here/probe.py" "${args[@]}" "$@"
