@@ -19,10 +19,13 @@ openssl x509 -req -in "$work/leaf.csr" -CA "$work/ca.pem" -CAkey "$work/ca-key.p
 
 # zeep, a stock SOAP client, in a venv outside the repository (pip, once).
 zeep_venv="${XDG_CACHE_HOME:-$HOME/.cache}/protobench/zeep-venv"
+# Lanes of scripts/test.sh run this script side by side: one installs, the others wait.
+mkdir -p "$(dirname "$zeep_venv")"; exec 8>"$zeep_venv.lock"; flock 8
 if [ ! -x "$zeep_venv/bin/python" ] || ! "$zeep_venv/bin/python" -c 'import zeep' 2>/dev/null; then
   python3 -m venv "$zeep_venv" && "$zeep_venv/bin/pip" install -q "zeep==4.3.1" >/dev/null 2>&1 \
     || echo "verify-servers: could not install zeep" >&2
 fi
+exec 8>&-
 zeep_py="$zeep_venv/bin/python"
 if [ -n "${PROTOBENCH_REQUIRE_PEERS:-}" ] && ! "$zeep_py" -c 'import zeep' 2>/dev/null; then
   echo "verify-servers: zeep is required (PROTOBENCH_REQUIRE_PEERS) but not installed" >&2; exit 2
@@ -41,6 +44,7 @@ fi
 listener_addr() { grep "^listening protocol=$1 " "$log" | sed 's/.*addr=\([^ ]*\).*/\1/'; }
 passed=0; failed=0
 for s in "${servers[@]}"; do
+  s_start=$SECONDS
   base="${s%%:*}"; variant=""; [ "$base" != "$s" ] && variant="${s#*:}"
   dir="$root/servers/$base"
   variant_env=()
@@ -133,12 +137,15 @@ for s in "${servers[@]}"; do
     kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null
   done
   # The hardening probe (issue 14): limits, timeouts and hostile input, its own server start.
-  [ -n "$variant" ] && continue   # the probe starts the stack's default implementation
+  if [ -n "$variant" ]; then   # the probe starts the stack's default implementation
+    echo "== $s: $((SECONDS - s_start)) s"; continue
+  fi
   if out=$(PROTOBENCH="$pb" bash "$root/contract/tests/probe.sh" --root "$root" "$s" 2>&1); then
     echo "ok   $s probe ($(echo "$out" | tail -1 | sed 's/^probe: //'))"; passed=$((passed+1))
   else
     echo "FAIL $s probe"; echo "$out" | grep -v '^ok' | head -30; failed=$((failed+1))
   fi
+  echo "== $s: $((SECONDS - s_start)) s"
 done
 echo "verify-servers: $passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -22,10 +22,13 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 venv="${XDG_CACHE_HOME:-$HOME/.cache}/protobench/schemathesis-venv"
 version="4.32.5"
+# Checks of several servers may run side by side (scripts/test.sh): one installs, the others wait.
+mkdir -p "$(dirname "$venv")"; exec 8>"$venv.lock"; flock 8
 if ! "$venv/bin/st" --version 2>/dev/null | grep -q "$version"; then
   python3 -m venv "$venv" && "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$version" >/dev/null \
     || { echo "openapi_check: could not install schemathesis $version" >&2; exit 2; }
 fi
+exec 8>&-
 tls=()
 [ $# -ge 2 ] && tls=(--tls-verify "$2")
 spec="$(cd "$here/.." && pwd)/openapi.yaml"
