@@ -11,8 +11,11 @@ export PATH := $(shell go env GOPATH 2>/dev/null || echo $(HOME)/go)/bin:$(PATH)
 run:
 	$(CARGO) run --release -p protobench -- run
 
-## Every test: lint, unit + integration tests, contract drift, each reference server.
-test: setup lint unit contract-check servers-test verify-servers
+## Every test: lint, unit + integration tests, contract drift, each reference
+## server; in three lanes side by side (scripts/test.sh). The same steps one
+## after the other: make lint unit contract-check servers-test verify-servers.
+test: setup
+	bash scripts/test.sh
 
 setup:
 	bash scripts/setup.sh

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Every test (`make test`, which CI runs), in three lanes side by side.
+#
+# Most of the suite waits rather than computes: servers start, idle and read
+# timeouts expire, floods are held open. Run one after the other, on 2 cores,
+# it took 41 minutes (issue 35); the lanes overlap those waits with builds and
+# with each other, and drop no check:
+#
+#   rust     cargo test --no-run (builds the binary every other lane verifies
+#            with), then fmt, clippy, cargo test --workspace, contract check
+#   servers  each reference server's own test.sh, then scripts/verify-servers.sh
+#            on it (protobench verify clear and TLS, zeep, schemathesis, ghz,
+#            the hardening probe), once the rust lane has built the binary;
+#            the stacks are split into two lanes of about equal length
+#
+# Each lane writes its log to $PROTOBENCH_TEST_LOGS (default: a temporary
+# directory) and is printed whole when it ends, headed by its name and time;
+# a lane stops at its first failure, the others go on; the exit status is 1 if
+# any lane failed. `make lint unit contract-check servers-test verify-servers`
+# still runs the same steps one after the other.
+#
+# usage: scripts/test.sh            (after scripts/setup.sh)
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+CARGO="${CARGO:-cargo}"
+logs="${PROTOBENCH_TEST_LOGS:-$(mktemp -d)}"
+mkdir -p "$logs"
+built="$logs/protobench.built"
+rm -f "$built" "$logs"/*.status
+
+# Stacks per server lane: java-spring and python (with its flask variant)
+# take the longest, so they go to different lanes.
+lane_a=(python cpp-grpc rust)
+lane_b=(java-spring go node)
+
+step() { # NAME COMMAND...: runs one step of a lane, timed
+  local name=$1 t0=$SECONDS rc=0
+  shift
+  echo "---- $name"
+  "$@" || rc=$?
+  echo "---- $name: $([ $rc = 0 ] && echo ok || echo "FAILED (exit $rc)") in $((SECONDS - t0)) s"
+  return $rc
+}
+
+# One build serves every step: `cargo test --workspace --no-run` builds the
+# binary with the workspace's unified features, as `cargo test` needs it; a
+# `cargo build -p protobench` or `cargo run -p protobench` would resolve
+# other features, build the dependencies a second time and overwrite the
+# binary while the server lanes run it.
+rust_lane() {
+  step "build protobench and the tests" "$CARGO" test -q --workspace --no-run || { touch "$built.failed"; return 1; }
+  touch "$built"
+  step fmt "$CARGO" fmt --all -- --check &&
+    step clippy "$CARGO" clippy --workspace --all-targets -- -D warnings &&
+    step "cargo test" "$CARGO" test --workspace &&
+    step "contract check" target/debug/protobench contract check &&
+    step "contract docs" bash contract/tests/check_docs.sh
+}
+
+server() { # STACK: its own tests, then verify-servers on it (and its variants)
+  local s=$1 targets=("$1")
+  if [ -x "servers/$s/test.sh" ]; then step "servers/$s/test.sh" bash "servers/$s/test.sh" || return 1; fi
+  while [ ! -e "$built" ] && [ ! -e "$built.failed" ]; do sleep 2; done
+  [ -e "$built" ] || { echo "---- verify $s: not run, protobench did not build (see the rust lane)"; return 1; }
+  if [ -f "servers/$s/manifest.toml" ]; then
+    for v in $(python3 -c "import sys,tomllib;print(' '.join(tomllib.load(open(sys.argv[1],'rb')).get('variants',{})))" "servers/$s/manifest.toml"); do
+      targets+=("$s:$v")
+    done
+  fi
+  step "verify $s" bash scripts/verify-servers.sh "${targets[@]}"
+}
+
+servers_lane() {
+  local s
+  for s in "$@"; do server "$s" || return 1; done
+}
+
+lane() { # NAME FUNCTION ARGS...: runs in the background, status in $logs/NAME.status
+  local name=$1
+  shift
+  (
+    t0=$SECONDS
+    "$@" >"$logs/$name.log" 2>&1
+    rc=$?
+    echo "$rc $((SECONDS - t0))" >"$logs/$name.status"
+    echo "lane $name: $([ $rc = 0 ] && echo ok || echo FAILED) in $((SECONDS - t0)) s" >&2
+  ) &
+}
+
+echo "test: lanes rust, servers-a (${lane_a[*]}), servers-b (${lane_b[*]}); logs in $logs"
+t0=$SECONDS
+lane rust rust_lane
+lane servers-a servers_lane "${lane_a[@]}"
+lane servers-b servers_lane "${lane_b[@]}"
+wait
+
+failed=0
+for name in rust servers-a servers-b; do
+  read -r rc secs <"$logs/$name.status" || { rc=1; secs='?'; }
+  echo
+  echo "==== lane $name: $([ "$rc" = 0 ] && echo ok || echo FAILED) in $secs s"
+  cat "$logs/$name.log"
+  [ "$rc" = 0 ] || failed=1
+done
+echo
+for name in rust servers-a servers-b; do
+  read -r rc secs <"$logs/$name.status" || { rc=1; secs='?'; }
+  echo "test: lane $name $([ "$rc" = 0 ] && echo ok || echo FAILED) in $secs s"
+done
+echo "test: $([ $failed = 0 ] && echo ok || echo FAILED) in $((SECONDS - t0)) s (wall)"
+exit $failed
