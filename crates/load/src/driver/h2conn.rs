@@ -78,6 +78,23 @@ const MAX_FRAME: usize = 16_384;
 const DECODER_TABLE: usize = 4_096;
 /// The largest response header block, CONTINUATION frames included.
 const MAX_HEADER_BLOCK: usize = 256 * 1024;
+/// The most CONTINUATION frames one header block may take. A full block
+/// ([`MAX_HEADER_BLOCK`]) in the largest frames takes 16; this allows
+/// servers that cut blocks into 1 KiB frames. Empty CONTINUATION frames
+/// grow no buffer, so [`MAX_HEADER_BLOCK`] never ends a flood of them, and a
+/// header block may not be interrupted: without this limit every stream of
+/// the connection would wait, and its task spin on frames, until the calls'
+/// timeouts. Past it the connection fails as a protocol error (`other`).
+const MAX_CONTINUATIONS: usize = 256;
+/// The most SETTINGS and PING acknowledgements queued while the server
+/// reads none of what this client writes (the number Go's HTTP/2 stack
+/// allows, `maxQueuedControlFrames`). Each such frame from the server
+/// queues an answer; a server that floods them and never reads would grow
+/// the output buffer at the rate it writes (a SETTINGS flood: 9 bytes queued
+/// per 9 received), until the calls' timeouts. The count restarts each time
+/// the buffer is written out whole. Past it the connection fails as a
+/// protocol error (`other`).
+const MAX_QUEUED_CONTROL: usize = 10_000;
 /// The largest stream id a client may use.
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 /// Room for reading: several full frames.
@@ -186,6 +203,8 @@ struct Partial {
     id: u32,
     end_stream: bool,
     block: Vec<u8>,
+    /// CONTINUATION frames so far.
+    frames: usize,
 }
 
 /// The state a connection's task and its callers share.
@@ -232,6 +251,9 @@ struct State {
     table: TableUse,
     /// Bytes the request's fields take in the server's table.
     table_need: usize,
+    /// SETTINGS and PING acknowledgements queued since `out` was last
+    /// written out whole.
+    control_queued: usize,
 }
 
 /// The payload length in the frame header at the start of `head`.
@@ -452,6 +474,7 @@ impl State {
                         id,
                         end_stream,
                         block: p.to_vec(),
+                        frames: 0,
                     });
                     Ok(())
                 }
@@ -463,6 +486,13 @@ impl State {
                 p.block.extend_from_slice(payload);
                 if p.block.len() > MAX_HEADER_BLOCK {
                     return Err(protocol(&self.peer, "response header block over 256 KiB"));
+                }
+                p.frames += 1;
+                if p.frames > MAX_CONTINUATIONS {
+                    return Err(protocol(
+                        &self.peer,
+                        format_args!("more than {MAX_CONTINUATIONS} CONTINUATION frames in one header block"),
+                    ));
                 }
                 if flags & END_HEADERS != 0 {
                     self.on_header_block(p.id, p.end_stream, &p.block)
@@ -490,6 +520,7 @@ impl State {
             PUSH_PROMISE => Err(protocol(&self.peer, "PUSH_PROMISE, though push is disabled")),
             PING => {
                 if flags & ACK == 0 && payload.len() == 8 {
+                    self.queue_control()?;
                     frame_head(&mut self.out, 8, PING, ACK, 0);
                     self.out.extend_from_slice(payload);
                 }
@@ -571,6 +602,7 @@ impl State {
                 _ => {}
             }
         }
+        self.queue_control()?;
         frame_head(&mut self.out, 0, SETTINGS, ACK, 0);
         if !self.settings_seen {
             self.settings_seen = true;
@@ -584,6 +616,20 @@ impl State {
         }
         self.pump_blocked();
         self.wake_waiting();
+        Ok(())
+    }
+
+    /// Counts an acknowledgement about to be queued, within [`MAX_QUEUED_CONTROL`].
+    fn queue_control(&mut self) -> Result<(), CallError> {
+        self.control_queued += 1;
+        if self.control_queued > MAX_QUEUED_CONTROL {
+            return Err(protocol(
+                &self.peer,
+                format_args!(
+                    "a flood of SETTINGS or PING frames: over {MAX_QUEUED_CONTROL} acknowledgements queued that the server does not read"
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -615,11 +661,36 @@ impl State {
         }
         let r = &mut slot.reply;
         r.body_len += data.len();
+        let mut error = None;
         if slot.grpc {
             r.deframer.feed(data);
+            if let Some(len) = r.deframer.oversized {
+                error = Some(CallError::new(
+                    ErrorKind::WrongResponse,
+                    format!(
+                        "gRPC message of {len} bytes announced: over the 16 MiB the engine accepts (MAX_GRPC_MESSAGE)"
+                    ),
+                ));
+            }
         }
-        if let Some(body) = r.body.as_mut() {
-            body.extend_from_slice(data);
+        if error.is_none()
+            && let Some(body) = r.body.as_mut()
+        {
+            // Within MAX_KEPT_BODY: past it a body asked for fails the call,
+            // one kept for an error status is dropped.
+            let len = body.len() + data.len();
+            if len <= super::MAX_KEPT_BODY {
+                body.extend_from_slice(data);
+            } else if slot.keep_body {
+                error = Some(super::body_too_large(len, false));
+            } else {
+                r.body = None;
+            }
+        }
+        if error.is_some() {
+            slot.remote_closed |= end;
+            self.finish(id, error);
+            return Ok(());
         }
         if end {
             slot.remote_closed = true;
@@ -816,6 +887,7 @@ impl Handle {
             partial: None,
             table: TableUse::Unprimed,
             table_need: block.table_bytes,
+            control_queued: 0,
         }));
         tokio::task::spawn_local(drive(io, shared.clone()));
         let handle = Handle { shared };
@@ -1023,6 +1095,9 @@ fn poll_drive(
                 }
                 Poll::Pending => break,
             }
+        }
+        if st.out.is_empty() {
+            st.control_queued = 0;
         }
         // TLS keeps records that the socket did not take until a flush
         // completes (clear text: a no-op).
