@@ -7,9 +7,10 @@
 //!    through to the built-in Rust server (`protobench-server`), so that one
 //!    run has one caller on a hostile connection and one on a well-behaved
 //!    one, both on the same engine thread. Every run: 2 callers, 2
-//!    connections, 1 thread, [`REQUESTS`] calls, a 1 s call and connect
-//!    timeout, `--validate full` (every body kept and checked), and a
-//!    [`CASE_LIMIT`] around it. Cases run one at a time ([`SERIAL`]) so that
+//!    connections, 1 thread, [`REQUESTS`] calls, `--validate full` (every
+//!    body kept and checked), a call and connect timeout by what ends the
+//!    hostile calls ([`Ends`]: 1 s where the timer does, 5 s where a guard
+//!    does, 10 s for a flood) and a [`RUN_LIMIT`] around it. Cases run one at a time ([`SERIAL`]) so that
 //!    the memory each one measures is its own: the growth of the process's
 //!    peak resident set (`VmHWM` in /proc/self/status, its peak reset
 //!    through /proc/self/clear_refs before the run) over the resident set
@@ -52,20 +53,47 @@ use tokio_util::sync::CancellationToken;
 
 /// Calls per run (both callers together).
 const REQUESTS: u64 = 200;
-/// The call and connect timeout of every run.
+/// The call and connect timeout of a case that the timer ends.
 const TIMEOUT: Duration = Duration::from_secs(1);
+/// The call and connect timeout of a case that a guard ends: far longer
+/// than the guard takes (at most 0.8 s seen in a debug build with both
+/// cores busy with other work), so that the guard, not the timer, ends the
+/// call on a loaded machine too; the runs end as soon as the guard fires.
+const GUARD_TIMEOUT: Duration = Duration::from_secs(5);
 /// The call timeout of a case whose guard counts frames of a flood: the
 /// engine reads its way to the guard through what the kernel buffers on
-/// both ends (up to a few MB; 0.3-0.5 s in a debug build here), so the
-/// call has more time than that, by a wide margin, to show the guard
-/// rather than the timeout.
-const FLOOD_TIMEOUT: Duration = Duration::from_secs(4);
+/// both ends (up to a few MB: 0.3-0.5 s in a debug build here, up to 3.9 s
+/// with both cores busy with other work).
+const FLOOD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What ends a case's hostile calls, and so their timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ends {
+    /// The call (or connect) timer: [`TIMEOUT`].
+    Timer,
+    /// A guard: [`GUARD_TIMEOUT`].
+    Guard,
+    /// A guard counting a flood: [`FLOOD_TIMEOUT`], and small receive
+    /// buffers at the front ([`front_small_buffer`]).
+    Flood,
+}
+
+impl Ends {
+    fn timeout(self) -> Duration {
+        match self {
+            Ends::Timer => TIMEOUT,
+            Ends::Guard => GUARD_TIMEOUT,
+            Ends::Flood => FLOOD_TIMEOUT,
+        }
+    }
+}
 /// The most a case may take, the run included (far above what one takes).
-const CASE_LIMIT: Duration = Duration::from_secs(25);
+const CASE_LIMIT: Duration = Duration::from_secs(40);
 /// The most a run may take: the hostile caller's last call may wait for its
-/// timeout (and a sixteenth more), the TLS case for two connect timeouts; a
+/// timeout (and a sixteenth more), the TLS case for two connect timeouts, a
+/// flood for its guard (9.3 s seen with both cores busy with other work); a
 /// generous margin for a busy 2-core machine.
-const RUN_LIMIT: Duration = Duration::from_secs(10);
+const RUN_LIMIT: Duration = Duration::from_secs(20);
 /// The calls the well-behaved connection's caller must complete at least
 /// (it usually completes most of the [`REQUESTS`]).
 const MIN_GOOD: u64 = 10;
@@ -195,7 +223,7 @@ where
 }
 
 /// A plan for `protocol` against `addr`: see the module's contents.
-fn plan(protocol: Protocol, addr: SocketAddr) -> LoadPlan {
+fn plan(protocol: Protocol, addr: SocketAddr, ends: Ends) -> LoadPlan {
     let mut p = plan_defaults(protocol, &addr.to_string());
     p.workload = Some("inventory.xs".into());
     p.concurrency = 2;
@@ -203,8 +231,8 @@ fn plan(protocol: Protocol, addr: SocketAddr) -> LoadPlan {
     p.threads = 1;
     p.requests = Some(REQUESTS);
     p.duration_ns = None;
-    p.timeout_ns = TIMEOUT.as_nanos() as u64;
-    p.connect_timeout_ns = TIMEOUT.as_nanos() as u64;
+    p.timeout_ns = ends.timeout().as_nanos() as u64;
+    p.connect_timeout_ns = ends.timeout().as_nanos() as u64;
     p.validate = Validation::Full;
     p
 }
@@ -360,22 +388,22 @@ async fn read_request(tcp: &mut TcpStream) -> Option<()> {
     }
 }
 
-/// A hostile HTTP/1.1 connection: reads the request, writes `head`, then
-/// runs `then`.
-async fn h1_case<F, Fut>(protocol: Protocol, head: &'static [u8], then: F) -> Ran
+/// A `rest` run whose hostile connections read the request, write `head`,
+/// then run `then`.
+async fn h1_case<F, Fut>(ends: Ends, head: &'static [u8], then: F) -> Ran
 where
     F: Fn(TcpStream) -> Fut + Send + Sync + Copy + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let server = good_server(protocol, false).await;
-    let good = server.listener(protocol).expect("served").addr;
+    let server = good_server(Protocol::Rest, false).await;
+    let good = server.listener(Protocol::Rest).expect("served").addr;
     let (addr, hostile) = front(good, move |mut tcp| async move {
         if read_request(&mut tcp).await.is_some() && tcp.write_all(head).await.is_ok() {
             then(tcp).await;
         }
     })
     .await;
-    let ran = go(plan(protocol, addr)).await;
+    let ran = go(plan(Protocol::Rest, addr, ends)).await;
     assert!(hostile.load(Ordering::SeqCst) >= 1, "a hostile connection was made");
     ran
 }
@@ -384,7 +412,7 @@ where
 fn http1_content_length_larger_than_sent_then_a_stall_times_out() {
     case(|| async {
         let ran = h1_case(
-            Protocol::Rest,
+            Ends::Timer,
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n{\"items\":[",
             hold,
         )
@@ -399,7 +427,7 @@ fn http1_content_length_larger_than_sent_then_a_stall_times_out() {
 fn http1_endless_chunked_body_stops_at_the_kept_body_limit() {
     case(|| async {
         let ran = h1_case(
-            Protocol::Rest,
+            Ends::Guard,
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n",
             |mut tcp| async move {
                 // 64 KiB chunks, as fast as the socket takes them, forever.
@@ -420,7 +448,7 @@ fn http1_endless_chunked_body_stops_at_the_kept_body_limit() {
 fn http1_endless_chunk_trailer_is_refused_like_a_head() {
     case(|| async {
         let ran = h1_case(
-            Protocol::Rest,
+            Ends::Guard,
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nx-trailer: ",
             |mut tcp| async move {
                 flood(&mut tcp, &[b'a'; 16 * 1024]).await;
@@ -435,7 +463,7 @@ fn http1_endless_chunk_trailer_is_refused_like_a_head() {
 fn http1_chunk_size_of_2_to_the_64_is_refused_without_a_panic() {
     case(|| async {
         let ran = h1_case(
-            Protocol::Rest,
+            Ends::Guard,
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\nffffffffffffffff\r\n",
             |mut tcp| async move {
                 flood(&mut tcp, &ZEROS).await;
@@ -450,7 +478,7 @@ fn http1_chunk_size_of_2_to_the_64_is_refused_without_a_panic() {
 fn http1_a_1_gib_body_is_refused_when_announced() {
     case(|| async {
         let ran = h1_case(
-            Protocol::Rest,
+            Ends::Guard,
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1073741824\r\n\r\n",
             |mut tcp| async move {
                 // Streamed as fast as the socket takes it (never allocated).
@@ -474,7 +502,7 @@ fn http1_a_1_gib_body_is_refused_when_announced() {
 fn http1_a_header_line_that_never_ends_is_refused_at_64_kib() {
     case(|| async {
         let ran = h1_case(
-            Protocol::Rest,
+            Ends::Guard,
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-endless: ",
             |mut tcp| async move {
                 flood(&mut tcp, &[b'a'; 16 * 1024]).await;
@@ -489,7 +517,7 @@ fn http1_a_header_line_that_never_ends_is_refused_at_64_kib() {
 fn http1_header_lines_that_never_end_are_refused_at_64_headers() {
     case(|| async {
         let ran = h1_case(
-            Protocol::Rest,
+            Ends::Guard,
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n",
             |mut tcp| async move {
                 flood(&mut tcp, &b"x-more: header\r\n".repeat(1024)).await;
@@ -577,26 +605,20 @@ fn grpc_head() -> Vec<u8> {
 }
 
 /// A gRPC run (`inventory.xs`) against a front whose hostile connections
-/// run `hostile`. `flood`: the guard under test counts what the engine has
-/// to read its way through (a flood), so the front's sockets have small
-/// receive buffers ([`front_small_buffer`]) and the calls [`FLOOD_TIMEOUT`].
-async fn h2_case<F, Fut>(flood: bool, hostile: F) -> (Ran, Arc<AtomicU64>)
+/// run `hostile`.
+async fn h2_case<F, Fut>(ends: Ends, hostile: F) -> (Ran, Arc<AtomicU64>)
 where
     F: Fn(TcpStream) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
     let server = good_server(Protocol::Grpc, false).await;
     let good = server.listener(Protocol::Grpc).expect("served").addr;
-    let (addr, count) = if flood {
+    let (addr, count) = if ends == Ends::Flood {
         front_small_buffer(good, 8 * 1024, hostile).await
     } else {
         front(good, hostile).await
     };
-    let mut p = plan(Protocol::Grpc, addr);
-    if flood {
-        p.timeout_ns = FLOOD_TIMEOUT.as_nanos() as u64;
-    }
-    let ran = go(p).await;
+    let ran = go(plan(Protocol::Grpc, addr, ends)).await;
     assert!(count.load(Ordering::SeqCst) >= 1, "a hostile connection was made");
     (ran, count)
 }
@@ -604,7 +626,7 @@ where
 #[test]
 fn http2_settings_flood_that_reads_no_acknowledgement_fails_the_connection() {
     case(|| async {
-        let (ran, _) = h2_case(true, |mut tcp| async move {
+        let (ran, _) = h2_case(Ends::Flood, |mut tcp| async move {
             if h2_open(&mut tcp, &[]).await.is_some() {
                 // Empty SETTINGS frames, each asking for an acknowledgement,
                 // and never a byte read.
@@ -622,7 +644,7 @@ fn http2_a_window_never_opened_times_out_without_sending_the_body() {
     let data_seen = Arc::new(AtomicU64::new(0));
     let seen = data_seen.clone();
     case(|| async move {
-        let (ran, _) = h2_case(false, move |mut tcp| {
+        let (ran, _) = h2_case(Ends::Timer, move |mut tcp| {
             let seen = seen.clone();
             async move {
                 if h2_open(&mut tcp, &[(SETTINGS_INITIAL_WINDOW_SIZE, 0)]).await.is_none() {
@@ -647,7 +669,7 @@ fn http2_a_window_never_opened_times_out_without_sending_the_body() {
 #[test]
 fn http2_continuation_flood_of_full_frames_stops_at_the_header_block_limit() {
     case(|| async {
-        let (ran, _) = h2_case(false, |mut tcp| async move {
+        let (ran, _) = h2_case(Ends::Guard, |mut tcp| async move {
             if h2_open(&mut tcp, &[]).await.is_none() {
                 return;
             }
@@ -667,7 +689,7 @@ fn http2_continuation_flood_of_full_frames_stops_at_the_header_block_limit() {
 #[test]
 fn http2_continuation_flood_of_empty_frames_stops_at_the_frame_limit() {
     case(|| async {
-        let (ran, _) = h2_case(false, |mut tcp| async move {
+        let (ran, _) = h2_case(Ends::Guard, |mut tcp| async move {
             if h2_open(&mut tcp, &[]).await.is_none() {
                 return;
             }
@@ -690,7 +712,7 @@ fn http2_continuation_flood_of_empty_frames_stops_at_the_frame_limit() {
 #[test]
 fn http2_goaway_mid_call_fails_the_call_as_reset_naming_it() {
     case(|| async {
-        let (ran, _) = h2_case(false, |mut tcp| async move {
+        let (ran, _) = h2_case(Ends::Guard, |mut tcp| async move {
             if h2_open(&mut tcp, &[]).await.is_none() {
                 return;
             }
@@ -716,7 +738,7 @@ fn http2_goaway_mid_call_fails_the_call_as_reset_naming_it() {
 #[test]
 fn http2_rst_stream_storm_fails_only_the_streams_and_keeps_the_connection() {
     case(|| async {
-        let (ran, hostile) = h2_case(false, |mut tcp| async move {
+        let (ran, hostile) = h2_case(Ends::Guard, |mut tcp| async move {
             if h2_open(&mut tcp, &[]).await.is_none() {
                 return;
             }
@@ -768,7 +790,7 @@ fn hpack_int(out: &mut Vec<u8>, flags: u8, n: u32, mut value: u64) {
 #[test]
 fn http2_hpack_table_size_bomb_is_refused() {
     case(|| async {
-        let (ran, _) = h2_case(false, |mut tcp| async move {
+        let (ran, _) = h2_case(Ends::Guard, |mut tcp| async move {
             // The server's own table "holds" 4 GiB (the client only reads
             // that to decide whether to index its request fields) ...
             if h2_open(&mut tcp, &[(SETTINGS_HEADER_TABLE_SIZE, u32::MAX)])
@@ -821,7 +843,7 @@ fn http2_hpack_table_size_bomb_is_refused() {
 #[test]
 fn grpc_length_prefix_of_4_gib_is_refused_when_it_arrives() {
     case(|| async {
-        let (ran, _) = h2_case(false, |mut tcp| async move {
+        let (ran, _) = h2_case(Ends::Guard, |mut tcp| async move {
             if h2_open(&mut tcp, &[]).await.is_none() {
                 return;
             }
@@ -832,13 +854,15 @@ fn grpc_length_prefix_of_4_gib_is_refused_when_it_arrives() {
                 if tcp.write_all(&out).await.is_err() {
                     return;
                 }
-                // Then 32 MiB of the message (the client's windows are not
-                // waited for), on the stream the client asked on.
+                // Then 1 MiB of the message (the client's windows are not
+                // waited for), on the stream the client asked on: without
+                // the guard the call would wait for the rest until its
+                // timeout.
                 let mut data = data.clone();
                 for f in data.chunks_mut(9 + 16_384) {
                     f[5..9].copy_from_slice(&id.to_be_bytes());
                 }
-                for _ in 0..(32 << 20) / data.len() {
+                for _ in 0..(1 << 20) / data.len() {
                     if tcp.write_all(&data).await.is_err() {
                         return;
                     }
@@ -879,7 +903,7 @@ async fn soap_case(body: &str) -> Ran {
         }
     })
     .await;
-    let ran = go(plan(Protocol::Soap, addr)).await;
+    let ran = go(plan(Protocol::Soap, addr, Ends::Guard)).await;
     assert!(hostile.load(Ordering::SeqCst) >= 1, "a hostile connection was made");
     ran
 }
@@ -937,7 +961,7 @@ fn tls_handshake_that_stops_halfway_fails_the_connect_at_its_timeout() {
         let good = server.listener(Protocol::Rest).expect("served").addr;
         // Reads the ClientHello (and anything after it), says nothing.
         let (addr, hostile) = front(good, hold).await;
-        let mut p = plan(Protocol::Rest, addr);
+        let mut p = plan(Protocol::Rest, addr, Ends::Timer);
         p.tls = Some(TlsPlan {
             insecure: true,
             ..Default::default()
