@@ -433,6 +433,21 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_body_past_its_limit_fails_if_asked_for_and_is_dropped_if_not() {
+        let mut body = Some(BytesMut::from(&vec![0u8; MAX_KEPT_BODY - 1][..]));
+        keep_more(&mut body, b"a", true).expect("up to the limit");
+        assert_eq!(body.as_ref().map(BytesMut::len), Some(MAX_KEPT_BODY));
+        let err = keep_more(&mut body, b"b", true).expect_err("past the limit");
+        assert_eq!(err.kind, ErrorKind::WrongResponse);
+        assert!(err.message.contains("MAX_KEPT_BODY"), "{err}");
+        // Kept only for an error status: dropped, and the call goes on.
+        keep_more(&mut body, b"b", false).expect("not asked for");
+        assert!(body.is_none());
+        keep_more(&mut body, b"c", false).expect("nothing kept");
+        assert!(body.is_none());
+    }
+
+    #[test]
     fn a_partial_head_waits_and_a_malformed_one_is_an_error() {
         assert!(
             parse_head(b"HTTP/1.1 200 OK\r\nContent-Le")

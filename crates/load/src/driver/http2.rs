@@ -383,6 +383,20 @@ mod tests {
     }
 
     #[test]
+    fn deframer_marks_a_length_prefix_over_the_limit() {
+        let mut d = Deframer::default();
+        d.feed(&[0, 0, 0, 0, 1, b'a']);
+        let at_limit = (MAX_GRPC_MESSAGE as u32).to_be_bytes();
+        d.feed(&[0, at_limit[0], at_limit[1], at_limit[2], at_limit[3]]);
+        assert_eq!(d.oversized, None, "the limit itself is allowed");
+        let mut d = Deframer::default();
+        d.feed(&[0, 0xff, 0xff]);
+        d.feed(&[0xff, 0xff]);
+        assert_eq!(d.oversized, Some(u32::MAX as usize));
+        assert!(d.partial());
+    }
+
+    #[test]
     fn grpc_message_is_percent_decoded() {
         assert_eq!(percent_decode(b"injected%20failure"), "injected failure");
         assert_eq!(percent_decode(b"100%"), "100%");
