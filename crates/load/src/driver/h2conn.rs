@@ -78,6 +78,17 @@ const MAX_FRAME: usize = 16_384;
 const DECODER_TABLE: usize = 4_096;
 /// The largest response header block, CONTINUATION frames included.
 const MAX_HEADER_BLOCK: usize = 256 * 1024;
+/// The largest decoded response header list (1 MiB), counted as RFC 9113
+/// counts SETTINGS_MAX_HEADER_LIST_SIZE (name, value and 32 bytes per
+/// field). A header block is at most [`MAX_HEADER_BLOCK`], but one byte of
+/// it can name a table entry of 4 KB: 256 KiB of such references decode to
+/// a gigabyte of fields, each handed to the stream (a `grpc-message` among
+/// them is copied and percent-decoded every time: 2,000 references to one of
+/// 4,000 bytes, a 6 KB block, took a debug build 150 ms per response). Past
+/// it the stream fails (`other`); the block is still decoded to its end, as
+/// the table must follow the server's, but its fields are no longer looked
+/// at.
+const MAX_HEADER_LIST: usize = 1 << 20;
 /// The most CONTINUATION frames one header block may take. A full block
 /// ([`MAX_HEADER_BLOCK`]) in the largest frames takes 16; this allows
 /// servers that cut blocks into 1 KiB frames. Empty CONTINUATION frames
@@ -718,8 +729,13 @@ impl State {
         let mut message = None;
         let mut content_type = None;
         let mut grpc_type = false;
+        let mut list = 0usize;
         decoder
             .decode(block, wanted, |name, value| {
+                list = list.saturating_add(name.len() + value.len() + 32);
+                if list > MAX_HEADER_LIST {
+                    return;
+                }
                 let Some(s) = slot.as_mut() else { return };
                 match name {
                     b":status" if head => {
@@ -741,6 +757,12 @@ impl State {
             })
             .map_err(|e| protocol(peer, format_args!("response headers could not be decoded (HPACK: {e})")))?;
         let Some(slot) = slot else { return Ok(()) };
+        if list > MAX_HEADER_LIST {
+            slot.remote_closed |= end_stream;
+            let e = format!("response header list over {MAX_HEADER_LIST} bytes (MAX_HEADER_LIST)");
+            self.finish(id, Some(CallError::new(ErrorKind::Other, e)));
+            return Ok(());
+        }
         let grpc = match code {
             Some(Some(code)) => Some(GrpcStatus {
                 code,
