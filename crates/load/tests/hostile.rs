@@ -20,9 +20,10 @@
 //!    chunk size of 2^64-1; a 1 GiB body announced and streamed; a header
 //!    line that never ends; header lines that never end.
 //! 3. HTTP/2 and gRPC (`grpc`): a SETTINGS flood, a window never opened, a
-//!    CONTINUATION flood (full frames: a huge header list; empty frames),
+//!    CONTINUATION flood (full frames: a huge header block; empty frames),
 //!    a GOAWAY mid-call, an RST_STREAM storm, an HPACK table-size bomb, a
-//!    gRPC length prefix of 4 GiB.
+//!    huge header list from a small block (references to one table entry),
+//!    a gRPC length prefix of 4 GiB.
 //! 4. SOAP: a response with a DTD (an external entity), a billion-laughs
 //!    entity.
 //! 5. TLS: a handshake that stops halfway (ClientHello read, nothing said).
@@ -787,6 +788,23 @@ fn hpack_int(out: &mut Vec<u8>, flags: u8, n: u32, mut value: u64) {
     out.push(value as u8);
 }
 
+/// A trailers-only response of `block` on stream `id`: HEADERS with
+/// END_STREAM, then CONTINUATION frames, 16 KiB each.
+fn header_frames(id: u32, block: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut chunks = block.chunks(16_384).peekable();
+    let mut kind = HEADERS;
+    while let Some(chunk) = chunks.next() {
+        let mut flags = if chunks.peek().is_none() { END_HEADERS } else { 0 };
+        if kind == HEADERS {
+            flags |= END_STREAM;
+        }
+        out.extend(frame(kind, flags, id, chunk));
+        kind = CONTINUATION;
+    }
+    out
+}
+
 #[test]
 fn http2_hpack_table_size_bomb_is_refused() {
     case(|| async {
@@ -813,18 +831,7 @@ fn http2_hpack_table_size_bomb_is_refused() {
             }
             block.extend_from_slice(&grpc_head());
             while let Some(id) = next_request(&mut tcp).await {
-                let mut out = Vec::new();
-                let mut chunks = block.chunks(16_384).peekable();
-                let mut kind = HEADERS;
-                while let Some(chunk) = chunks.next() {
-                    let mut flags = if chunks.peek().is_none() { END_HEADERS } else { 0 };
-                    if kind == HEADERS {
-                        flags |= END_STREAM;
-                    }
-                    out.extend(frame(kind, flags, id, chunk));
-                    kind = CONTINUATION;
-                }
-                if tcp.write_all(&out).await.is_err() {
+                if tcp.write_all(&header_frames(id, &block)).await.is_err() {
                     return;
                 }
             }
@@ -835,6 +842,41 @@ fn http2_hpack_table_size_bomb_is_refused() {
             &ran,
             ErrorKind::Other,
             "table size update beyond SETTINGS_HEADER_TABLE_SIZE",
+            BOUND_MIB,
+        );
+    });
+}
+
+#[test]
+fn http2_huge_header_list_from_a_small_block_is_refused() {
+    case(|| async {
+        let (ran, _) = h2_case(Ends::Guard, |mut tcp| async move {
+            if h2_open(&mut tcp, &[]).await.is_none() {
+                return;
+            }
+            // One `grpc-message` of 4,000 bytes into the table (4,096 bytes
+            // at most), then 2,000 one-byte references to it: 6 KB of
+            // block, 8 MB of header list (60,000 references, 240 MB, take
+            // the engine tens of milliseconds each response without the
+            // limit).
+            let mut block = grpc_head();
+            block.push(0x40);
+            hpack_int(&mut block, 0, 7, 12);
+            block.extend_from_slice(b"grpc-message");
+            hpack_int(&mut block, 0, 7, 4_000);
+            block.extend(std::iter::repeat_n(b'm', 4_000));
+            block.extend(std::iter::repeat_n(0x80 | 62, 2_000));
+            while let Some(id) = next_request(&mut tcp).await {
+                if tcp.write_all(&header_frames(id, &block)).await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await;
+        assert_case(
+            &ran,
+            ErrorKind::Other,
+            "response header list over 1048576 bytes",
             BOUND_MIB,
         );
     });
