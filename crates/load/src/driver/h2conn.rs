@@ -99,13 +99,13 @@ const MAX_HEADER_LIST: usize = 1 << 20;
 /// timeouts. Past it the connection fails as a protocol error (`other`).
 const MAX_CONTINUATIONS: usize = 256;
 /// The most SETTINGS and PING acknowledgements queued while the server
-/// reads none of what this client writes (the number Go's HTTP/2 stack
-/// allows, `maxQueuedControlFrames`). Each such frame from the server
-/// queues an answer; a server that floods them and never reads would grow
-/// the output buffer at the rate it writes (a SETTINGS flood: 9 bytes queued
-/// per 9 received), until the calls' timeouts. The count restarts each time
-/// the buffer is written out whole. Past it the connection fails as a
-/// protocol error (`other`).
+/// reads none of what this client writes (the number Go's HTTP/2 server
+/// allows a client, its `maxQueuedControlFrames`). Each such frame from the
+/// server queues an answer; a server that floods them and never reads would
+/// grow the output buffer at the rate it writes (a SETTINGS flood: 9 bytes
+/// queued per 9 received), until the calls' timeouts. The count restarts
+/// each time the buffer is written out whole. Past it the connection fails
+/// as a protocol error (`other`).
 const MAX_QUEUED_CONTROL: usize = 10_000;
 /// The largest stream id a client may use.
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
