@@ -19,9 +19,10 @@
 //!    then a stall; an endless chunked body; an endless chunk trailer; a
 //!    chunk size of 2^64-1; a 1 GiB body announced and streamed; a header
 //!    line that never ends; header lines that never end.
-//! 3. HTTP/2 and gRPC (`grpc`): a SETTINGS flood, a window never opened, a
-//!    CONTINUATION flood (full frames: a huge header block; empty frames),
-//!    a GOAWAY mid-call, an RST_STREAM storm, an HPACK table-size bomb, a
+//! 3. HTTP/2 and gRPC (`grpc`): a SETTINGS flood, a PING flood, a window
+//!    never opened, a CONTINUATION flood (full frames: a huge header block;
+//!    empty frames), a GOAWAY mid-call (then a close; or refusing the call
+//!    and leaving the connection open), an RST_STREAM storm, an HPACK table-size bomb, a
 //!    huge header list from a small block (references to one table entry),
 //!    a gRPC length prefix of 4 GiB.
 //! 4. SOAP: a response with a DTD (an external entity), a billion-laughs
@@ -554,6 +555,7 @@ const DATA: u8 = 0x0;
 const HEADERS: u8 = 0x1;
 const RST_STREAM: u8 = 0x3;
 const SETTINGS: u8 = 0x4;
+const PING: u8 = 0x6;
 const GOAWAY: u8 = 0x7;
 const CONTINUATION: u8 = 0x9;
 const END_STREAM: u8 = 0x1;
@@ -652,6 +654,20 @@ fn http2_settings_flood_that_reads_no_acknowledgement_fails_the_connection() {
 }
 
 #[test]
+fn http2_ping_flood_that_reads_no_acknowledgement_fails_the_connection() {
+    case(|| async {
+        let (ran, _) = h2_case(Ends::Flood, |mut tcp| async move {
+            if h2_open(&mut tcp, &[]).await.is_some() {
+                flood(&mut tcp, &frame(PING, 0, 0, b"hostile!").repeat(4_000)).await;
+            }
+        })
+        .await;
+        // MAX_QUEUED_CONTROL acknowledgements: 10,000 x 17 bytes queued.
+        assert_case(&ran, ErrorKind::Other, "a flood of SETTINGS or PING frames", BOUND_MIB);
+    });
+}
+
+#[test]
 fn http2_a_window_never_opened_times_out_without_sending_the_body() {
     let data_seen = Arc::new(AtomicU64::new(0));
     let seen = data_seen.clone();
@@ -744,6 +760,36 @@ fn http2_goaway_mid_call_fails_the_call_as_reset_naming_it() {
         })
         .await;
         assert_case(&ran, ErrorKind::Reset, "GOAWAY, error code 0x2", BOUND_MIB);
+    });
+}
+
+#[test]
+fn http2_goaway_refusing_the_call_on_a_connection_left_open_fails_it_at_once() {
+    case(|| async {
+        let (ran, _) = h2_case(Ends::Guard, |mut tcp| async move {
+            if h2_open(&mut tcp, &[]).await.is_none() {
+                return;
+            }
+            let Some(id) = next_request(&mut tcp).await else { return };
+            // GOAWAY with last stream 0: the call in flight was never
+            // processed. The connection stays open, and silent.
+            let mut goaway = 0u32.to_be_bytes().to_vec();
+            goaway.extend_from_slice(&0u32.to_be_bytes());
+            let mut out = frame(GOAWAY, 0, 0, &goaway);
+            // A head for the refused stream too, which must not revive it.
+            out.extend(frame(HEADERS, END_HEADERS, id, &grpc_head()));
+            if tcp.write_all(&out).await.is_ok() {
+                hold(tcp).await;
+            }
+        })
+        .await;
+        // Refused at once: a new connection for the next call.
+        assert_case(
+            &ran,
+            ErrorKind::Reset,
+            "the server refused the stream (GOAWAY, error code 0x0, last stream 0)",
+            BOUND_MIB,
+        );
     });
 }
 
