@@ -78,6 +78,35 @@ const MAX_FRAME: usize = 16_384;
 const DECODER_TABLE: usize = 4_096;
 /// The largest response header block, CONTINUATION frames included.
 const MAX_HEADER_BLOCK: usize = 256 * 1024;
+/// The largest decoded response header list (1 MiB), counted as RFC 9113
+/// counts SETTINGS_MAX_HEADER_LIST_SIZE (name, value and 32 bytes per
+/// field). A header block is at most [`MAX_HEADER_BLOCK`], but one byte of
+/// it can name a table entry of 4 KB: 256 KiB of such references decode to
+/// a gigabyte of fields, each handed to the stream, and a `grpc-message` or
+/// `content-type` among them copied each time (when they were also
+/// percent-decoded or made strings each time, 2,000 references to one of
+/// 4,000 bytes, a 6 KB block, took a debug build 150 ms per response). Past
+/// it the stream fails (`other`); the block is still decoded to its end, as
+/// the table must follow the server's, but its fields are no longer looked
+/// at.
+const MAX_HEADER_LIST: usize = 1 << 20;
+/// The most CONTINUATION frames one header block may take. A full block
+/// ([`MAX_HEADER_BLOCK`]) in the largest frames takes 16; this allows
+/// servers that cut blocks into 1 KiB frames. Empty CONTINUATION frames
+/// grow no buffer, so [`MAX_HEADER_BLOCK`] never ends a flood of them, and a
+/// header block may not be interrupted: without this limit every stream of
+/// the connection would wait, and its task spin on frames, until the calls'
+/// timeouts. Past it the connection fails as a protocol error (`other`).
+const MAX_CONTINUATIONS: usize = 256;
+/// The most SETTINGS and PING acknowledgements queued while the server
+/// reads none of what this client writes (the number Go's HTTP/2 server
+/// allows a client, its `maxQueuedControlFrames`). Each such frame from the
+/// server queues an answer; a server that floods them and never reads would
+/// grow the output buffer at the rate it writes (a SETTINGS flood: 9 bytes
+/// queued per 9 received), until the calls' timeouts. The count restarts
+/// each time the buffer is written out whole. Past it the connection fails
+/// as a protocol error (`other`).
+const MAX_QUEUED_CONTROL: usize = 10_000;
 /// The largest stream id a client may use.
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
 /// Room for reading: several full frames.
@@ -186,6 +215,8 @@ struct Partial {
     id: u32,
     end_stream: bool,
     block: Vec<u8>,
+    /// CONTINUATION frames so far.
+    frames: usize,
 }
 
 /// The state a connection's task and its callers share.
@@ -232,6 +263,9 @@ struct State {
     table: TableUse,
     /// Bytes the request's fields take in the server's table.
     table_need: usize,
+    /// SETTINGS and PING acknowledgements queued since `out` was last
+    /// written out whole.
+    control_queued: usize,
 }
 
 /// The payload length in the frame header at the start of `head`.
@@ -452,6 +486,7 @@ impl State {
                         id,
                         end_stream,
                         block: p.to_vec(),
+                        frames: 0,
                     });
                     Ok(())
                 }
@@ -463,6 +498,13 @@ impl State {
                 p.block.extend_from_slice(payload);
                 if p.block.len() > MAX_HEADER_BLOCK {
                     return Err(protocol(&self.peer, "response header block over 256 KiB"));
+                }
+                p.frames += 1;
+                if p.frames > MAX_CONTINUATIONS {
+                    return Err(protocol(
+                        &self.peer,
+                        format_args!("more than {MAX_CONTINUATIONS} CONTINUATION frames in one header block"),
+                    ));
                 }
                 if flags & END_HEADERS != 0 {
                     self.on_header_block(p.id, p.end_stream, &p.block)
@@ -490,6 +532,7 @@ impl State {
             PUSH_PROMISE => Err(protocol(&self.peer, "PUSH_PROMISE, though push is disabled")),
             PING => {
                 if flags & ACK == 0 && payload.len() == 8 {
+                    self.queue_control()?;
                     frame_head(&mut self.out, 8, PING, ACK, 0);
                     self.out.extend_from_slice(payload);
                 }
@@ -571,6 +614,7 @@ impl State {
                 _ => {}
             }
         }
+        self.queue_control()?;
         frame_head(&mut self.out, 0, SETTINGS, ACK, 0);
         if !self.settings_seen {
             self.settings_seen = true;
@@ -584,6 +628,20 @@ impl State {
         }
         self.pump_blocked();
         self.wake_waiting();
+        Ok(())
+    }
+
+    /// Counts an acknowledgement about to be queued, within [`MAX_QUEUED_CONTROL`].
+    fn queue_control(&mut self) -> Result<(), CallError> {
+        self.control_queued += 1;
+        if self.control_queued > MAX_QUEUED_CONTROL {
+            return Err(protocol(
+                &self.peer,
+                format_args!(
+                    "a flood of SETTINGS or PING frames: over {MAX_QUEUED_CONTROL} acknowledgements queued that the server does not read"
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -615,11 +673,36 @@ impl State {
         }
         let r = &mut slot.reply;
         r.body_len += data.len();
+        let mut error = None;
         if slot.grpc {
             r.deframer.feed(data);
+            if let Some(len) = r.deframer.oversized {
+                error = Some(CallError::new(
+                    ErrorKind::WrongResponse,
+                    format!(
+                        "gRPC message of {len} bytes announced: over the 16 MiB the engine accepts (MAX_GRPC_MESSAGE)"
+                    ),
+                ));
+            }
         }
-        if let Some(body) = r.body.as_mut() {
-            body.extend_from_slice(data);
+        if error.is_none()
+            && let Some(body) = r.body.as_mut()
+        {
+            // Within MAX_KEPT_BODY: past it a body asked for fails the call,
+            // one kept for an error status is dropped.
+            let len = body.len() + data.len();
+            if len <= super::MAX_KEPT_BODY {
+                body.extend_from_slice(data);
+            } else if slot.keep_body {
+                error = Some(super::body_too_large(len, false));
+            } else {
+                r.body = None;
+            }
+        }
+        if error.is_some() {
+            slot.remote_closed |= end;
+            self.finish(id, error);
+            return Ok(());
         }
         if end {
             slot.remote_closed = true;
@@ -644,11 +727,18 @@ impl State {
         let head = slot.as_ref().is_some_and(|s| s.phase == Phase::Head);
         let mut status = None;
         let mut code: Option<Option<u32>> = None;
-        let mut message = None;
-        let mut content_type = None;
+        // The last `grpc-message` and `content-type` values, as bytes: made
+        // strings once, after the block, however often a server repeats them.
+        let mut message: Option<Vec<u8>> = None;
+        let mut content_type: Option<Vec<u8>> = None;
         let mut grpc_type = false;
+        let mut list = 0usize;
         decoder
             .decode(block, wanted, |name, value| {
+                list = list.saturating_add(name.len() + value.len() + 32);
+                if list > MAX_HEADER_LIST {
+                    return;
+                }
                 let Some(s) = slot.as_mut() else { return };
                 match name {
                     b":status" if head => {
@@ -658,22 +748,34 @@ impl State {
                         grpc_type = super::http2::is_grpc_content_type(value);
                         // Read (a copy) only where it may be kept, below.
                         if s.keep_body || status != Some(200) || (s.grpc && !grpc_type) {
-                            content_type = Some(String::from_utf8_lossy(value).into_owned());
+                            let c = content_type.get_or_insert_with(Vec::new);
+                            c.clear();
+                            c.extend_from_slice(value);
                         }
                     }
                     b"grpc-status" if s.grpc => {
                         code = Some(std::str::from_utf8(value).ok().and_then(|v| v.trim().parse().ok()));
                     }
-                    b"grpc-message" if s.grpc => message = Some(super::http2::percent_decode(value)),
+                    b"grpc-message" if s.grpc => {
+                        let m = message.get_or_insert_with(Vec::new);
+                        m.clear();
+                        m.extend_from_slice(value);
+                    }
                     _ => {}
                 }
             })
             .map_err(|e| protocol(peer, format_args!("response headers could not be decoded (HPACK: {e})")))?;
         let Some(slot) = slot else { return Ok(()) };
+        if list > MAX_HEADER_LIST {
+            slot.remote_closed |= end_stream;
+            let e = format!("response header list over {MAX_HEADER_LIST} bytes (MAX_HEADER_LIST)");
+            self.finish(id, Some(CallError::new(ErrorKind::Other, e)));
+            return Ok(());
+        }
         let grpc = match code {
             Some(Some(code)) => Some(GrpcStatus {
                 code,
-                message: message.unwrap_or_default(),
+                message: message.map(|m| super::http2::percent_decode(&m)).unwrap_or_default(),
             }),
             // grpc-status present but not a number: counted as absent, as before.
             _ => None,
@@ -694,7 +796,7 @@ impl State {
                     let not_grpc = slot.grpc && (status != 200 || !(r.head_grpc.is_some() || grpc_type));
                     if slot.keep_body || not_grpc || !(200..300).contains(&status) {
                         r.body = Some(BytesMut::new());
-                        r.content_type = content_type;
+                        r.content_type = content_type.map(|c| String::from_utf8_lossy(&c).into_owned());
                     }
                     slot.phase = Phase::Body;
                     None
@@ -816,6 +918,7 @@ impl Handle {
             partial: None,
             table: TableUse::Unprimed,
             table_need: block.table_bytes,
+            control_queued: 0,
         }));
         tokio::task::spawn_local(drive(io, shared.clone()));
         let handle = Handle { shared };
@@ -1023,6 +1126,9 @@ fn poll_drive(
                 }
                 Poll::Pending => break,
             }
+        }
+        if st.out.is_empty() {
+            st.control_queued = 0;
         }
         // TLS keeps records that the socket did not take until a flush
         // completes (clear text: a no-op).
@@ -1251,7 +1357,12 @@ mod tests {
             };
             let block = HeaderBlock::sample("/echo?n=1");
             let conn = open(addr, small, &block).await.unwrap();
-            let body: Bytes = (0..200_000u32).map(|i| (i % 251) as u8).collect::<Vec<u8>>().into();
+            let mut body: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+            // One gRPC message (the call is read as gRPC: a length prefix
+            // made of the pattern would be over MAX_GRPC_MESSAGE).
+            body[0] = 0;
+            body[1..5].copy_from_slice(&(200_000u32 - 5).to_be_bytes());
+            let body = Bytes::from(body);
             let calls = (0..6).map(|_| {
                 let c = conn.share();
                 let (block, body) = (&block, body.clone());

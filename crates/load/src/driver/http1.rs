@@ -13,7 +13,7 @@ use protobench_model::load::ErrorKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::net::{Counted, Endpoint, Stream};
-use super::{ByteCounters, CallError, Driver, Response};
+use super::{ByteCounters, CallError, Driver, MAX_KEPT_BODY, Response, body_too_large};
 
 /// The HTTP/1.1 driver.
 pub(crate) struct Http1 {
@@ -88,6 +88,10 @@ impl Driver for Http1 {
 }
 
 const MAX_HEADERS: usize = 64;
+/// The largest response head, and the largest chunked-body trailer section:
+/// a server whose head never ends (one endless header line, or header lines
+/// without the empty line) would otherwise grow the read buffer until the
+/// call's timeout, and parse it again from the start on every read.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
 
 struct Head {
@@ -228,6 +232,13 @@ async fn exchange(conn: &mut Conn, request: &[u8], keep_body: bool) -> Result<Re
     let mut body = if keep { Some(BytesMut::new()) } else { None };
     let body_len = match head.body {
         BodyLength::Fixed(len) => {
+            if len > MAX_KEPT_BODY && body.is_some() {
+                // Refused before a byte of it is read.
+                if keep_body {
+                    return Err(body_too_large(len, true));
+                }
+                body = None;
+            }
             let mut got = 0;
             loop {
                 let take = conn.buf.len().min(len - got);
@@ -249,14 +260,12 @@ async fn exchange(conn: &mut Conn, request: &[u8], keep_body: bool) -> Result<Re
             }
             len
         }
-        BodyLength::Chunked => read_chunked(conn, body.as_mut()).await?,
+        BodyLength::Chunked => read_chunked(conn, &mut body, keep_body).await?,
         BodyLength::UntilClose => {
             let mut got = 0;
             loop {
                 got += conn.buf.len();
-                if let Some(b) = body.as_mut() {
-                    b.extend_from_slice(&conn.buf);
-                }
+                keep_more(&mut body, &conn.buf, keep_body)?;
                 conn.buf.clear();
                 if fill(conn).await? == 0 {
                     break;
@@ -279,8 +288,25 @@ async fn exchange(conn: &mut Conn, request: &[u8], keep_body: bool) -> Result<Re
     })
 }
 
+/// Adds `data` to the kept body (if one is kept) within [`MAX_KEPT_BODY`]:
+/// past it, a body asked for (`asked`) fails the call, and one kept only for
+/// an error status is dropped.
+fn keep_more(body: &mut Option<BytesMut>, data: &[u8], asked: bool) -> Result<(), CallError> {
+    let Some(b) = body.as_mut() else { return Ok(()) };
+    let len = b.len() + data.len();
+    if len <= MAX_KEPT_BODY {
+        b.extend_from_slice(data);
+        return Ok(());
+    }
+    if asked {
+        return Err(body_too_large(len, false));
+    }
+    *body = None;
+    Ok(())
+}
+
 /// Reads a chunked body; returns its decoded length.
-async fn read_chunked(conn: &mut Conn, mut body: Option<&mut BytesMut>) -> Result<usize, CallError> {
+async fn read_chunked(conn: &mut Conn, body: &mut Option<BytesMut>, asked: bool) -> Result<usize, CallError> {
     let bad = |what: &str| CallError::new(ErrorKind::Other, format!("invalid HTTP/1.1 response: {what}"));
     let mut total = 0;
     loop {
@@ -304,14 +330,22 @@ async fn read_chunked(conn: &mut Conn, mut body: Option<&mut BytesMut>) -> Resul
         let size = usize::from_str_radix(size_hex, 16).map_err(|_| bad("chunk size"))?;
         conn.buf.advance(line_end + 2);
         if size == 0 {
-            // Trailers, then an empty line.
+            // Trailers, then an empty line; within MAX_HEAD_BYTES, as a head.
+            let mut trailers = 0;
             loop {
                 if let Some(i) = conn.buf.windows(2).position(|w| w == b"\r\n") {
                     conn.buf.advance(i + 2);
                     if i == 0 {
                         return Ok(total);
                     }
+                    trailers += i + 2;
+                    if trailers > MAX_HEAD_BYTES {
+                        return Err(bad("chunked trailer section too large"));
+                    }
                     continue;
+                }
+                if trailers + conn.buf.len() > MAX_HEAD_BYTES {
+                    return Err(bad("chunked trailer section too large"));
                 }
                 if fill(conn).await? == 0 {
                     return Err(CallError::new(
@@ -321,7 +355,10 @@ async fn read_chunked(conn: &mut Conn, mut body: Option<&mut BytesMut>) -> Resul
                 }
             }
         }
-        let mut left = size + 2;
+        // A size near usize::MAX (`ffffffffffffffff`) would overflow the
+        // count of bytes left (a panic in a debug build, a wrong length in a
+        // release one).
+        let mut left = size.checked_add(2).ok_or_else(|| bad("chunk size"))?;
         while left > 0 {
             if conn.buf.is_empty() && fill(conn).await? == 0 {
                 return Err(CallError::new(
@@ -331,13 +368,11 @@ async fn read_chunked(conn: &mut Conn, mut body: Option<&mut BytesMut>) -> Resul
             }
             let take = conn.buf.len().min(left);
             let data = take.min(left.saturating_sub(2));
-            if let Some(b) = body.as_deref_mut() {
-                b.extend_from_slice(&conn.buf[..data]);
-            }
+            keep_more(body, &conn.buf[..data], asked)?;
             conn.buf.advance(take);
             left -= take;
         }
-        total += size;
+        total = total.checked_add(size).ok_or_else(|| bad("chunked body length"))?;
     }
 }
 
@@ -395,6 +430,21 @@ mod tests {
         assert_eq!(content_length(max.as_bytes()), Some(usize::MAX));
         let past = format!("{max}0");
         assert_eq!(content_length(past.as_bytes()), None);
+    }
+
+    #[test]
+    fn a_kept_body_past_its_limit_fails_if_asked_for_and_is_dropped_if_not() {
+        let mut body = Some(BytesMut::from(&vec![0u8; MAX_KEPT_BODY - 1][..]));
+        keep_more(&mut body, b"a", true).expect("up to the limit");
+        assert_eq!(body.as_ref().map(BytesMut::len), Some(MAX_KEPT_BODY));
+        let err = keep_more(&mut body, b"b", true).expect_err("past the limit");
+        assert_eq!(err.kind, ErrorKind::WrongResponse);
+        assert!(err.message.contains("MAX_KEPT_BODY"), "{err}");
+        // Kept only for an error status: dropped, and the call goes on.
+        keep_more(&mut body, b"b", false).expect("not asked for");
+        assert!(body.is_none());
+        keep_more(&mut body, b"c", false).expect("nothing kept");
+        assert!(body.is_none());
     }
 
     #[test]

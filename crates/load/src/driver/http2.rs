@@ -251,6 +251,14 @@ pub(super) fn percent_decode(bytes: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The largest gRPC message a response may announce (16 MiB, as
+/// [`super::MAX_KEPT_BODY`]): gRPC libraries refuse messages over 4 MiB by
+/// default, and the contract's largest is 3.4 MB. A length prefix over it
+/// (up to 4 GiB: the prefix is 32 bits) fails the call as `wrong_response`
+/// as soon as its 5 bytes arrive, instead of the call reading (and, when its
+/// body is kept, keeping) gigabytes until its timeout.
+pub(crate) const MAX_GRPC_MESSAGE: usize = 16 << 20;
+
 /// Splits a gRPC response body into length-prefixed messages as it arrives.
 #[derive(Debug, Default)]
 pub(crate) struct Deframer {
@@ -261,6 +269,8 @@ pub(crate) struct Deframer {
     message_bytes: usize,
     first_len: usize,
     compressed: bool,
+    /// The first length prefix over [`MAX_GRPC_MESSAGE`].
+    pub(super) oversized: Option<usize>,
 }
 
 impl Deframer {
@@ -280,6 +290,9 @@ impl Deframer {
             if self.head_len == 5 {
                 self.compressed |= self.head[0] != 0;
                 self.left = u32::from_be_bytes([self.head[1], self.head[2], self.head[3], self.head[4]]) as usize;
+                if self.left > MAX_GRPC_MESSAGE && self.oversized.is_none() {
+                    self.oversized = Some(self.left);
+                }
                 if self.messages == 0 {
                     self.first_len = self.left;
                 }
@@ -367,6 +380,20 @@ mod tests {
                 "split {split}"
             );
         }
+    }
+
+    #[test]
+    fn deframer_marks_a_length_prefix_over_the_limit() {
+        let mut d = Deframer::default();
+        d.feed(&[0, 0, 0, 0, 1, b'a']);
+        let at_limit = (MAX_GRPC_MESSAGE as u32).to_be_bytes();
+        d.feed(&[0, at_limit[0], at_limit[1], at_limit[2], at_limit[3]]);
+        assert_eq!(d.oversized, None, "the limit itself is allowed");
+        let mut d = Deframer::default();
+        d.feed(&[0, 0xff, 0xff]);
+        d.feed(&[0xff, 0xff]);
+        assert_eq!(d.oversized, Some(u32::MAX as usize));
+        assert!(d.partial());
     }
 
     #[test]

@@ -22,6 +22,33 @@ use std::rc::Rc;
 use bytes::Bytes;
 use protobench_model::load::ErrorKind;
 
+/// The largest response body a driver keeps in memory (16 MiB): bodies are
+/// kept to be checked (`--validate full`, a contract workload's first
+/// response) or to read an error status's message. The largest contract
+/// response is 3.4 MB (4.5 MB as base64 in JSON or SOAP), so this is over
+/// three times the most a correct server sends. Without a limit a server
+/// that streams an endless body (chunked, until close, or HTTP/2 DATA)
+/// would grow the kept copy at the speed of the link until the call's
+/// timeout: a gigabyte a second on loopback. A body asked for that grows
+/// past it fails the call as `wrong_response`; one kept only for an error
+/// status is dropped (the status is judged without it). Bodies not kept
+/// are counted and dropped as they arrive, of any size.
+pub(crate) const MAX_KEPT_BODY: usize = 16 << 20;
+
+/// The error of a kept body over [`MAX_KEPT_BODY`]; `announced`: told by a
+/// Content-Length before any of it was read.
+pub(crate) fn body_too_large(size: usize, announced: bool) -> CallError {
+    let what = if announced {
+        format!("response body of {size} bytes announced")
+    } else {
+        format!("response body over {size} bytes so far")
+    };
+    CallError::new(
+        ErrorKind::WrongResponse,
+        format!("{what}: over the 16 MiB the engine keeps to check a response (MAX_KEPT_BODY)"),
+    )
+}
+
 /// Why a call (or a connection attempt) failed, by kind, with a message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
