@@ -15,8 +15,8 @@
 #
 # Each lane writes its log to $PROTOBENCH_TEST_LOGS (default: a temporary
 # directory) and is printed whole when it ends, headed by its name and time;
-# a lane stops at its first failure, the others go on; the exit status is 1 if
-# any lane failed. `make lint unit contract-check servers-test verify-servers`
+# the rust lane stops at its first failure, a server lane goes on to its
+# other stacks; the exit status is 1 if any lane failed. `make lint unit contract-check servers-test verify-servers`
 # still runs the same steps one after the other.
 #
 # usage: scripts/test.sh            (after scripts/setup.sh)
@@ -59,8 +59,8 @@ rust_lane() {
 }
 
 server() { # STACK: its own tests, then verify-servers on it (and its variants)
-  local s=$1 targets=("$1")
-  if [ -x "servers/$s/test.sh" ]; then step "servers/$s/test.sh" bash "servers/$s/test.sh" || return 1; fi
+  local s=$1 targets=("$1") rc=0
+  if [ -x "servers/$s/test.sh" ]; then step "servers/$s/test.sh" bash "servers/$s/test.sh" || rc=1; fi
   while [ ! -e "$built" ] && [ ! -e "$built.failed" ]; do sleep 2; done
   [ -e "$built" ] || { echo "---- verify $s: not run, protobench did not build (see the rust lane)"; return 1; }
   if [ -f "servers/$s/manifest.toml" ]; then
@@ -68,12 +68,14 @@ server() { # STACK: its own tests, then verify-servers on it (and its variants)
       targets+=("$s:$v")
     done
   fi
-  step "verify $s" bash scripts/verify-servers.sh "${targets[@]}"
+  step "verify $s" bash scripts/verify-servers.sh "${targets[@]}" || rc=1
+  return $rc
 }
 
-servers_lane() {
-  local s
-  for s in "$@"; do server "$s" || return 1; done
+servers_lane() { # every stack, even after a failure: the log shows them all
+  local s rc=0
+  for s in "$@"; do server "$s" || rc=1; done
+  return $rc
 }
 
 lane() { # NAME FUNCTION ARGS...: runs in the background, status in $logs/NAME.status

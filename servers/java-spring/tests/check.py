@@ -913,8 +913,9 @@ def check_idle_and_read_timeouts(server, label):
 
 def check_408(server, p, label, partial_body):
     name = f"{label} {p}: a body that stops arriving -> 408 naming the problem, closed right after"
-    data = check_closed(name, raw_socket(server, p), READ_S, send=partial_body, must_contain=b" 408 ",
-                        limit=READ_S + 1.5)
+    # Bounded by the same slack as every other close (it was READ_S + 1.5 s,
+    # which a loaded machine missed with the lanes of scripts/test.sh: issue 35).
+    data = check_closed(name, raw_socket(server, p), READ_S, send=partial_body, must_contain=b" 408 ")
     body = data.split(b"\r\n\r\n", 1)[-1].decode("latin-1")
     check(f"{name}: body without internals", "408" in body and "timeout" in body and leak(body) is None, body[:200])
 
