@@ -46,6 +46,7 @@ bench:
 	bash bench/engine.sh
 	bash bench/wire.sh
 	bash bench/openloop.sh
+	bash bench/aa.sh
 
 ## Instructions per call of the engine and the built-in server (valgrind),
 ## with wrk's and h2load's beside the engine's.

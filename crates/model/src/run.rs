@@ -476,6 +476,10 @@ pub struct PointAggregate {
     /// Fraction of calls that failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_fraction: Option<Summary>,
+    /// Calls lost to the generator's own call timeout, over every
+    /// repetition (written only when there are any).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub timeouts: u64,
     /// Server CPU per call (ns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_ns_per_call: Option<Summary>,
@@ -541,16 +545,34 @@ pub struct PointAggregate {
     pub failures: Vec<String>,
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 impl PointAggregate {
     /// Summarizes the measurements of one point.
     pub fn of(config: &PointConfig, ms: &[&Measurement], noise_threshold: f64) -> PointAggregate {
         let ok: Vec<&&Measurement> = ms.iter().filter(|m| m.status == MeasurementStatus::Ok).collect();
-        let results: Vec<&LoadResult> = ok.iter().filter_map(|m| m.result.as_ref()).collect();
-        let costs: Vec<&ServerCost> = ok.iter().filter_map(|m| m.server_cost.as_ref()).collect();
-        let searches: Vec<&Search> = ok.iter().filter_map(|m| m.search.as_ref()).collect();
-        let links: Vec<&crate::network::PointLink> = ok.iter().filter_map(|m| m.link.as_ref()).collect();
-        let sum = |v: Vec<f64>| Summary::of(&v);
-        let rate = sum(results.iter().map(|r| r.rate).collect());
+        // Every value keeps its repetition, so that two points measured in
+        // the same interleaved repetitions can be compared pair by pair.
+        let results: Vec<(u32, &LoadResult)> = ok
+            .iter()
+            .filter_map(|m| Some((m.repetition, m.result.as_ref()?)))
+            .collect();
+        let costs: Vec<(u32, &ServerCost)> = ok
+            .iter()
+            .filter_map(|m| Some((m.repetition, m.server_cost.as_ref()?)))
+            .collect();
+        let searches: Vec<(u32, &Search)> = ok
+            .iter()
+            .filter_map(|m| Some((m.repetition, m.search.as_ref()?)))
+            .collect();
+        let links: Vec<(u32, &crate::network::PointLink)> = ok
+            .iter()
+            .filter_map(|m| Some((m.repetition, m.link.as_ref()?)))
+            .collect();
+        let sum = |v: Vec<(u32, f64)>| Summary::of_repetitions(&v);
+        let rate = sum(results.iter().map(|(k, r)| (*k, r.rate)).collect());
         let threshold = if noise_threshold > 0.0 {
             noise_threshold
         } else {
@@ -570,67 +592,85 @@ impl PointAggregate {
             repetitions_failed: (ms.len() - ok.len()) as u32,
             noisy: rate.as_ref().is_some_and(|s| s.is_noisy(threshold)),
             rate,
-            p50_ns: sum(results.iter().map(|r| r.latency.p50_ns as f64).collect()),
-            p90_ns: sum(results.iter().map(|r| r.latency.p90_ns as f64).collect()),
-            p95_ns: sum(results.iter().map(|r| r.latency.p95_ns as f64).collect()),
-            p99_ns: sum(results.iter().map(|r| r.latency.p99_ns as f64).collect()),
-            p999_ns: sum(results.iter().map(|r| r.latency.p999_ns as f64).collect()),
-            mean_ns: sum(results.iter().map(|r| r.latency.mean_ns as f64).collect()),
+            p50_ns: sum(results.iter().map(|(k, r)| (*k, r.latency.p50_ns as f64)).collect()),
+            p90_ns: sum(results.iter().map(|(k, r)| (*k, r.latency.p90_ns as f64)).collect()),
+            p95_ns: sum(results.iter().map(|(k, r)| (*k, r.latency.p95_ns as f64)).collect()),
+            p99_ns: sum(results.iter().map(|(k, r)| (*k, r.latency.p99_ns as f64)).collect()),
+            p999_ns: sum(results.iter().map(|(k, r)| (*k, r.latency.p999_ns as f64)).collect()),
+            mean_ns: sum(results.iter().map(|(k, r)| (*k, r.latency.mean_ns as f64)).collect()),
             bytes_sent_per_call: sum(results
                 .iter()
-                .filter(|r| r.calls > 0)
-                .map(|r| r.bytes_sent_per_call)
+                .filter(|(_, r)| r.calls > 0)
+                .map(|(k, r)| (*k, r.bytes_sent_per_call))
                 .collect()),
             bytes_received_per_call: sum(results
                 .iter()
-                .filter(|r| r.calls > 0)
-                .map(|r| r.bytes_received_per_call)
+                .filter(|(_, r)| r.calls > 0)
+                .map(|(k, r)| (*k, r.bytes_received_per_call))
                 .collect()),
             cpu_percent: sum(ok
                 .iter()
                 .filter_map(|m| match (&m.result, &m.server_cost) {
-                    (Some(r), Some(c)) if r.duration_ns > 0 => Some(100.0 * c.cpu_ns as f64 / r.duration_ns as f64),
+                    (Some(r), Some(c)) if r.duration_ns > 0 => {
+                        Some((m.repetition, 100.0 * c.cpu_ns as f64 / r.duration_ns as f64))
+                    }
                     _ => None,
                 })
                 .collect()),
-            error_fraction: sum(ok.iter().filter_map(|m| m.error_fraction()).collect()),
-            cpu_ns_per_call: sum(costs.iter().map(|c| c.cpu_ns_per_call).collect()),
-            calls_per_cpu_second: sum(costs.iter().map(|c| c.calls_per_cpu_second).collect()),
-            rss_peak_bytes: sum(costs.iter().map(|c| c.rss_peak_bytes as f64).collect()),
-            rss_mean_bytes: sum(costs.iter().map(|c| c.rss_mean_bytes as f64).collect()),
-            generator_cpu_ns_per_call: sum(results.iter().map(|r| r.generator.cpu_ns_per_call).collect()),
-            chosen_concurrency: sum(searches.iter().map(|s| s.chosen_concurrency as f64).collect()),
-            knee_rate: sum(searches.iter().filter_map(|s| s.knee_rate).collect()),
-            generator_bound: results.iter().any(|r| r.generator.generator_bound),
-            server_cpu_coarse: costs.iter().any(|c| c.cpu_ns < SERVER_CPU_RESOLUTION_NS),
+            error_fraction: sum(ok
+                .iter()
+                .filter_map(|m| Some((m.repetition, m.error_fraction()?)))
+                .collect()),
+            timeouts: results
+                .iter()
+                .flat_map(|(_, r)| r.errors.iter())
+                .filter(|e| e.kind == crate::load::ErrorKind::Timeout)
+                .map(|e| e.count)
+                .sum(),
+            cpu_ns_per_call: sum(costs.iter().map(|(k, c)| (*k, c.cpu_ns_per_call)).collect()),
+            calls_per_cpu_second: sum(costs.iter().map(|(k, c)| (*k, c.calls_per_cpu_second)).collect()),
+            rss_peak_bytes: sum(costs.iter().map(|(k, c)| (*k, c.rss_peak_bytes as f64)).collect()),
+            rss_mean_bytes: sum(costs.iter().map(|(k, c)| (*k, c.rss_mean_bytes as f64)).collect()),
+            generator_cpu_ns_per_call: sum(results.iter().map(|(k, r)| (*k, r.generator.cpu_ns_per_call)).collect()),
+            chosen_concurrency: sum(searches
+                .iter()
+                .map(|(k, s)| (*k, s.chosen_concurrency as f64))
+                .collect()),
+            knee_rate: sum(searches.iter().filter_map(|(k, s)| Some((*k, s.knee_rate?))).collect()),
+            generator_bound: results.iter().any(|(_, r)| r.generator.generator_bound),
+            server_cpu_coarse: costs.iter().any(|(_, c)| c.cpu_ns < SERVER_CPU_RESOLUTION_NS),
             warmup_s: sum(ms
                 .iter()
-                .filter_map(|m| m.warmup.map(|w| w.duration_ns as f64 / 1e9))
+                .filter_map(|m| m.warmup.map(|w| (m.repetition, w.duration_ns as f64 / 1e9)))
                 .collect()),
             warmup_unsteady: ms.iter().any(|m| m.warmup.is_some_and(|w| !w.steady)),
             bytes_per_call: sum(links
                 .iter()
-                .map(|l| l.bytes_sent_per_call + l.bytes_received_per_call)
+                .map(|(k, l)| (*k, l.bytes_sent_per_call + l.bytes_received_per_call))
                 .collect()),
-            link_share: sum(links.iter().map(|l| l.share()).collect()),
-            link_capacity_bps: links.iter().max_by(|a, b| a.share().total_cmp(&b.share())).map(|l| {
-                if l.up_share > l.down_share {
-                    l.up_capacity_bps
-                } else {
-                    l.down_capacity_bps
-                }
-            }),
-            link_bound: links.iter().any(|l| l.bound),
+            link_share: sum(links.iter().map(|(k, l)| (*k, l.share())).collect()),
+            link_capacity_bps: links
+                .iter()
+                .map(|(_, l)| l)
+                .max_by(|a, b| a.share().total_cmp(&b.share()))
+                .map(|l| {
+                    if l.up_share > l.down_share {
+                        l.up_capacity_bps
+                    } else {
+                        l.down_capacity_bps
+                    }
+                }),
+            link_bound: links.iter().any(|(_, l)| l.bound),
             toxiproxy_cpu_ns_per_call: sum(ok
                 .iter()
                 .filter_map(|m| {
                     let (l, r) = (m.link.as_ref()?, m.result.as_ref()?);
-                    Some(l.toxiproxy_cpu_ns? as f64 / r.calls.max(1) as f64)
+                    Some((m.repetition, l.toxiproxy_cpu_ns? as f64 / r.calls.max(1) as f64))
                 })
                 .collect()),
             drift: results
                 .iter()
-                .filter_map(|r| r.drift())
+                .filter_map(|(_, r)| r.drift())
                 .max_by(|a, b| a.change.abs().total_cmp(&b.change.abs())),
             failures,
         }

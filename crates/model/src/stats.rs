@@ -15,9 +15,16 @@
 //! - A point is **noisy** when its coefficient of variation (`s / mean`) is
 //!   above a threshold (10% by default): its median is then less trustworthy
 //!   than its interval suggests.
-//! - Two medians are compared by their **ratio** `b / a`; its interval combines
-//!   the relative half-widths in quadrature (first-order error propagation).
-//!   A difference is **significant** when that interval excludes 1.
+//! - Two points are compared by their **ratio** `b / a`, formed on the log
+//!   scale (Kalibera & Jones 2013): the interval of the mean log ratio is
+//!   exponentiated, so a bound is never negative and the interval of `a / b`
+//!   is exactly the reciprocal of that of `b / a`. Points measured in the
+//!   same interleaved repetitions are **paired**: the interval comes from the
+//!   per-repetition log ratios, so drift of the machine between repetitions,
+//!   which hits both points alike, cancels. Otherwise each side's spread of
+//!   log values is combined (Welch). A difference is **significant** when
+//!   the interval excludes 1. docs/results.md ("Ratios") says why, and how
+//!   this compares with a bootstrap.
 
 use serde::{Deserialize, Serialize};
 
@@ -45,6 +52,15 @@ pub struct Summary {
     pub ci_high: Option<f64>,
     /// Coefficient of variation, `stddev / mean` (`None` when the mean is 0).
     pub cv: Option<f64>,
+    /// The values summarized, in the order given (absent in summaries
+    /// stored before they were kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<f64>,
+    /// The repetition each of `values` came from ([`Summary::of_repetitions`]),
+    /// so that two points measured in the same interleaved repetitions can
+    /// be compared pair by pair; empty when not known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repetitions: Vec<u32>,
 }
 
 impl Summary {
@@ -78,7 +94,17 @@ impl Summary {
             ci_low,
             ci_high,
             cv,
+            values: values.to_vec(),
+            repetitions: Vec::new(),
         })
+    }
+
+    /// Summarizes values tagged with the repetition they came from.
+    pub fn of_repetitions(values: &[(u32, f64)]) -> Option<Summary> {
+        let plain: Vec<f64> = values.iter().map(|(_, v)| *v).collect();
+        let mut s = Summary::of(&plain)?;
+        s.repetitions = values.iter().map(|(r, _)| *r).collect();
+        Some(s)
     }
 
     /// Half the width of the confidence interval, if there is one.
@@ -126,10 +152,14 @@ pub fn t_quantile_975(dof: usize) -> f64 {
     }
 }
 
-/// The ratio `b / a` of two summarized metrics with its interval.
+/// A ratio of summarized metrics (`b / a`, or a product of such ratios) with
+/// its 95% interval, computed on the log scale.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ratio {
-    /// `b.median / a.median`.
+    /// The ratio: the geometric mean of the per-repetition ratios (paired),
+    /// or the ratio of the geometric means (unpaired); with one repetition,
+    /// the ratio of the values. It is the centre of the interval on the log
+    /// scale.
     pub ratio: f64,
     /// Lower end of the 95% interval of the ratio (`None` without intervals).
     pub ci_low: Option<f64>,
@@ -137,38 +167,232 @@ pub struct Ratio {
     pub ci_high: Option<f64>,
     /// True when the interval excludes 1.
     pub significant: bool,
+    /// True when the interval comes from per-repetition ratios (both sides
+    /// measured in the same interleaved repetitions); false for the unpaired
+    /// combination of each side's spread, or without an interval.
+    #[serde(default)]
+    pub paired: bool,
 }
 
-/// Compares two summaries: the ratio of medians `b / a` and whether the
-/// difference is significant (its 95% interval excludes 1). `None` when `a`'s
-/// median is 0.
-pub fn ratio(a: &Summary, b: &Summary) -> Option<Ratio> {
+impl Ratio {
+    /// The interval, when there is one.
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        self.ci_low.zip(self.ci_high)
+    }
+
+    /// The ratio divided by a positive constant `k` (its interval too).
+    pub fn divided_by(self, k: f64) -> Ratio {
+        let ci_low = self.ci_low.map(|v| v / k);
+        let ci_high = self.ci_high.map(|v| v / k);
+        Ratio {
+            ratio: self.ratio / k,
+            significant: matches!((ci_low, ci_high), (Some(lo), Some(hi)) if lo > 1.0 || hi < 1.0),
+            ci_low,
+            ci_high,
+            paired: self.paired,
+        }
+    }
+
+    /// `b / a` becomes `a / b`: the reciprocal, interval bounds swapped.
+    pub fn reciprocal(self) -> Ratio {
+        Ratio {
+            ratio: 1.0 / self.ratio,
+            ci_low: self.ci_high.map(|v| 1.0 / v),
+            ci_high: self.ci_low.map(|v| 1.0 / v),
+            significant: self.significant,
+            paired: self.paired,
+        }
+    }
+}
+
+/// Whether a comparison may pair values by repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pairing {
+    /// Pair when every side was measured in the same repetitions of one run
+    /// (interleaved, so slow drift of the machine hits them alike).
+    SameRepetitions,
+    /// Never pair (e.g. two different runs: repetition 1 of one has nothing
+    /// in common with repetition 1 of the other).
+    Never,
+}
+
+/// Why a log-scale contrast could not be formed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContrastError {
+    /// No terms, or a term without values.
+    Empty,
+    /// A value is zero, negative or not finite: it has no logarithm.
+    NotPositive {
+        /// The offending value.
+        value: f64,
+    },
+}
+
+impl std::fmt::Display for ContrastError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ContrastError::Empty => f.write_str("no values to compare"),
+            ContrastError::NotPositive { value } => {
+                write!(f, "a value is {value}: a ratio's interval needs values above 0")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ContrastError {}
+
+/// The values of `s` with their repetitions, when both are known.
+fn by_repetition(s: &Summary) -> Option<Vec<(u32, f64)>> {
+    (!s.repetitions.is_empty() && s.repetitions.len() == s.values.len())
+        .then(|| s.repetitions.iter().copied().zip(s.values.iter().copied()).collect())
+}
+
+/// The repetitions every term shares, when they are the same set in every
+/// term, without duplicates, and at least two.
+fn common_repetitions(terms: &[(f64, &Summary)]) -> Option<Vec<u32>> {
+    let mut sets = terms.iter().map(|(_, s)| {
+        let mut r = by_repetition(s)?.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        r.sort_unstable();
+        let n = r.len();
+        r.dedup();
+        (r.len() == n).then_some(r)
+    });
+    let first = sets.next()??;
+    for set in sets {
+        if set? != first {
+            return None;
+        }
+    }
+    (first.len() >= 2).then_some(first)
+}
+
+/// The 95% interval of `exp(Σ sign_k · log x_k)`: a ratio (`+1` for `b`,
+/// `-1` for `a` gives `b / a`) or a ratio of ratios (four terms). The
+/// estimate and the interval are formed on the log scale and exponentiated,
+/// so no bound is ever negative and inverting every sign inverts the
+/// interval exactly.
+///
+/// - **Paired** (when `pairing` allows, there are two terms or more, and
+///   every term was measured in the same repetitions, at least two): per
+///   repetition `d_i = Σ sign_k log
+///   x_k,i`; the interval is `mean(d) ± t(0.975, n−1) · sd(d) / √n`.
+/// - **Unpaired**: `Σ sign_k · mean(log x_k)` with the standard error
+///   `√(Σ var(log x_k) / n_k)` and Welch–Satterthwaite degrees of freedom
+///   (rounded down). Needs at least two values in every term.
+/// - Otherwise (a term with one value) the estimate without an interval.
+pub fn log_contrast(terms: &[(f64, &Summary)], pairing: Pairing) -> Result<Ratio, ContrastError> {
+    if terms.is_empty() || terms.iter().any(|(_, s)| s.values.is_empty()) {
+        return Err(ContrastError::Empty);
+    }
+    for (_, s) in terms {
+        if let Some(v) = s.values.iter().find(|v| !(v.is_finite() && **v > 0.0)) {
+            return Err(ContrastError::NotPositive { value: *v });
+        }
+    }
+    let finish = |centre: f64, half: Option<f64>, paired: bool| {
+        let (ci_low, ci_high) = match half {
+            Some(h) => (Some((centre - h).exp()), Some((centre + h).exp())),
+            None => (None, None),
+        };
+        Ratio {
+            ratio: centre.exp(),
+            significant: matches!((ci_low, ci_high), (Some(lo), Some(hi)) if lo > 1.0 || hi < 1.0),
+            ci_low,
+            ci_high,
+            paired,
+        }
+    };
+    if pairing == Pairing::SameRepetitions
+        && terms.len() >= 2
+        && let Some(reps) = common_repetitions(terms)
+    {
+        let d: Vec<f64> = reps
+            .iter()
+            .map(|rep| {
+                terms
+                    .iter()
+                    .map(|(sign, s)| {
+                        let k = s
+                            .repetitions
+                            .iter()
+                            .position(|r| r == rep)
+                            .expect("a common repetition");
+                        sign * s.values[k].ln()
+                    })
+                    .sum()
+            })
+            .collect();
+        let (mean, var) = mean_var(&d);
+        let n = d.len();
+        let half = t_quantile_975(n - 1) * (var / n as f64).sqrt();
+        return Ok(finish(mean, Some(half), true));
+    }
+    let mut centre = 0.0;
+    let mut se2 = 0.0;
+    let mut df_denominator = 0.0;
+    let mut df_sum = 0usize;
+    let mut all_repeated = true;
+    for (sign, s) in terms {
+        let logs: Vec<f64> = s.values.iter().map(|v| v.ln()).collect();
+        let (mean, var) = mean_var(&logs);
+        let n = logs.len();
+        centre += sign * mean;
+        if n < 2 {
+            all_repeated = false;
+            continue;
+        }
+        let w = var / n as f64;
+        se2 += w;
+        df_denominator += w * w / (n - 1) as f64;
+        df_sum += n - 1;
+    }
+    if !all_repeated {
+        return Ok(finish(centre, None, false));
+    }
+    let df = if df_denominator > 0.0 {
+        ((se2 * se2 / df_denominator).floor() as usize).max(1)
+    } else {
+        df_sum
+    };
+    Ok(finish(centre, Some(t_quantile_975(df) * se2.sqrt()), false))
+}
+
+/// Mean and sample variance (0 for one value).
+fn mean_var(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = if v.len() > 1 {
+        v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (mean, var)
+}
+
+/// `b / a` of two summaries and whether it differs from 1 (its 95% interval
+/// excludes 1), on the log scale ([`log_contrast`]); paired by repetition
+/// when `pairing` allows and both were measured in the same repetitions.
+/// Values at or below 0 have no logarithm: then the ratio of medians
+/// without an interval. `None` when a median is 0.
+pub fn ratio_with(a: &Summary, b: &Summary, pairing: Pairing) -> Option<Ratio> {
     if a.median == 0.0 {
         return None;
     }
-    let r = b.median / a.median;
-    let rel = |s: &Summary| -> Option<f64> {
-        let h = s.half_width()?;
-        if s.median == 0.0 {
-            None
-        } else {
-            Some(h / s.median.abs())
-        }
-    };
-    let (ci_low, ci_high, significant) = match (rel(a), rel(b)) {
-        (Some(ra), Some(rb)) => {
-            let half = r.abs() * (ra * ra + rb * rb).sqrt();
-            let (lo, hi) = (r - half, r + half);
-            (Some(lo), Some(hi), lo > 1.0 || hi < 1.0)
-        }
-        _ => (None, None, false),
-    };
-    Some(Ratio {
-        ratio: r,
-        ci_low,
-        ci_high,
-        significant,
-    })
+    match log_contrast(&[(1.0, b), (-1.0, a)], pairing) {
+        Ok(r) => Some(r),
+        Err(_) => Some(Ratio {
+            ratio: b.median / a.median,
+            ci_low: None,
+            ci_high: None,
+            significant: false,
+            paired: false,
+        }),
+    }
+}
+
+/// `b / a` never paired: for summaries of different runs ([`ratio_with`]).
+pub fn ratio(a: &Summary, b: &Summary) -> Option<Ratio> {
+    ratio_with(a, b, Pairing::Never)
 }
 
 #[cfg(test)]
@@ -249,28 +473,223 @@ mod tests {
         assert!(!s.is_noisy(0.1));
     }
 
+    fn reps(values: &[f64]) -> Summary {
+        let tagged: Vec<(u32, f64)> = values.iter().enumerate().map(|(i, v)| (i as u32 + 1, *v)).collect();
+        Summary::of_repetitions(&tagged).unwrap()
+    }
+
     #[test]
-    fn ratio_table() {
-        let tight_a = Summary::of(&[100.0, 101.0, 99.0]).unwrap();
-        let tight_b = Summary::of(&[200.0, 202.0, 198.0]).unwrap();
-        let wide_b = Summary::of(&[60.0, 105.0, 150.0]).unwrap();
-        let single = Summary::of(&[120.0]).unwrap();
+    fn ratio_intervals_against_hand_computed_values() {
+        // (what, a, b, pairing, b/a, interval, paired)
+        type Row = (&'static str, Summary, Summary, Pairing, f64, Option<(f64, f64)>, bool);
+        let rows: Vec<Row> = vec![
+            // per-repetition ratios 2.0, 2.1, 1.9: d = ln of them, mean -0.000834 from ln 2,
+            // sd 0.05003; exp(mean ± 4.303 · sd / √3)
+            (
+                "paired",
+                reps(&[100.0, 110.0, 90.0]),
+                reps(&[200.0, 231.0, 171.0]),
+                Pairing::SameRepetitions,
+                1.998_332,
+                Some((1.764_697, 2.262_898)),
+                true,
+            ),
+            // the same values unpaired: mean(ln b) − mean(ln a), se² = var_a/3 + var_b/3,
+            // Welch df 3.49, rounded down to 3: t = 3.182
+            (
+                "unpaired",
+                reps(&[100.0, 110.0, 90.0]),
+                reps(&[200.0, 231.0, 171.0]),
+                Pairing::Never,
+                1.998_332,
+                Some((1.433_461, 2.785_796)),
+                false,
+            ),
+            // repetition 4 against 3: not the same repetitions, so unpaired
+            (
+                "different repetitions",
+                reps(&[100.0, 110.0, 90.0]),
+                Summary::of_repetitions(&[(1, 200.0), (2, 231.0), (4, 171.0)]).unwrap(),
+                Pairing::SameRepetitions,
+                1.998_332,
+                Some((1.433_461, 2.785_796)),
+                false,
+            ),
+            // every repetition exactly doubles: a zero-width interval at 2
+            (
+                "constant ratio",
+                reps(&[100.0, 120.0, 80.0]),
+                reps(&[200.0, 240.0, 160.0]),
+                Pairing::SameRepetitions,
+                2.0,
+                Some((2.0, 2.0)),
+                true,
+            ),
+            // the quick preset in a fresh clone (issue 29): rest then grpc inventory.xs;
+            // the third repetition moved grpc alone, so pairing does not narrow it here
+            (
+                "issue 29, paired",
+                reps(&[74_525.0, 49_694.0, 52_306.0]),
+                reps(&[19_560.0, 16_982.0, 32_070.0]),
+                Pairing::SameRepetitions,
+                0.380_277,
+                Some((0.129_306, 1.118_361)),
+                true,
+            ),
+            // one repetition each: the ratio of the values, no interval
+            (
+                "one repetition",
+                reps(&[100.0]),
+                reps(&[120.0]),
+                Pairing::SameRepetitions,
+                1.2,
+                None,
+                false,
+            ),
+        ];
+        for (what, a, b, pairing, want, want_ci, want_paired) in rows {
+            let r = ratio_with(&a, &b, pairing).unwrap();
+            assert!((r.ratio - want).abs() < 1e-5, "{what}: ratio {} want {want}", r.ratio);
+            assert_eq!(r.paired, want_paired, "{what}: paired");
+            match (r.interval(), want_ci) {
+                (Some((lo, hi)), Some((wlo, whi))) => assert!(
+                    (lo - wlo).abs() < 1e-5 && (hi - whi).abs() < 1e-5,
+                    "{what}: [{lo}, {hi}] want [{wlo}, {whi}]"
+                ),
+                (got, want) => assert_eq!(got, want, "{what}"),
+            }
+            assert_eq!(
+                r.significant,
+                want_ci.is_some_and(|(lo, hi)| lo > 1.0 || hi < 1.0),
+                "{what}: significance"
+            );
+        }
+    }
 
-        // b doubles with tight intervals: significant
-        let r = ratio(&tight_a, &tight_b).unwrap();
-        assert!(close(r.ratio, 2.0) && r.significant);
-        assert!(r.ci_low.unwrap() < 2.0 && r.ci_high.unwrap() > 2.0);
+    #[test]
+    fn a_over_b_is_exactly_the_reciprocal_of_b_over_a() {
+        let a = reps(&[74_525.0, 49_694.0, 52_306.0]);
+        let b = reps(&[19_560.0, 16_982.0, 32_070.0]);
+        for pairing in [Pairing::SameRepetitions, Pairing::Never] {
+            let ab = ratio_with(&a, &b, pairing).unwrap();
+            let ba = ratio_with(&b, &a, pairing).unwrap();
+            let (lo, hi) = ab.interval().unwrap();
+            let (rlo, rhi) = ba.interval().unwrap();
+            assert!((ab.ratio * ba.ratio - 1.0).abs() < 1e-12, "{pairing:?}");
+            assert!(
+                (lo * rhi - 1.0).abs() < 1e-12 && (hi * rlo - 1.0).abs() < 1e-12,
+                "{pairing:?}"
+            );
+            assert_eq!(ab.significant, ba.significant, "{pairing:?}");
+            let flipped = ab.reciprocal();
+            assert!((flipped.ci_low.unwrap() - rlo).abs() < 1e-12 && (flipped.ci_high.unwrap() - rhi).abs() < 1e-12);
+        }
+    }
 
-        // b is wildly spread around a similar median: not significant
-        let r = ratio(&tight_a, &wide_b).unwrap();
-        assert!(!r.significant);
+    #[test]
+    fn no_bound_is_ever_negative() {
+        // Wild spreads that drove the old symmetric interval below 0
+        // ("7.51x [-2.92, 17.94]"), two to five repetitions.
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            1.0 + (seed % 100_000) as f64
+        };
+        for n in 2..=5 {
+            for _ in 0..200 {
+                let a = reps(&(0..n).map(|_| next()).collect::<Vec<_>>());
+                let b = reps(&(0..n).map(|_| next()).collect::<Vec<_>>());
+                for pairing in [Pairing::SameRepetitions, Pairing::Never] {
+                    let r = ratio_with(&a, &b, pairing).unwrap();
+                    let (lo, hi) = r.interval().unwrap();
+                    assert!(lo > 0.0 && lo <= r.ratio && r.ratio <= hi, "{a:?} {b:?}: [{lo}, {hi}]");
+                }
+            }
+        }
+    }
 
-        // one repetition: no interval, never called significant
-        let r = ratio(&tight_a, &single).unwrap();
-        assert!(close(r.ratio, 1.2) && r.ci_low.is_none() && !r.significant);
+    #[test]
+    fn a_ratio_of_ratios_is_a_four_term_contrast() {
+        // (a2/b2)/(a1/b1) with per-repetition ratios of ratios 2, 2, 2: exactly 2
+        let a1 = reps(&[100.0, 90.0, 110.0]);
+        let b1 = reps(&[50.0, 45.0, 55.0]);
+        let a2 = reps(&[400.0, 380.0, 420.0]);
+        let b2 = reps(&[100.0, 95.0, 105.0]);
+        let r = log_contrast(
+            &[(1.0, &a2), (-1.0, &b2), (-1.0, &a1), (1.0, &b1)],
+            Pairing::SameRepetitions,
+        )
+        .unwrap();
+        assert!(r.paired && (r.ratio - 2.0).abs() < 1e-12, "{r:?}");
+        assert!((r.ci_low.unwrap() - 2.0).abs() < 1e-12 && r.significant);
+        // unpaired: Σ mean logs, se² the sum of the four var/n
+        let u = log_contrast(&[(1.0, &a2), (-1.0, &b2), (-1.0, &a1), (1.0, &b1)], Pairing::Never).unwrap();
+        assert!(!u.paired && (u.ratio - 2.0).abs() < 1e-9);
+        let (lo, hi) = u.interval().unwrap();
+        assert!(lo < 2.0 && hi > 2.0, "[{lo}, {hi}]");
+    }
 
+    #[test]
+    fn values_at_or_below_zero_have_no_log_interval() {
+        let zero = reps(&[0.0, 1.0, 2.0]);
+        let one = reps(&[1.0, 1.0, 1.0]);
+        assert_eq!(
+            log_contrast(&[(1.0, &zero), (-1.0, &one)], Pairing::Never),
+            Err(ContrastError::NotPositive { value: 0.0 })
+        );
+        // ratio() falls back to the medians, without an interval
+        let r = ratio(&one, &zero).unwrap();
+        assert_eq!((r.ratio, r.interval(), r.significant), (1.0, None, false));
         // a median of zero has no ratio
-        let zero = Summary::of(&[0.0, 0.0]).unwrap();
-        assert!(ratio(&zero, &tight_a).is_none());
+        assert!(ratio(&reps(&[0.0, 0.0]), &one).is_none());
+    }
+
+    /// A percentile bootstrap of the mean paired log ratio, for comparison
+    /// (docs/results.md): with three repetitions it can only return values
+    /// between the smallest and largest per-repetition ratio, so it is
+    /// narrower than the t interval and covers less than it claims.
+    fn bootstrap(d: &[f64], rounds: usize) -> (f64, f64) {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut means: Vec<f64> = (0..rounds)
+            .map(|_| {
+                (0..d.len())
+                    .map(|_| {
+                        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                        d[(seed >> 33) as usize % d.len()]
+                    })
+                    .sum::<f64>()
+                    / d.len() as f64
+            })
+            .collect();
+        means.sort_by(f64::total_cmp);
+        (means[rounds * 25 / 1000].exp(), means[rounds * 975 / 1000].exp())
+    }
+
+    #[test]
+    fn the_bootstrap_is_narrower_than_the_t_interval_with_few_repetitions() {
+        // (a, b) as this machine measures them: rate of two protocols, 3 repetitions
+        let samples: [(&[f64], &[f64]); 3] = [
+            (&[74_525.0, 49_694.0, 52_306.0], &[19_560.0, 16_982.0, 32_070.0]),
+            (&[10_500.0, 12_100.0, 11_300.0], &[13_900.0, 15_700.0, 14_200.0]),
+            (&[4_020.0, 3_650.0, 4_410.0], &[2_310.0, 2_090.0, 2_480.0]),
+        ];
+        for (a, b) in samples {
+            let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| (y / x).ln()).collect();
+            let (blo, bhi) = bootstrap(&d, 2000);
+            let min = d.iter().copied().fold(f64::INFINITY, f64::min).exp();
+            let max = d.iter().copied().fold(f64::NEG_INFINITY, f64::max).exp();
+            assert!(
+                blo >= min - 1e-12 && bhi <= max + 1e-12,
+                "bootstrap within the observed ratios"
+            );
+            let t = ratio_with(&reps(a), &reps(b), Pairing::SameRepetitions).unwrap();
+            let (lo, hi) = t.interval().unwrap();
+            assert!(
+                lo < blo && hi > bhi,
+                "t [{lo}, {hi}] wider than bootstrap [{blo}, {bhi}]"
+            );
+        }
     }
 }

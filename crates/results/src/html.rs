@@ -584,7 +584,7 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
     if !findings.is_empty() {
         let _ = write!(
             h,
-            "<section id=\"findings\"><h2>Findings vs the study</h2><p>Each claim compares one metric of two points (a and b) as the study stated it; a claim <em>holds</em> when the 95% interval of a/b lies wholly on the claimed side, <em>does not hold</em> when it lies wholly on the other, and is <em>inconclusive</em> otherwise. Ratios and orderings, not absolute figures: the study's hardware is not ours. {}.</p><table><thead><tr>",
+            "<section id=\"findings\"><h2>Findings vs the study</h2><p>Each claim compares one metric of two points (a and b), or a ratio of two ratios (a trend), as the study stated it. <em>Direction</em>: it holds when the 95% interval of the ratio (log scale, paired by repetition where marked) lies wholly on the claimed side, does not hold when it lies wholly on the other, and is inconclusive otherwise. <em>Size</em>, when the study states one: consistent when the interval lies within it (an <em>about</em> size within a factor of 1.5), smaller or larger when wholly outside. The verdict <em>holds</em> only when both agree; <em>not reproducible here</em> when the run lacked a condition of the study. Ratios and orderings, not absolute figures: the study's hardware is not ours. {}.</p><table><thead><tr>",
             esc(&report::findings_tally(run))
         );
         for col in report::FINDINGS_HEADER {

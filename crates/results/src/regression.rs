@@ -74,6 +74,7 @@ mod tests {
                 ci_low: ci.map(|c| c.0),
                 ci_high: ci.map(|c| c.1),
                 significant: ci.is_some_and(|(lo, hi)| lo > 1.0 || hi < 1.0),
+                paired: false,
             },
         }
     }

@@ -8,7 +8,7 @@ use protobench_model::format::{fmt_bytes, fmt_ns, fmt_rate};
 use protobench_model::network::{fmt_bits, fmt_ms};
 use serde::Serialize;
 
-use protobench_model::findings::{Finding, Judgement};
+use protobench_model::findings::{Conditions, Finding, Judgement};
 use protobench_model::run::{PointAggregate, RunRecord};
 use protobench_model::stats::Summary;
 
@@ -197,33 +197,73 @@ pub fn judgements(run: &RunRecord) -> Vec<Judgement> {
         .get("findings")
         .and_then(|f| serde_json::from_value(f.clone()).ok())
         .unwrap_or_default();
-    protobench_model::findings::judge(&findings, &run.aggregates())
+    protobench_model::findings::judge(&findings, &run.aggregates(), &conditions(run))
+}
+
+/// What the run had that claims may need: the CPUs its servers could use
+/// (the plan's `server_cpus` list, else the machine's cores).
+pub fn conditions(run: &RunRecord) -> Conditions {
+    let pinned = run
+        .plan
+        .get("server_cpus")
+        .and_then(|v| v.as_str())
+        .and_then(cpu_list_len);
+    let cores = run.environment.machine.cores as usize;
+    Conditions {
+        server_cpus: pinned.or((cores > 0).then_some(cores)),
+    }
+}
+
+/// The number of CPUs of a CPU list as the plan stores it (`0`, `0-3`,
+/// `0,2-3`); `None` when it is not one.
+fn cpu_list_len(list: &str) -> Option<usize> {
+    let mut n = 0;
+    for part in list.split(',').map(str::trim) {
+        n += match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                b.checked_sub(a)? + 1
+            }
+            None => {
+                part.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    (n > 0).then_some(n)
 }
 
 /// The columns of the findings table.
-pub const FINDINGS_HEADER: [&str; 5] = ["#", "the study found", "study", "here", "verdict"];
+pub const FINDINGS_HEADER: [&str; 8] = [
+    "#",
+    "the study found",
+    "source",
+    "study",
+    "here",
+    "direction",
+    "size",
+    "verdict",
+];
 
 /// The findings table's rows as cells.
-pub fn findings_rows(run: &RunRecord) -> Vec<[String; 5]> {
+pub fn findings_rows(run: &RunRecord) -> Vec<[String; 8]> {
     judgements(run)
         .iter()
         .enumerate()
         .map(|(i, j)| {
             [
                 (i + 1).to_string(),
-                format!(
-                    "{} [{}: a {} b]",
-                    j.finding.claim,
-                    j.finding.metric.name(),
-                    j.finding.expect.symbol()
-                ),
+                format!("{} [{}]", j.finding.claim, j.finding.relation()),
+                if j.finding.source.is_empty() {
+                    "-".into()
+                } else {
+                    j.finding.source.clone()
+                },
                 j.study_cell(),
                 j.here_cell(),
-                if j.verdict == protobench_model::findings::Verdict::NotMeasured {
-                    format!("not measured: {}", j.reason)
-                } else {
-                    j.verdict.name().to_string()
-                },
+                j.direction.name().to_string(),
+                j.size.name().to_string(),
+                j.verdict_cell(),
             ]
         })
         .collect()
@@ -262,18 +302,20 @@ pub fn findings_text(run: &RunRecord) -> String {
     out
 }
 
-/// `3 hold, 1 does not hold, 2 inconclusive, 0 not measured`.
+/// `3 of 12 claims hold, ...`: the headline verdicts counted.
 pub fn findings_tally(run: &RunRecord) -> String {
     use protobench_model::findings::Verdict::*;
     let js = judgements(run);
     let count = |v: &[protobench_model::findings::Verdict]| js.iter().filter(|j| v.contains(&j.verdict)).count();
     format!(
-        "{} of {} claims hold, {} do not, {} inconclusive, {} with one repetition (untested), {} not measured",
+        "{} of {} claims hold, {} hold in direction with a different size, {} do not hold, {} inconclusive, {} with one repetition (untested), {} not reproducible here, {} not measured",
         count(&[Holds]),
         js.len(),
+        count(&[SizeDiffers]),
         count(&[DoesNotHold]),
         count(&[Inconclusive]),
         count(&[Agrees, Disagrees]),
+        count(&[NotReproducible]),
         count(&[NotMeasured])
     )
 }
@@ -414,7 +456,11 @@ pub fn markdown(run: &RunRecord) -> String {
             "\n## Findings vs the study\n\nRatios and orderings, not absolute figures: the study's hardware is not ours. {}.\n",
             findings_tally(run)
         );
-        let _ = writeln!(out, "| {} |\n|---:|---|---|---|---|", FINDINGS_HEADER.join(" | "));
+        let _ = writeln!(
+            out,
+            "| {} |\n|---:|---|---|---|---|---|---|---|",
+            FINDINGS_HEADER.join(" | ")
+        );
         for row in findings {
             let cells: Vec<String> = row.iter().map(|c| md_escape(c)).collect();
             let _ = writeln!(out, "| {} |", cells.join(" | "));

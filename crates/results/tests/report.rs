@@ -372,11 +372,15 @@ fn findings_are_judged_in_every_report() {
         { "claim": "SOAP is slowest", "metric": "rate",
           "a": { "protocol": "soap", "workload": "inventory.xs" },
           "b": { "protocol": "rest", "workload": "inventory.xs" },
-          "expect": "less" }
+          "expect": "less" },
+        { "claim": "gRPC about 20x REST on XS", "source": "Figure 2", "metric": "rate",
+          "a": { "protocol": "grpc", "workload": "inventory.xs" },
+          "b": { "protocol": "rest", "workload": "inventory.xs" },
+          "expect": "greater", "size": { "about": 20.0 } }
     ]});
     let t = report::findings_text(&r);
-    let rows: Vec<&str> = t.lines().skip(4).take(3).collect();
-    assert_eq!(rows.len(), 3, "{t}");
+    let rows: Vec<&str> = t.lines().skip(4).take(4).collect();
+    assert_eq!(rows.len(), 4, "{t}");
     assert!(
         rows[0].ends_with("holds") && rows[0].contains("4,700/s vs 4,700/s (1.00x)"),
         "{}",
@@ -388,13 +392,40 @@ fn findings_are_judged_in_every_report() {
         "{}",
         rows[2]
     );
-    assert!(t.contains("1 of 3 claims hold, 1 do not, 0 inconclusive"), "{t}");
-    assert!(report::markdown(&r).contains("## Findings vs the study"));
-    assert!(html::render(&r, &[]).contains("<section id=\"findings\">"));
+    // issue 29: the direction holds, the size (2x against about 20x) does not
+    let cells: Vec<&str> = rows[3].split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    assert_eq!(
+        cells[cells.len() - 3..],
+        ["holds", "smaller", "direction holds, size differs"],
+        "{}",
+        rows[3]
+    );
+    assert!(cells.contains(&"Figure 2"), "{}", rows[3]);
+    assert!(
+        t.contains("1 of 4 claims hold, 1 hold in direction with a different size, 1 do not hold, 0 inconclusive"),
+        "{t}"
+    );
+    let md = report::markdown(&r);
+    assert!(md.contains("## Findings vs the study"));
+    assert!(
+        md.contains("| Figure 2 |") && md.contains("| holds | smaller | direction holds, size differs |"),
+        "{md}"
+    );
+    let page = html::render(&r, &[]);
+    assert!(page.contains("<section id=\"findings\">"));
+    assert!(page.contains("<td>smaller</td><td>direction holds, size differs</td>"));
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/report.schema.json");
     let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let v: serde_json::Value = serde_json::from_str(&report::json(&r)).unwrap();
     assert_eq!(v["findings"][0]["verdict"], "holds");
+    assert_eq!(
+        (
+            &v["findings"][3]["direction"],
+            &v["findings"][3]["size"],
+            &v["findings"][3]["verdict"]
+        ),
+        (&"holds".into(), &"smaller".into(), &"size_differs".into())
+    );
     let validator = jsonschema::validator_for(&schema).unwrap();
     let errors: Vec<String> = validator
         .iter_errors(&v)
@@ -403,4 +434,38 @@ fn findings_are_judged_in_every_report() {
     assert!(errors.is_empty(), "{errors:#?}");
     // A run without claims shows nothing.
     assert_eq!(report::findings_text(&run()), "");
+}
+
+/// Issue 29: grpcbench's 2-CPU claims on a server pinned to one CPU are not
+/// judged; the plan's `server_cpus` (else the machine's cores) is what the
+/// server had.
+#[test]
+fn a_claim_needing_more_cpus_than_the_server_had_is_not_reproducible() {
+    let mut r = run();
+    for p in &mut r.points {
+        p.cpu_limit = Some(2.0);
+    }
+    let claim = serde_json::json!({ "claim": "2 CPUs: gRPC leads", "source": "write-up 001", "metric": "rate",
+        "a": { "protocol": "grpc", "workload": "inventory.xs" },
+        "b": { "protocol": "rest", "workload": "inventory.xs" }, "expect": "greater" });
+    // (server_cpus in the plan, machine cores, verdict)
+    let rows = [
+        (Some("0"), 2, "not reproducible here"), // pinned to one CPU of two
+        (Some("0-1"), 2, "holds"),               // two CPUs of its own
+        (Some("0,2-3"), 4, "holds"),             // three
+        (None, 1, "not reproducible here"),      // not pinned, a 1-core machine
+        (None, 0, "holds"),                      // nothing known: judged
+    ];
+    for (cpus, cores, want) in rows {
+        r.plan = serde_json::json!({ "findings": [claim.clone()] });
+        if let Some(c) = cpus {
+            r.plan["server_cpus"] = c.into();
+        }
+        r.environment.machine.cores = cores;
+        let j = &report::judgements(&r)[0];
+        assert_eq!(j.verdict.name(), want, "{cpus:?} on {cores} cores: {}", j.reason);
+        if want != "holds" {
+            assert!(j.reason.ends_with("asks for 2 CPUs; the server had 1"), "{}", j.reason);
+        }
+    }
 }

@@ -2,6 +2,7 @@
 //! the file, line, column and key, and the accepted values.
 //!
 //! - every shipped preset resolves on a 2-CPU machine
+//! - every claim of a study says where the study says so
 //! - the quick preset is what the issue asks for
 //! - a table of broken presets and their exact messages
 //! - matrix expansion, server groups and the interleaved schedule
@@ -52,6 +53,56 @@ fn every_shipped_preset_resolves() {
     assert!(n >= 6, "expected the quick preset and one per study, found {n}");
 }
 
+/// Issue 29: a claim without its place in the study cannot be checked
+/// against the study; the loader refuses one, and every shipped claim has one.
+#[test]
+fn every_shipped_claim_says_where_the_study_says_so() {
+    let shipped = shipped();
+    let mut claims = 0;
+    for e in std::fs::read_dir(presets_dir()).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            let plan = preset::load(&p, &shipped).unwrap_or_else(|e| panic!("{e}"));
+            for f in &plan.findings {
+                assert!(f.source.len() >= 5, "{}: `{}` has no source", p.display(), f.claim);
+                if let protobench_model::findings::Expect::Equal { .. } = f.expect {
+                    assert!(
+                        f.why.as_ref().is_some_and(|w| w.len() > 10),
+                        "{}: `{}`",
+                        p.display(),
+                        f.claim
+                    );
+                }
+                claims += 1;
+            }
+        }
+    }
+    assert!(claims >= 100, "{claims} claims");
+}
+
+/// The studies' main conclusions compare ratios (issue 29): each study
+/// preset of Berg, CMPT453 and Hedelin encodes one as a trend.
+#[test]
+fn each_main_conclusion_is_a_trend_claim() {
+    let shipped = shipped();
+    for (name, trends) in [
+        ("berg2023", 3),
+        ("berg2023-lan", 3),
+        ("cmpt453", 1),
+        ("hedelin2024", 2),
+        ("hedelin2024-tls", 1),
+    ] {
+        let plan =
+            preset::load(&presets_dir().join(format!("{name}.toml")), &shipped).unwrap_or_else(|e| panic!("{e}"));
+        let found = plan
+            .findings
+            .iter()
+            .filter(|f| f.a2.is_some() && f.b2.is_some())
+            .count();
+        assert_eq!(found, trends, "{name}");
+    }
+}
+
 #[test]
 fn each_study_preset_expands_to_its_studys_matrix() {
     let shipped = shipped();
@@ -59,15 +110,15 @@ fn each_study_preset_expands_to_its_studys_matrix() {
     // dimensions, so a preset that drops or adds a case fails here.
     let table = [
         // 3 stacks x REST/gRPC x inventory XS..L
-        ("berg2023", 3 * 2 * 4, 12),
+        ("berg2023", 3 * 2 * 4, 15),
         // the same on loopback and lan-1g
-        ("berg2023-lan", 3 * 2 * 4 * 2, 12),
+        ("berg2023-lan", 3 * 2 * 4 * 2, 15),
         // REST/gRPC x tasks I-VII x clear/TLS x per-call/reused
         ("bolanowski2022", 2 * 7 * 2 * 2, 11),
         // REST/gRPC x tasks I, III, V x clear/TLS x loopback/2 ms
         ("bolanowski2022-rtt", 2 * 3 * 2 * 2, 7),
         // Flask REST, FastAPI REST, grpc.aio x concurrency 1/10/50/100
-        ("cmpt453", 3 * 4, 5),
+        ("cmpt453", 3 * 4, 6),
         // the same three x 5 echo sizes at c=10
         ("cmpt453-payload", 3 * 5, 5),
         // the same three x c=20/50/100 at 20% failures
@@ -75,11 +126,11 @@ fn each_study_preset_expands_to_its_studys_matrix() {
         // 6 gRPC stacks x 5 messages x 1 and 2 CPUs
         ("grpcbench", 6 * 5 * 2, 9),
         // SOAP/REST/gRPC x 4 shapes x 50/100/200 users
-        ("hedelin2024", 3 * 4 * 3, 15),
+        ("hedelin2024", 3 * 4 * 3, 23),
         // SOAP/REST/gRPC, one ramp each
         ("hedelin2024-ramp", 3, 4),
         // SOAP/REST/gRPC x clear/TLS
-        ("hedelin2024-tls", 3 * 2, 5),
+        ("hedelin2024-tls", 3 * 2, 6),
     ];
     for (name, points, claims) in table {
         let plan =
@@ -462,11 +513,20 @@ fn time_scale_multiplies_every_experiment_duration() {
 fn findings_are_checked_against_the_plan() {
     let base = "servers = [\"rust\"]\nprotocols = [\"rest\", \"grpc\"]\nworkloads = [\"inventory.xs\"]\ntls = [false, true]\n[load]\nconcurrency = 1\n";
     let ok = format!(
-        "{base}[[findings]]\nclaim = \"gRPC leads\"\nmetric = \"rate\"\na = {{ protocol = \"grpc\", tls = false }}\nb = {{ protocol = \"rest\", tls = false }}\nexpect = \">\"\nstudy = [4000, 2300]\n[[findings]]\nclaim = \"a tenth fail\"\nmetric = \"error_rate\"\na = {{ protocol = \"grpc\", tls = true }}\nb = 0.1\nexpect = \"=\"\ntolerance = 0.5\n[[findings]]\nclaim = \"not here\"\nmetric = \"p95\"\na = {{ server = \"go\", protocol = \"grpc\", tls = false }}\nb = {{ protocol = \"rest\", tls = false }}\nexpect = \"<\"\n"
+        "{base}[[findings]]\nclaim = \"gRPC leads\"\nmetric = \"rate\"\na = {{ protocol = \"grpc\", tls = false }}\nb = {{ protocol = \"rest\", tls = false }}\nexpect = \">\"\nabout = 1.7\nsource = \"Figure 5.3\"\nstudy = [4000, 2300]\n[[findings]]\nclaim = \"a tenth fail\"\nsource = \"Experiment 3\"\nkind = \"injector-check\"\nmetric = \"error_rate\"\na = {{ protocol = \"grpc\", tls = true }}\nb = 0.1\nexpect = \"=\"\nwithin = 0.5\nwhy = \"a seeded draw per call\"\n[[findings]]\nclaim = \"not here\"\nsource = \"p. 4\"\nmetric = \"p95\"\na = {{ server = \"go\", protocol = \"grpc\", tls = false }}\nb = {{ protocol = \"rest\", tls = false }}\nexpect = \"<\"\n"
     );
     let plan = preset::resolve(&ok, "t.toml", &ctx()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(plan.findings.len(), 3);
     assert_eq!(plan.findings[0].study, vec![4000.0, 2300.0]);
+    assert_eq!(
+        plan.findings[0].size,
+        Some(protobench_model::findings::SizeClaim::About(1.7))
+    );
+    assert_eq!(plan.findings[0].source, "Figure 5.3");
+    assert_eq!(
+        plan.findings[1].kind,
+        protobench_model::findings::ClaimKind::InjectorCheck
+    );
     assert!(matches!(plan.findings[1].b, protobench_model::findings::Operand::Value(v) if v == 0.1));
     assert!(
         plan.notes
@@ -477,31 +537,89 @@ fn findings_are_checked_against_the_plan() {
     );
 
     let bad = format!(
-        "{base}[[findings]]\nclaim = \"x\"\nmetric = \"speed\"\na = {{ protocol = \"grpc\" }}\nb = {{ protokol = \"rest\" }}\nexpect = \">=\"\n[[findings]]\nclaim = \"y\"\nmetric = \"rate\"\na = {{ protocol = \"grpc\", tls = false }}\nb = 1\nexpect = \">\"\ntolerance = 0.1\n"
+        "{base}[[findings]]\nclaim = \"x\"\nmetric = \"speed\"\na = {{ protocol = \"grpc\" }}\nb = {{ protokol = \"rest\" }}\nexpect = \">=\"\n[[findings]]\nclaim = \"y\"\nmetric = \"rate\"\na = {{ protocol = \"grpc\", tls = false }}\nb = 1\nexpect = \">\"\nwithin = 0.1\nsource = \"x\"\n"
     );
     let e = preset::resolve(&bad, "t.toml", &ctx()).unwrap_err().to_string();
     let lines: Vec<&str> = e.lines().collect();
-    assert_eq!(lines.len(), 5, "{e}");
-    assert!(
-        lines[0].starts_with("t.toml:9:10: findings.metric: unknown metric `speed` (accepted: rate, mean, p50"),
-        "{e}"
-    );
-    assert!(
-        lines[1].starts_with("t.toml:10:5: findings.a: matches 2 points (rust grpc inventory.xs"),
-        "{e}"
-    );
-    assert!(
-        lines[2].starts_with("t.toml:11:5: findings.b: unknown field `protokol`"),
-        "{e}"
-    );
+    assert_eq!(lines.len(), 6, "{e}");
     assert_eq!(
-        lines[3],
-        "t.toml:12:10: findings.expect: unknown relation `>=` (accepted: >, <, =)"
+        lines[0],
+        "t.toml:7:1: findings.source: missing: say where the study says so (section, figure, table or page)"
+    );
+    assert!(
+        lines[1].starts_with("t.toml:9:10: findings.metric: unknown metric `speed` (accepted: rate, mean, p50"),
+        "{e}"
+    );
+    assert!(
+        lines[2].starts_with("t.toml:10:5: findings.a: matches 2 points (rust grpc inventory.xs"),
+        "{e}"
+    );
+    assert!(
+        lines[3].starts_with("t.toml:11:5: findings.b: unknown field `protokol`"),
+        "{e}"
     );
     assert_eq!(
         lines[4],
-        "t.toml:19:13: findings.tolerance: only goes with expect = \"=\""
+        "t.toml:12:10: findings.expect: unknown relation `>=` (accepted: >, <, =)"
     );
+    assert_eq!(lines[5], "t.toml:19:10: findings.within: only goes with expect = \"=\"");
+}
+
+/// Sizes, equality reasons and trends: each mistake named with its key.
+#[test]
+fn claim_sizes_reasons_and_trends_are_checked() {
+    let base = "servers = [\"rust\"]\nprotocols = [\"rest\", \"grpc\"]\nworkloads = [\"inventory.xs\", \"inventory.m\"]\n[load]\nconcurrency = 1\n[[findings]]\nclaim = \"c\"\nsource = \"s\"\nmetric = \"rate\"\na = { protocol = \"grpc\", workload = \"inventory.xs\" }\nb = { protocol = \"rest\", workload = \"inventory.xs\" }\n";
+    let cases: &[(&str, &str)] = &[
+        // a size on the wrong side of 1 for its relation
+        (
+            "expect = \">\"\nabout = 0.5\n",
+            "findings.about: 0.5 contradicts expect = \">\": the ratio a/b must be above 1",
+        ),
+        (
+            "expect = \"<\"\nat_most = 2\n",
+            "findings.at_most: 2 contradicts expect = \"<\": the ratio a/b must be below 1",
+        ),
+        // two sizes
+        (
+            "expect = \">\"\nabout = 2\nat_least = 1.5\n",
+            "findings.at_least: goes with `about`: give one of about, at_least, at_most",
+        ),
+        // an equality without its reason, or without its tolerance
+        (
+            "expect = \"=\"\nwithin = 0.1\n",
+            "findings.why: missing: say why the tolerance is what it is",
+        ),
+        (
+            "expect = \"=\"\n",
+            "findings.within: missing: expect = \"=\" needs within = F",
+        ),
+        // half a trend
+        (
+            "expect = \">\"\na2 = { protocol = \"grpc\", workload = \"inventory.m\" }\n",
+            "findings.a2: a trend needs both a2 and b2",
+        ),
+        (
+            "expect = \">\"\nkind = \"check\"\n",
+            "findings.kind: unknown kind `check` (accepted: finding, injector-check)",
+        ),
+        (
+            "expect = \">\"\nneeds = \"wan\"\n",
+            "findings.needs: unknown condition `wan` (accepted: link)",
+        ),
+    ];
+    for (tail, want) in cases {
+        let text = format!("{base}{tail}");
+        let e = preset::resolve(&text, "t.toml", &ctx()).unwrap_err().to_string();
+        assert!(e.lines().any(|l| l.contains(want)), "{tail}: {e}");
+    }
+    let trend = format!(
+        "{base}a2 = {{ protocol = \"grpc\", workload = \"inventory.m\" }}\nb2 = {{ protocol = \"rest\", workload = \"inventory.m\" }}\nexpect = \">\"\nneeds = \"link\"\ntimeouts = \"expected\"\n"
+    );
+    let plan = preset::resolve(&trend, "t.toml", &ctx()).unwrap_or_else(|e| panic!("{e}"));
+    let f = &plan.findings[0];
+    assert_eq!(f.a2.as_ref().and_then(|s| s.workload.as_deref()), Some("inventory.m"));
+    assert_eq!(f.needs, vec![protobench_model::findings::Need::Link]);
+    assert!(f.timeouts_expected);
 }
 
 #[test]

@@ -1,19 +1,19 @@
 //! `[[findings]]`: what the preset's study found, as claims each run judges
-//! (`protobench_model::findings`, docs/studies.md). Each side of a claim must
-//! name at most one point of the plan; a side naming none (a server left out
-//! with `--servers`, say) is noted and judged "not measured".
+//! (`protobench_model::findings`, docs/studies.md, docs/presets.md). Each
+//! side of a claim must name at most one point of the plan; a side naming
+//! none (a server left out with `--servers`, say) is noted and judged "not
+//! measured". Every claim says where the study says so (`source`); a size
+//! (`about`, `at_least`, `at_most`) must lie on the claimed side of 1, and
+//! an equality's tolerance (`within`) must carry its reason (`why`).
 
 use serde::Deserialize;
 use toml::Spanned;
 
-use protobench_model::findings::{Expect, Finding, Metric, Operand, Selector};
+use protobench_model::findings::{ClaimKind, Expect, Finding, Metric, Need, Operand, Selector, SizeClaim};
 use protobench_model::run::PointConfig;
 
 use super::check::Checker;
 use super::raw::RawFinding;
-
-/// The default tolerance of `expect = "="`.
-pub(super) const DEFAULT_TOLERANCE: f64 = 0.10;
 
 /// Checks the claims against the plan's points.
 pub(super) fn findings(
@@ -40,41 +40,38 @@ pub(super) fn findings(
                 None
             }
         };
-        let expect = match (f.expect.get_ref().as_str(), &f.tolerance) {
-            (">", None) => Some(Expect::Greater),
-            ("<", None) => Some(Expect::Less),
-            ("=", tol) => {
-                let t = tol.as_ref().map_or(DEFAULT_TOLERANCE, |t| *t.get_ref());
-                if t > 0.0 && t <= 1.0 {
-                    Some(Expect::Equal { tolerance: t })
-                } else {
-                    let at = tol.as_ref().map_or(f.expect.span(), |t| t.span());
-                    c.issue(
-                        at,
-                        "findings.tolerance",
-                        format!("must be above 0 and at most 1, found {t}"),
-                    );
-                    None
-                }
-            }
-            (">" | "<", Some(t)) => {
-                c.issue(t.span(), "findings.tolerance", "only goes with expect = \"=\"");
-                None
-            }
-            (other, _) => {
-                c.issue(
-                    f.expect.span(),
-                    "findings.expect",
-                    format!("unknown relation `{other}` (accepted: >, <, =)"),
-                );
-                None
-            }
-        };
+        let expect = expect(f, c);
+        let size = size(f, expect, c);
         let a = selector(&f.a, "findings.a", points, c, notes, n);
         let b = match f.b.get_ref() {
             toml::Value::Integer(v) => Some(Operand::Value(*v as f64)),
             toml::Value::Float(v) if v.is_finite() => Some(Operand::Value(*v)),
             _ => selector(&f.b, "findings.b", points, c, notes, n).map(Operand::Point),
+        };
+        let (a2, b2, trend_ok) = match (&f.a2, &f.b2) {
+            (None, None) => (None, None, true),
+            (Some(a2), Some(b2)) => {
+                if matches!(b, Some(Operand::Value(_))) {
+                    c.issue(
+                        f.b.span(),
+                        "findings.b",
+                        "a trend (a2, b2) needs b to be a point, not a number",
+                    );
+                }
+                (
+                    selector(a2, "findings.a2", points, c, notes, n),
+                    selector(b2, "findings.b2", points, c, notes, n),
+                    true,
+                )
+            }
+            (Some(one), None) | (None, Some(one)) => {
+                c.issue(
+                    one.span(),
+                    if f.a2.is_some() { "findings.a2" } else { "findings.b2" },
+                    "a trend needs both a2 and b2 (the later pair whose ratio is compared with a/b)",
+                );
+                (None, None, false)
+            }
         };
         if let Some(s) = &f.study
             && !(1..=2).contains(&s.get_ref().len())
@@ -88,18 +85,191 @@ pub(super) fn findings(
         if f.claim.get_ref().trim().is_empty() {
             c.issue(span.clone(), "findings.claim", "must say what the study found");
         }
-        if let (Some(metric), Some(expect), Some(a), Some(b)) = (metric, expect, a, b) {
+        let source = match &f.source {
+            Some(s) if !s.get_ref().trim().is_empty() => Some(s.get_ref().trim().to_string()),
+            Some(s) => {
+                c.issue(
+                    s.span(),
+                    "findings.source",
+                    "must say where the study says so (section, figure, table or page)",
+                );
+                None
+            }
+            None => {
+                c.issue(
+                    span.clone(),
+                    "findings.source",
+                    "missing: say where the study says so (section, figure, table or page)",
+                );
+                None
+            }
+        };
+        let kind = match f.kind.as_ref().map(|k| k.get_ref().as_str()) {
+            None | Some("finding") => Some(ClaimKind::Finding),
+            Some("injector-check") => Some(ClaimKind::InjectorCheck),
+            Some(other) => {
+                c.issue(
+                    f.kind.as_ref().map_or(span.clone(), |k| k.span()),
+                    "findings.kind",
+                    format!("unknown kind `{other}` (accepted: finding, injector-check)"),
+                );
+                None
+            }
+        };
+        let mut needs = Vec::new();
+        if let Some(v) = &f.needs {
+            for need in v.get_ref().to_vec() {
+                match need.as_str() {
+                    "link" => needs.push(Need::Link),
+                    other => c.issue(
+                        v.span(),
+                        "findings.needs",
+                        format!("unknown condition `{other}` (accepted: link)"),
+                    ),
+                }
+            }
+        }
+        let timeouts_expected = match &f.timeouts {
+            None => false,
+            Some(t) if t.get_ref() == "expected" => true,
+            Some(t) => {
+                c.issue(
+                    t.span(),
+                    "findings.timeouts",
+                    format!("unknown value `{}` (accepted: expected)", t.get_ref()),
+                );
+                false
+            }
+        };
+        if let (Some(metric), Some(expect), Some(size), Some(a), Some(b), true, Some(source), Some(kind)) =
+            (metric, expect, size, a, b, trend_ok, source, kind)
+        {
             out.push(Finding {
                 claim: f.claim.get_ref().trim().to_string(),
+                source,
                 metric,
                 a,
                 b,
+                a2,
+                b2,
                 expect,
+                size,
+                why: f.why.as_ref().map(|w| w.get_ref().trim().to_string()),
+                kind,
+                needs,
+                timeouts_expected,
                 study: f.study.as_ref().map(|s| s.get_ref().clone()).unwrap_or_default(),
             });
         }
     }
     out
+}
+
+/// `expect` with `within` and `why`: `=` needs both, `>` and `<` neither.
+fn expect(f: &RawFinding, c: &mut Checker<'_>) -> Option<Expect> {
+    match (f.expect.get_ref().as_str(), &f.within) {
+        (">", None) => Some(Expect::Greater),
+        ("<", None) => Some(Expect::Less),
+        ("=", Some(w)) => {
+            let t = *w.get_ref();
+            let reason = f.why.as_ref().is_some_and(|w| !w.get_ref().trim().is_empty());
+            if !reason {
+                c.issue(
+                    w.span(),
+                    "findings.why",
+                    "missing: say why the tolerance is what it is (the study's own spread, a stated margin)",
+                );
+            }
+            if !(t > 0.0 && t <= 1.0) {
+                c.issue(
+                    w.span(),
+                    "findings.within",
+                    format!("must be above 0 and at most 1, found {t}"),
+                );
+                return None;
+            }
+            reason.then_some(Expect::Equal { tolerance: t })
+        }
+        ("=", None) => {
+            c.issue(
+                f.expect.span(),
+                "findings.within",
+                "missing: expect = \"=\" needs within = F (e.g. 0.1 for ±10%) and why = \"...\"",
+            );
+            None
+        }
+        (">" | "<", Some(w)) => {
+            c.issue(w.span(), "findings.within", "only goes with expect = \"=\"");
+            None
+        }
+        (other, _) => {
+            c.issue(
+                f.expect.span(),
+                "findings.expect",
+                format!("unknown relation `{other}` (accepted: >, <, =)"),
+            );
+            None
+        }
+    }
+}
+
+/// At most one of `about`, `at_least`, `at_most`, above 0, on the claimed
+/// side of 1. `Some(None)`: no size; `None`: a wrong one.
+fn size(f: &RawFinding, expect: Option<Expect>, c: &mut Checker<'_>) -> Option<Option<SizeClaim>> {
+    let given: Vec<(&str, &Spanned<f64>, SizeClaim)> = [
+        ("about", &f.about, SizeClaim::About as fn(f64) -> SizeClaim),
+        ("at_least", &f.at_least, SizeClaim::AtLeast),
+        ("at_most", &f.at_most, SizeClaim::AtMost),
+    ]
+    .into_iter()
+    .filter_map(|(k, v, make)| v.as_ref().map(|v| (k, v, make(*v.get_ref()))))
+    .collect();
+    let (key, v, size) = match given.as_slice() {
+        [] => return Some(None),
+        [one] => *one,
+        [_, (k2, v2, _), ..] => {
+            c.issue(
+                v2.span(),
+                &format!("findings.{k2}"),
+                format!("goes with `{}`: give one of about, at_least, at_most", given[0].0),
+            );
+            return None;
+        }
+    };
+    let x = *v.get_ref();
+    let key = format!("findings.{key}");
+    if !(x.is_finite() && x > 0.0) {
+        c.issue(v.span(), &key, format!("must be a ratio above 0, found {x}"));
+        return None;
+    }
+    let wrong_side = match (expect, size) {
+        (Some(Expect::Equal { .. }), _) => {
+            c.issue(v.span(), &key, "does not go with expect = \"=\" (its size is `within`)");
+            return None;
+        }
+        (Some(Expect::Greater), SizeClaim::About(x) | SizeClaim::AtLeast(x)) => x <= 1.0,
+        (Some(Expect::Less), SizeClaim::About(x) | SizeClaim::AtMost(x)) => x >= 1.0,
+        (Some(Expect::Greater), SizeClaim::AtMost(x)) => x <= 1.0,
+        (Some(Expect::Less), SizeClaim::AtLeast(x)) => x >= 1.0,
+        (None, _) => false,
+    };
+    if wrong_side {
+        let side = if expect == Some(Expect::Greater) {
+            "above"
+        } else {
+            "below"
+        };
+        c.issue(
+            v.span(),
+            &key,
+            format!(
+                "{x} contradicts expect = \"{}\": the ratio a/b must be {side} 1",
+                f.expect.get_ref()
+            ),
+        );
+        return None;
+    }
+    Some(Some(size))
 }
 
 /// One side: a table of point fields matching at most one point.
@@ -120,7 +290,7 @@ fn selector(
                 format!(
                     "{} (expected a table of server, protocol, workload, tls, concurrency, rate, failure_rate, cpu_limit, connections, network{})",
                     e.message().trim(),
-                    if key.ends_with(".b") { ", or a number" } else { "" }
+                    if key == "findings.b" { ", or a number" } else { "" }
                 ),
             );
             return None;

@@ -171,11 +171,21 @@ pub(super) struct RawTarget {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFinding {
     pub(super) claim: Spanned<String>,
+    pub(super) source: Option<Spanned<String>>,
     pub(super) metric: Spanned<String>,
     pub(super) a: Spanned<toml::Value>,
     pub(super) b: Spanned<toml::Value>,
+    pub(super) a2: Option<Spanned<toml::Value>>,
+    pub(super) b2: Option<Spanned<toml::Value>>,
     pub(super) expect: Spanned<String>,
-    pub(super) tolerance: Option<Spanned<f64>>,
+    pub(super) within: Option<Spanned<f64>>,
+    pub(super) why: Option<Spanned<String>>,
+    pub(super) about: Option<Spanned<f64>>,
+    pub(super) at_least: Option<Spanned<f64>>,
+    pub(super) at_most: Option<Spanned<f64>>,
+    pub(super) kind: Option<Spanned<String>>,
+    pub(super) needs: Option<Spanned<OneOrMany<String>>>,
+    pub(super) timeouts: Option<Spanned<String>>,
     pub(super) study: Option<Spanned<Vec<f64>>>,
 }
 
