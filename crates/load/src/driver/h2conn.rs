@@ -234,6 +234,13 @@ struct State {
     table_need: usize,
 }
 
+/// Why the frames read could not be handled: the connection's end.
+struct FrameFail {
+    error: CallError,
+    /// Whether to tell the server (GOAWAY with PROTOCOL_ERROR) first.
+    send_goaway: bool,
+}
+
 /// The payload length in the frame header at the start of `head`.
 fn frame_len(head: &[u8]) -> usize {
     u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize
@@ -258,6 +265,41 @@ fn protocol(peer: &str, what: impl std::fmt::Display) -> CallError {
 }
 
 impl State {
+    /// A connection's state before the server's SETTINGS: `out` holds what
+    /// is to be written first (the preface), `table_need` the bytes the
+    /// request's fields take in the server's table.
+    fn new(peer: String, out: Vec<u8>, windows: Windows, table_need: usize) -> State {
+        State {
+            peer,
+            out,
+            task: None,
+            streams: HashMap::default(),
+            spare: Vec::new(),
+            active: 0,
+            next_id: 1,
+            settings: PeerSettings {
+                header_table: 4_096,
+                max_concurrent: usize::MAX,
+                initial_window: 65_535,
+                max_frame: MAX_FRAME,
+            },
+            settings_seen: false,
+            connecting: None,
+            send_window: 65_535,
+            unacked: 0,
+            windows,
+            failed: None,
+            goaway: None,
+            handles: 1,
+            waiting: Vec::new(),
+            blocked: Vec::new(),
+            decoder: super::hpack::Decoder::new(DECODER_TABLE),
+            partial: None,
+            table: TableUse::Unprimed,
+            table_need,
+        }
+    }
+
     /// Keeps a stream's slot, taken out of `streams` with its reply, for
     /// the next stream, cleared of what else it held.
     fn put_back(&mut self, mut slot: Box<Slot>) {
@@ -423,6 +465,43 @@ impl State {
         for id in std::mem::take(&mut self.blocked) {
             self.pump(id);
         }
+    }
+
+    /// Handles the complete frames at the start of `buf` (what was read and
+    /// not yet handled); returns the bytes they took: a frame cut short
+    /// waits for the next read.
+    fn read_frames(&mut self, buf: &[u8]) -> Result<usize, FrameFail> {
+        let mut pos = 0;
+        while buf.len() - pos >= 9 {
+            let h = &buf[pos..pos + 9];
+            let len = frame_len(h);
+            let (kind, flags) = (h[3], h[4]);
+            let id = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & MAX_STREAM_ID;
+            if !self.settings_seen && (kind != SETTINGS || flags & ACK != 0) {
+                let error = not_http2(&self.peer, &buf[pos..]);
+                return Err(FrameFail {
+                    error,
+                    send_goaway: false,
+                });
+            }
+            if len > MAX_FRAME {
+                let error = protocol(&self.peer, format_args!("a frame of {len} bytes (at most {MAX_FRAME})"));
+                return Err(FrameFail {
+                    error,
+                    send_goaway: false,
+                });
+            }
+            if buf.len() - pos < 9 + len {
+                break;
+            }
+            self.on_frame(kind, flags, id, &buf[pos + 9..pos + 9 + len])
+                .map_err(|error| FrameFail {
+                    error,
+                    send_goaway: true,
+                })?;
+            pos += 9 + len;
+        }
+        Ok(pos)
     }
 
     /// Handles one frame; an error is the connection's end.
@@ -787,36 +866,7 @@ impl Handle {
             frame_head(&mut out, 4, WINDOW_UPDATE, 0, 0);
             out.extend_from_slice(&(windows.connection - 65_535).to_be_bytes());
         }
-        let decoder = super::hpack::Decoder::new(DECODER_TABLE);
-        let shared = Rc::new(RefCell::new(State {
-            peer,
-            out,
-            task: None,
-            streams: HashMap::default(),
-            spare: Vec::new(),
-            active: 0,
-            next_id: 1,
-            settings: PeerSettings {
-                header_table: 4_096,
-                max_concurrent: usize::MAX,
-                initial_window: 65_535,
-                max_frame: MAX_FRAME,
-            },
-            settings_seen: false,
-            connecting: None,
-            send_window: 65_535,
-            unacked: 0,
-            windows,
-            failed: None,
-            goaway: None,
-            handles: 1,
-            waiting: Vec::new(),
-            blocked: Vec::new(),
-            decoder,
-            partial: None,
-            table: TableUse::Unprimed,
-            table_need: block.table_bytes,
-        }));
+        let shared = Rc::new(RefCell::new(State::new(peer, out, windows, block.table_bytes)));
         tokio::task::spawn_local(drive(io, shared.clone()));
         let handle = Handle { shared };
         std::future::poll_fn(|cx| {
@@ -1050,34 +1100,18 @@ fn poll_drive(
                     return Poll::Ready(());
                 }
                 *filled += n;
-                let mut pos = 0;
-                while *filled - pos >= 9 {
-                    let h = &buf[pos..pos + 9];
-                    let len = frame_len(h);
-                    let (kind, flags) = (h[3], h[4]);
-                    let id = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & MAX_STREAM_ID;
-                    if !st.settings_seen && (kind != SETTINGS || flags & ACK != 0) {
-                        let e = not_http2(&st.peer, &buf[pos..*filled]);
-                        st.fail(e);
+                let pos = match st.read_frames(&buf[..*filled]) {
+                    Ok(pos) => pos,
+                    Err(FrameFail { error, send_goaway }) => {
+                        if send_goaway {
+                            goaway(&mut st.out, PROTOCOL_ERROR);
+                            let out = std::mem::take(&mut st.out);
+                            let _ = Pin::new(&mut *io).poll_write(cx, &out);
+                        }
+                        st.fail(error);
                         return Poll::Ready(());
                     }
-                    if len > MAX_FRAME {
-                        let e = protocol(&st.peer, format_args!("a frame of {len} bytes (at most {MAX_FRAME})"));
-                        st.fail(e);
-                        return Poll::Ready(());
-                    }
-                    if *filled - pos < 9 + len {
-                        break;
-                    }
-                    if let Err(e) = st.on_frame(kind, flags, id, &buf[pos + 9..pos + 9 + len]) {
-                        goaway(&mut st.out, PROTOCOL_ERROR);
-                        let out = std::mem::take(&mut st.out);
-                        let _ = Pin::new(&mut *io).poll_write(cx, &out);
-                        st.fail(e);
-                        return Poll::Ready(());
-                    }
-                    pos += 9 + len;
-                }
+                };
                 buf.copy_within(pos..*filled, 0);
                 *filled -= pos;
             }
