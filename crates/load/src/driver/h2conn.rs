@@ -1141,6 +1141,70 @@ fn not_http2(peer: &str, first: &[u8]) -> CallError {
     )
 }
 
+/// For the fuzz target `h2_frames` (issue 35): `data` read as a server's
+/// bytes, `read` bytes at a time, by a connection whose caller opens three
+/// streams once the server's SETTINGS came (plain; gRPC with a body; gRPC
+/// keeping its body) and a new one for each that ends. Each finished
+/// stream's reply goes through the driver's [`super::http2::response`].
+/// Returns the error that ended the connection, if one did.
+pub(crate) fn fuzz_read(data: &[u8], read: usize) -> Option<CallError> {
+    let block = HeaderBlock::new(&[
+        (b":method", b"POST"),
+        (b":scheme", b"http"),
+        (b":authority", b"fuzz"),
+        (b":path", b"/fuzz"),
+    ]);
+    let windows = Windows {
+        stream: 65_535,
+        connection: 1 << 20,
+    };
+    let calls = [
+        (Bytes::new(), false, false),
+        (Bytes::from_static(b"\0\0\0\0\x02{}"), true, false),
+        (Bytes::new(), true, true),
+    ];
+    let mut st = State::new("fuzz".into(), Vec::new(), windows, block.table_bytes);
+    let mut kinds: HashMap<u32, usize> = HashMap::new();
+    let mut buf = Vec::new();
+    for chunk in data.chunks(read.max(1)) {
+        buf.extend_from_slice(chunk);
+        let pos = match st.read_frames(&buf) {
+            Ok(pos) => pos,
+            Err(fail) => {
+                st.fail(fail.error.clone());
+                return Some(fail.error);
+            }
+        };
+        buf.drain(..pos);
+        // What the connection would write is not what is fuzzed.
+        st.out.clear();
+        let done: Vec<u32> = st
+            .streams
+            .iter()
+            .filter(|(_, slot)| slot.phase == Phase::Done)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in done {
+            let mut slot = st.streams.remove(&id).expect("listed above");
+            let reply = std::mem::take(&mut slot.reply);
+            let kind = kinds.remove(&id).expect("every stream was opened here");
+            if slot.error.take().is_none() {
+                let _ = super::http2::response(calls[kind].1, reply);
+            }
+            st.put_back(slot);
+        }
+        if st.settings_seen && st.usable() {
+            for (kind, (body, grpc, keep)) in calls.iter().enumerate() {
+                if kinds.values().all(|&k| k != kind) && st.active < st.settings.max_concurrent {
+                    let id = st.open(&block, body, *grpc, *keep);
+                    kinds.insert(id, kind);
+                }
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;

@@ -186,6 +186,25 @@ fn chunk_size(line: &[u8]) -> Option<usize> {
     (size <= isize::MAX as usize).then_some(size)
 }
 
+/// For the fuzz target `http1_head` (issue 35): parses `buf` as a response
+/// head and, if it is complete, its bytes after the head as a chunk-size
+/// line; checks that what the parser returns lies within `buf`. Returns the
+/// status and the head's length, `None` while incomplete.
+pub(crate) fn fuzz_head(buf: &[u8]) -> Result<Option<(u16, usize)>, CallError> {
+    let Some(head) = parse_head(buf)? else { return Ok(None) };
+    assert!(head.head_len <= buf.len(), "the head ends within the buffer");
+    if let Some(range) = &head.content_type {
+        assert!(range.end <= head.head_len, "the content type lies within the head");
+    }
+    let rest = &buf[head.head_len..];
+    if let Some(end) = rest.windows(2).position(|w| w == b"\r\n")
+        && let Some(size) = chunk_size(&rest[..end])
+    {
+        assert!(size.checked_add(2).is_some(), "the chunk and its CRLF have a length");
+    }
+    Ok(Some((head.status, head.head_len)))
+}
+
 /// Reads more bytes into `conn.buf`; 0 bytes read is a reset (closed mid-response).
 async fn fill(conn: &mut Conn) -> Result<usize, CallError> {
     if conn.buf.capacity() - conn.buf.len() < 8 * 1024 {

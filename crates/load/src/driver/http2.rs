@@ -250,7 +250,7 @@ pub(super) fn percent_decode(bytes: &[u8]) -> String {
 }
 
 /// Splits a gRPC response body into length-prefixed messages as it arrives.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Deframer {
     head: [u8; 5],
     head_len: usize,
@@ -262,7 +262,7 @@ pub(crate) struct Deframer {
 }
 
 impl Deframer {
-    pub(super) fn feed(&mut self, mut data: &[u8]) {
+    pub(crate) fn feed(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
             if self.left > 0 {
                 let t = self.left.min(data.len());
