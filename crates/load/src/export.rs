@@ -15,7 +15,7 @@ const NS_PER_MS: f64 = 1e6;
 /// Percentile ticks per half distance, as HdrHistogram's reference output uses.
 const TICKS_PER_HALF_DISTANCE: u32 = 5;
 
-fn decode(encoded: &str) -> Result<Histogram<u64>, HistogramError> {
+pub(crate) fn decode(encoded: &str) -> Result<Histogram<u64>, HistogramError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(encoded)
         .map_err(|e| HistogramError(e.to_string()))?;

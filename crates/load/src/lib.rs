@@ -27,6 +27,8 @@ mod driver;
 mod engine;
 mod error;
 mod export;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod pacer;
 mod prepare;
 mod record;

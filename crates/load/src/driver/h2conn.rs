@@ -268,6 +268,13 @@ struct State {
     control_queued: usize,
 }
 
+/// Why the frames read could not be handled: the connection's end.
+struct FrameFail {
+    error: CallError,
+    /// Whether to tell the server (GOAWAY with PROTOCOL_ERROR) first.
+    send_goaway: bool,
+}
+
 /// The payload length in the frame header at the start of `head`.
 fn frame_len(head: &[u8]) -> usize {
     u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize
@@ -292,6 +299,42 @@ fn protocol(peer: &str, what: impl std::fmt::Display) -> CallError {
 }
 
 impl State {
+    /// A connection's state before the server's SETTINGS: `out` holds what
+    /// is to be written first (the preface), `table_need` the bytes the
+    /// request's fields take in the server's table.
+    fn new(peer: String, out: Vec<u8>, windows: Windows, table_need: usize) -> State {
+        State {
+            peer,
+            out,
+            task: None,
+            streams: HashMap::default(),
+            spare: Vec::new(),
+            active: 0,
+            next_id: 1,
+            settings: PeerSettings {
+                header_table: 4_096,
+                max_concurrent: usize::MAX,
+                initial_window: 65_535,
+                max_frame: MAX_FRAME,
+            },
+            settings_seen: false,
+            connecting: None,
+            send_window: 65_535,
+            unacked: 0,
+            windows,
+            failed: None,
+            goaway: None,
+            handles: 1,
+            waiting: Vec::new(),
+            blocked: Vec::new(),
+            decoder: super::hpack::Decoder::new(DECODER_TABLE),
+            partial: None,
+            table: TableUse::Unprimed,
+            table_need,
+            control_queued: 0,
+        }
+    }
+
     /// Keeps a stream's slot, taken out of `streams` with its reply, for
     /// the next stream, cleared of what else it held.
     fn put_back(&mut self, mut slot: Box<Slot>) {
@@ -457,6 +500,43 @@ impl State {
         for id in std::mem::take(&mut self.blocked) {
             self.pump(id);
         }
+    }
+
+    /// Handles the complete frames at the start of `buf` (what was read and
+    /// not yet handled); returns the bytes they took: a frame cut short
+    /// waits for the next read.
+    fn read_frames(&mut self, buf: &[u8]) -> Result<usize, FrameFail> {
+        let mut pos = 0;
+        while buf.len() - pos >= 9 {
+            let h = &buf[pos..pos + 9];
+            let len = frame_len(h);
+            let (kind, flags) = (h[3], h[4]);
+            let id = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & MAX_STREAM_ID;
+            if !self.settings_seen && (kind != SETTINGS || flags & ACK != 0) {
+                let error = not_http2(&self.peer, &buf[pos..]);
+                return Err(FrameFail {
+                    error,
+                    send_goaway: false,
+                });
+            }
+            if len > MAX_FRAME {
+                let error = protocol(&self.peer, format_args!("a frame of {len} bytes (at most {MAX_FRAME})"));
+                return Err(FrameFail {
+                    error,
+                    send_goaway: false,
+                });
+            }
+            if buf.len() - pos < 9 + len {
+                break;
+            }
+            self.on_frame(kind, flags, id, &buf[pos + 9..pos + 9 + len])
+                .map_err(|error| FrameFail {
+                    error,
+                    send_goaway: true,
+                })?;
+            pos += 9 + len;
+        }
+        Ok(pos)
     }
 
     /// Handles one frame; an error is the connection's end.
@@ -889,37 +969,7 @@ impl Handle {
             frame_head(&mut out, 4, WINDOW_UPDATE, 0, 0);
             out.extend_from_slice(&(windows.connection - 65_535).to_be_bytes());
         }
-        let decoder = super::hpack::Decoder::new(DECODER_TABLE);
-        let shared = Rc::new(RefCell::new(State {
-            peer,
-            out,
-            task: None,
-            streams: HashMap::default(),
-            spare: Vec::new(),
-            active: 0,
-            next_id: 1,
-            settings: PeerSettings {
-                header_table: 4_096,
-                max_concurrent: usize::MAX,
-                initial_window: 65_535,
-                max_frame: MAX_FRAME,
-            },
-            settings_seen: false,
-            connecting: None,
-            send_window: 65_535,
-            unacked: 0,
-            windows,
-            failed: None,
-            goaway: None,
-            handles: 1,
-            waiting: Vec::new(),
-            blocked: Vec::new(),
-            decoder,
-            partial: None,
-            table: TableUse::Unprimed,
-            table_need: block.table_bytes,
-            control_queued: 0,
-        }));
+        let shared = Rc::new(RefCell::new(State::new(peer, out, windows, block.table_bytes)));
         tokio::task::spawn_local(drive(io, shared.clone()));
         let handle = Handle { shared };
         std::future::poll_fn(|cx| {
@@ -1156,34 +1206,18 @@ fn poll_drive(
                     return Poll::Ready(());
                 }
                 *filled += n;
-                let mut pos = 0;
-                while *filled - pos >= 9 {
-                    let h = &buf[pos..pos + 9];
-                    let len = frame_len(h);
-                    let (kind, flags) = (h[3], h[4]);
-                    let id = u32::from_be_bytes([h[5], h[6], h[7], h[8]]) & MAX_STREAM_ID;
-                    if !st.settings_seen && (kind != SETTINGS || flags & ACK != 0) {
-                        let e = not_http2(&st.peer, &buf[pos..*filled]);
-                        st.fail(e);
+                let pos = match st.read_frames(&buf[..*filled]) {
+                    Ok(pos) => pos,
+                    Err(FrameFail { error, send_goaway }) => {
+                        if send_goaway {
+                            goaway(&mut st.out, PROTOCOL_ERROR);
+                            let out = std::mem::take(&mut st.out);
+                            let _ = Pin::new(&mut *io).poll_write(cx, &out);
+                        }
+                        st.fail(error);
                         return Poll::Ready(());
                     }
-                    if len > MAX_FRAME {
-                        let e = protocol(&st.peer, format_args!("a frame of {len} bytes (at most {MAX_FRAME})"));
-                        st.fail(e);
-                        return Poll::Ready(());
-                    }
-                    if *filled - pos < 9 + len {
-                        break;
-                    }
-                    if let Err(e) = st.on_frame(kind, flags, id, &buf[pos + 9..pos + 9 + len]) {
-                        goaway(&mut st.out, PROTOCOL_ERROR);
-                        let out = std::mem::take(&mut st.out);
-                        let _ = Pin::new(&mut *io).poll_write(cx, &out);
-                        st.fail(e);
-                        return Poll::Ready(());
-                    }
-                    pos += 9 + len;
-                }
+                };
                 buf.copy_within(pos..*filled, 0);
                 *filled -= pos;
             }
@@ -1211,6 +1245,70 @@ fn not_http2(peer: &str, first: &[u8]) -> CallError {
         ErrorKind::Connect,
         format!("{peer} did not answer with HTTP/2 (expected a SETTINGS frame first, got {shown:?})"),
     )
+}
+
+/// For the fuzz target `h2_frames` (issue 35): `data` read as a server's
+/// bytes, `read` bytes at a time, by a connection whose caller opens three
+/// streams once the server's SETTINGS came (plain; gRPC with a body; gRPC
+/// keeping its body) and a new one for each that ends. Each finished
+/// stream's reply goes through the driver's [`super::http2::response`].
+/// Returns the error that ended the connection, if one did.
+pub(crate) fn fuzz_read(data: &[u8], read: usize) -> Option<CallError> {
+    let block = HeaderBlock::new(&[
+        (b":method", b"POST"),
+        (b":scheme", b"http"),
+        (b":authority", b"fuzz"),
+        (b":path", b"/fuzz"),
+    ]);
+    let windows = Windows {
+        stream: 65_535,
+        connection: 1 << 20,
+    };
+    let calls = [
+        (Bytes::new(), false, false),
+        (Bytes::from_static(b"\0\0\0\0\x02{}"), true, false),
+        (Bytes::new(), true, true),
+    ];
+    let mut st = State::new("fuzz".into(), Vec::new(), windows, block.table_bytes);
+    let mut kinds: HashMap<u32, usize> = HashMap::new();
+    let mut buf = Vec::new();
+    for chunk in data.chunks(read.max(1)) {
+        buf.extend_from_slice(chunk);
+        let pos = match st.read_frames(&buf) {
+            Ok(pos) => pos,
+            Err(fail) => {
+                st.fail(fail.error.clone());
+                return Some(fail.error);
+            }
+        };
+        buf.drain(..pos);
+        // What the connection would write is not what is fuzzed.
+        st.out.clear();
+        let done: Vec<u32> = st
+            .streams
+            .iter()
+            .filter(|(_, slot)| slot.phase == Phase::Done)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in done {
+            let mut slot = st.streams.remove(&id).expect("listed above");
+            let reply = std::mem::take(&mut slot.reply);
+            let kind = kinds.remove(&id).expect("every stream was opened here");
+            if slot.error.take().is_none() {
+                let _ = super::http2::response(calls[kind].1, reply);
+            }
+            st.put_back(slot);
+        }
+        if st.settings_seen && st.usable() {
+            for (kind, (body, grpc, keep)) in calls.iter().enumerate() {
+                if kinds.values().all(|&k| k != kind) && st.active < st.settings.max_concurrent {
+                    let id = st.open(&block, body, *grpc, *keep);
+                    kinds.insert(id, kind);
+                }
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -179,6 +179,36 @@ fn content_length(value: &[u8]) -> Option<usize> {
     })
 }
 
+/// The size in a chunk-size line (without its CRLF): hexadecimal digits,
+/// then optional spaces and `;` extensions. `None` for anything else or a
+/// size past `isize::MAX` (no body is that long, and the reader adds the
+/// CRLF's 2 bytes to it: a size of `usize::MAX` overflowed there; issue 35).
+fn chunk_size(line: &[u8]) -> Option<usize> {
+    let line = std::str::from_utf8(line).ok()?;
+    let size_hex = line.split(';').next().unwrap_or("").trim();
+    let size = usize::from_str_radix(size_hex, 16).ok()?;
+    (size <= isize::MAX as usize).then_some(size)
+}
+
+/// For the fuzz target `http1_head` (issue 35): parses `buf` as a response
+/// head and, if it is complete, its bytes after the head as a chunk-size
+/// line; checks that what the parser returns lies within `buf`. Returns the
+/// status and the head's length, `None` while incomplete.
+pub(crate) fn fuzz_head(buf: &[u8]) -> Result<Option<(u16, usize)>, CallError> {
+    let Some(head) = parse_head(buf)? else { return Ok(None) };
+    assert!(head.head_len <= buf.len(), "the head ends within the buffer");
+    if let Some(range) = &head.content_type {
+        assert!(range.end <= head.head_len, "the content type lies within the head");
+    }
+    let rest = &buf[head.head_len..];
+    if let Some(end) = rest.windows(2).position(|w| w == b"\r\n")
+        && let Some(size) = chunk_size(&rest[..end])
+    {
+        assert!(size.checked_add(2).is_some(), "the chunk and its CRLF have a length");
+    }
+    Ok(Some((head.status, head.head_len)))
+}
+
 /// Reads more bytes into `conn.buf`; 0 bytes read is a reset (closed mid-response).
 async fn fill(conn: &mut Conn) -> Result<usize, CallError> {
     if conn.buf.capacity() - conn.buf.len() < 8 * 1024 {
@@ -325,9 +355,7 @@ async fn read_chunked(conn: &mut Conn, body: &mut Option<BytesMut>, asked: bool)
                 ));
             }
         };
-        let line = std::str::from_utf8(&conn.buf[..line_end]).map_err(|_| bad("chunk size"))?;
-        let size_hex = line.split(';').next().unwrap_or("").trim();
-        let size = usize::from_str_radix(size_hex, 16).map_err(|_| bad("chunk size"))?;
+        let size = chunk_size(&conn.buf[..line_end]).ok_or_else(|| bad("chunk size"))?;
         conn.buf.advance(line_end + 2);
         if size == 0 {
             // Trailers, then an empty line; within MAX_HEAD_BYTES, as a head.
@@ -445,6 +473,30 @@ mod tests {
         assert!(body.is_none());
         keep_more(&mut body, b"c", false).expect("nothing kept");
         assert!(body.is_none());
+    }
+
+    #[test]
+    fn chunk_sizes_are_hex_with_extensions_and_a_size_past_isize_is_refused() {
+        for (line, want) in [
+            (&b"0"[..], Some(0)),
+            (b"1a", Some(26)),
+            (b"FF ; name=value", Some(255)),
+            (b"", None),
+            (b"g", None),
+            (b"-1", None),
+            (b"\xff", None),
+        ] {
+            assert_eq!(chunk_size(line), want, "{:?}", String::from_utf8_lossy(line));
+        }
+        // Issue 35: the reader adds the CRLF's 2 bytes to the size, which
+        // overflowed for a size of usize::MAX (a panic in a debug build, a
+        // wrong length in release).
+        let max = format!("{:x}", usize::MAX);
+        assert_eq!(chunk_size(max.as_bytes()), None);
+        let past = format!("{:x}", isize::MAX as usize + 1);
+        assert_eq!(chunk_size(past.as_bytes()), None);
+        let most = format!("{:x}", isize::MAX);
+        assert_eq!(chunk_size(most.as_bytes()), Some(isize::MAX as usize));
     }
 
     #[test]

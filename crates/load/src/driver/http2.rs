@@ -148,7 +148,7 @@ impl Driver for Http2 {
 
     async fn call(&self, conn: &mut Conn, keep_body: bool) -> Result<Response, CallError> {
         let reply = conn.request(&self.block, &self.body, self.grpc, keep_body).await?;
-        self.response(reply)
+        response(self.grpc, reply)
     }
 
     fn share(&self, conn: &Conn) -> Option<Conn> {
@@ -160,71 +160,69 @@ impl Driver for Http2 {
     }
 }
 
-impl Http2 {
-    /// What the check sees of a stream's reply.
-    fn response(&self, reply: h2conn::Reply) -> Result<Response, CallError> {
-        let status = reply.status;
-        // A gRPC call answered by something that is not gRPC (an HTTP/2 REST
-        // port: 404, text/plain): its body is not gRPC frames, and the check
-        // counts it by its HTTP status or content type.
-        // (A trailers-only answer carrying grpc-status is gRPC even if a
-        // server left its content type out.)
-        let not_grpc = self.grpc && (status != 200 || !(reply.head_grpc.is_some() || reply.grpc_type));
-        if !self.grpc {
-            return Ok(Response {
-                status,
-                content_type: reply.content_type,
-                body: reply.body.map(BytesMut::freeze),
-                body_len: reply.body_len,
-                grpc: None,
-                grpc_messages: 0,
-            });
-        }
-        if not_grpc {
-            return Ok(Response {
-                status,
-                content_type: Some(reply.content_type.unwrap_or_default()),
-                body_len: reply.body_len,
-                body: reply.body.map(BytesMut::freeze),
-                grpc: None,
-                grpc_messages: 0,
-            });
-        }
-        // Trailers-only responses carry grpc-status in the headers.
-        let mut grpc = reply.head_grpc.or(reply.trailer_grpc);
-        if grpc.is_none() && status == 200 {
-            grpc = Some(GrpcStatus {
-                code: 2,
-                message: "response without grpc-status".into(),
-            });
-        }
-        let deframer = reply.deframer;
-        if deframer.compressed {
-            return Err(CallError::new(
-                ErrorKind::WrongResponse,
-                "compressed gRPC message (not requested)",
-            ));
-        }
-        if deframer.partial() {
-            return Err(CallError::new(ErrorKind::WrongResponse, "truncated gRPC message frame"));
-        }
-        let body = reply.body.map(|k| {
-            let k = k.freeze();
-            if k.len() >= 5 {
-                k.slice(5..k.len().min(5 + deframer.first_len))
-            } else {
-                k
-            }
-        });
-        Ok(Response {
+/// What the check sees of a stream's reply (`grpc`: the call was gRPC).
+pub(crate) fn response(grpc: bool, reply: h2conn::Reply) -> Result<Response, CallError> {
+    let status = reply.status;
+    // A gRPC call answered by something that is not gRPC (an HTTP/2 REST
+    // port: 404, text/plain): its body is not gRPC frames, and the check
+    // counts it by its HTTP status or content type.
+    // (A trailers-only answer carrying grpc-status is gRPC even if a
+    // server left its content type out.)
+    let not_grpc = grpc && (status != 200 || !(reply.head_grpc.is_some() || reply.grpc_type));
+    if !grpc {
+        return Ok(Response {
             status,
             content_type: reply.content_type,
-            body,
-            body_len: deframer.message_bytes,
-            grpc,
-            grpc_messages: deframer.messages,
-        })
+            body: reply.body.map(BytesMut::freeze),
+            body_len: reply.body_len,
+            grpc: None,
+            grpc_messages: 0,
+        });
     }
+    if not_grpc {
+        return Ok(Response {
+            status,
+            content_type: Some(reply.content_type.unwrap_or_default()),
+            body_len: reply.body_len,
+            body: reply.body.map(BytesMut::freeze),
+            grpc: None,
+            grpc_messages: 0,
+        });
+    }
+    // Trailers-only responses carry grpc-status in the headers.
+    let mut grpc = reply.head_grpc.or(reply.trailer_grpc);
+    if grpc.is_none() && status == 200 {
+        grpc = Some(GrpcStatus {
+            code: 2,
+            message: "response without grpc-status".into(),
+        });
+    }
+    let deframer = reply.deframer;
+    if deframer.compressed {
+        return Err(CallError::new(
+            ErrorKind::WrongResponse,
+            "compressed gRPC message (not requested)",
+        ));
+    }
+    if deframer.partial() {
+        return Err(CallError::new(ErrorKind::WrongResponse, "truncated gRPC message frame"));
+    }
+    let body = reply.body.map(|k| {
+        let k = k.freeze();
+        if k.len() >= 5 {
+            k.slice(5..k.len().min(5 + deframer.first_len))
+        } else {
+            k
+        }
+    });
+    Ok(Response {
+        status,
+        content_type: reply.content_type,
+        body,
+        body_len: deframer.message_bytes,
+        grpc,
+        grpc_messages: deframer.messages,
+    })
 }
 
 /// `application/grpc`, optionally `+proto`/`+json` or `;` parameters.
@@ -260,7 +258,7 @@ pub(super) fn percent_decode(bytes: &[u8]) -> String {
 pub(crate) const MAX_GRPC_MESSAGE: usize = 16 << 20;
 
 /// Splits a gRPC response body into length-prefixed messages as it arrives.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Deframer {
     head: [u8; 5],
     head_len: usize,
@@ -274,7 +272,7 @@ pub(crate) struct Deframer {
 }
 
 impl Deframer {
-    pub(super) fn feed(&mut self, mut data: &[u8]) {
+    pub(crate) fn feed(&mut self, mut data: &[u8]) {
         while !data.is_empty() {
             if self.left > 0 {
                 let t = self.left.min(data.len());
