@@ -5,17 +5,22 @@ CARGO ?= cargo
 SERVERS := go python node java-spring cpp-grpc
 export PATH := $(shell go env GOPATH 2>/dev/null || echo $(HOME)/go)/bin:$(PATH)
 
-.PHONY: run test setup lint unit contract-check servers-test verify-servers bench bench-callgrind clean
+.PHONY: run test setup lint unit contract-check servers-test verify-servers fuzz bench bench-callgrind clean
 
 ## The main job: build, run the quick preset on the built-in servers, write the DB and report.
 run:
 	$(CARGO) run --release -p protobench -- run
 
 ## Every test: lint, unit + integration tests, contract drift, each reference
-## server; in three lanes side by side (scripts/test.sh). The same steps one
-## after the other: make lint unit contract-check servers-test verify-servers.
+## server, the fuzz targets; in four lanes side by side (scripts/test.sh).
+## The same steps one after the other:
+## make lint unit contract-check servers-test verify-servers fuzz
 test: setup
 	bash scripts/test.sh
+
+## Every fuzz target built and run 5 s on its corpus (docs/fuzzing.md).
+fuzz:
+	bash fuzz/run.sh 5
 
 setup:
 	bash scripts/setup.sh

@@ -8,7 +8,10 @@
 #
 # New inputs a run finds go to a scratch directory ($FUZZ_WORK_DIR, default
 # a temporary one), not into the checked-in corpus. Needs the nightly
-# toolchain and cargo-fuzz (`cargo install cargo-fuzz`).
+# toolchain and cargo-fuzz (`cargo install cargo-fuzz`). $FUZZ_TARGET_DIR,
+# when set, is the build directory (default fuzz/target): CI keeps it under
+# ~/.cache so that a fresh clone does not rebuild the instrumented
+# dependency tree every time (scripts/test.sh).
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -23,8 +26,11 @@ if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
     exit 2
 fi
 
+dir_args=()
+[ -n "${FUZZ_TARGET_DIR:-}" ] && dir_args=(--target-dir "$FUZZ_TARGET_DIR")
+
 start=$(date +%s)
-cargo +nightly fuzz build -O
+cargo +nightly fuzz build -O "${dir_args[@]}"
 built=$(( $(date +%s) - start ))
 
 if [ "$#" -gt 0 ]; then
@@ -48,7 +54,7 @@ for t in "${targets[@]}"; do
     t0=$(date +%s)
     # The first corpus directory takes what the run finds; the checked-in
     # one is only read.
-    if cargo +nightly fuzz run -O "$t" "$work/$t" "corpus/$t" -- \
+    if cargo +nightly fuzz run -O "${dir_args[@]}" "$t" "$work/$t" "corpus/$t" -- \
         -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=30 \
         -print_final_stats=1 -artifact_prefix="artifacts/$t/" >"$log" 2>&1; then
         result=ok

@@ -4,7 +4,7 @@
 # development packages and build tools (servers/cpp-grpc), iproute2, nftables
 # and toxiproxy (emulated networks, docs/network.md), chromium (HTML report test),
 # grpcurl and ghz (third-party gRPC clients; ghz is grpc_bench's), openssl/curl
-# (server tests).
+# (server tests), cargo-fuzz with a nightly toolchain (fuzz/).
 # Toolchains themselves (Rust, Go, Java+Maven, Python, Node) are prerequisites.
 set -euo pipefail
 
@@ -48,5 +48,15 @@ if ! command -v toxiproxy-server >/dev/null && [ ! -x "$GOBIN_DIR/toxiproxy-serv
   mv "$tmp/server" "$GOBIN_DIR/toxiproxy-server"
   mv "$tmp/cli" "$GOBIN_DIR/toxiproxy-cli"
   rmdir "$tmp"
+fi
+# cargo-fuzz and a nightly toolchain: the fuzz targets (fuzz/, docs/fuzzing.md),
+# which `make test` builds and runs briefly.
+if command -v rustup >/dev/null && ! rustup toolchain list | grep -q '^nightly'; then
+  echo "setup: rustup toolchain install nightly"
+  rustup toolchain install nightly --profile minimal
+fi
+if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+  echo "setup: cargo install cargo-fuzz"
+  cargo install --locked cargo-fuzz@0.13.2
 fi
 echo "setup: ok"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every test (`make test`, which CI runs), in three lanes side by side.
+# Every test (`make test`, which CI runs), in four lanes side by side.
 #
 # Most of the suite waits rather than computes: servers start, idle and read
 # timeouts expire, floods are held open. Run one after the other, on 2 cores,
@@ -12,6 +12,9 @@
 #            on it (protobench verify clear and TLS, zeep, schemathesis, ghz,
 #            the hardening probe), once the rust lane has built the binary;
 #            the stacks are split into two lanes of about equal length
+#   fuzz     every cargo-fuzz target built and run 5 s on its checked-in
+#            corpus (fuzz/run.sh; the instrumented build is kept in
+#            ~/.cache/protobench/fuzz-target between runs, like the venvs)
 #
 # Each lane writes its log to $PROTOBENCH_TEST_LOGS (default: a temporary
 # directory) and is printed whole when it ends, headed by its name and time;
@@ -90,15 +93,22 @@ lane() { # NAME FUNCTION ARGS...: runs in the background, status in $logs/NAME.s
   ) &
 }
 
-echo "test: lanes rust, servers-a (${lane_a[*]}), servers-b (${lane_b[*]}); logs in $logs"
+fuzz_lane() {
+  FUZZ_TARGET_DIR="${FUZZ_TARGET_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/protobench/fuzz-target}" \
+    nice -n 5 bash fuzz/run.sh 5
+}
+
+lanes=(rust servers-a servers-b fuzz)
+echo "test: lanes rust, servers-a (${lane_a[*]}), servers-b (${lane_b[*]}), fuzz; logs in $logs"
 t0=$SECONDS
 lane rust rust_lane
 lane servers-a servers_lane "${lane_a[@]}"
 lane servers-b servers_lane "${lane_b[@]}"
+lane fuzz fuzz_lane
 wait
 
 failed=0
-for name in rust servers-a servers-b; do
+for name in "${lanes[@]}"; do
   read -r rc secs <"$logs/$name.status" || { rc=1; secs='?'; }
   echo
   echo "==== lane $name: $([ "$rc" = 0 ] && echo ok || echo FAILED) in $secs s"
@@ -106,7 +116,7 @@ for name in rust servers-a servers-b; do
   [ "$rc" = 0 ] || failed=1
 done
 echo
-for name in rust servers-a servers-b; do
+for name in "${lanes[@]}"; do
   read -r rc secs <"$logs/$name.status" || { rc=1; secs='?'; }
   echo "test: lane $name $([ "$rc" = 0 ] && echo ok || echo FAILED) in $secs s"
 done
