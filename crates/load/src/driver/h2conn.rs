@@ -756,7 +756,11 @@ impl State {
         let mut error = None;
         if slot.grpc {
             r.deframer.feed(data);
-            if let Some(len) = r.deframer.oversized {
+            // Only a 200 carries gRPC messages: another status's body (a
+            // 404 page, say) is judged by its status, not read as prefixes.
+            if r.status == 200
+                && let Some(len) = r.deframer.oversized
+            {
                 error = Some(CallError::new(
                     ErrorKind::WrongResponse,
                     format!(
