@@ -19,6 +19,7 @@ pub(crate) fn decode(encoded: &str) -> Result<Histogram<u64>, HistogramError> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(encoded)
         .map_err(|e| HistogramError(e.to_string()))?;
+    protobench_model::hdr::check(&bytes).map_err(HistogramError)?;
     hdrhistogram::serialization::Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .map_err(|e| HistogramError(format!("{e:?}")))

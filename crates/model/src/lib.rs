@@ -18,6 +18,7 @@
 
 pub mod findings;
 pub mod format;
+pub mod hdr;
 pub mod load;
 pub mod network;
 pub mod run;

@@ -30,6 +30,7 @@ pub struct Bucket {
 /// does not decode (the summary then goes without its histogram).
 pub fn decode(encoded: &str) -> Option<Histogram<u64>> {
     let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).ok()?;
+    protobench_model::hdr::check(&bytes).ok()?;
     hdrhistogram::serialization::Deserializer::new()
         .deserialize(&mut bytes.as_slice())
         .ok()
@@ -335,6 +336,26 @@ mod tests {
     use hdrhistogram::serialization::Serializer as _;
     use protobench_model::load::{ErrorCount, ErrorKind};
     use protobench_model::testing;
+
+    #[test]
+    fn a_histogram_claiming_gigabytes_is_refused_without_allocating_them() {
+        // Issue 35: found by the `histogram` fuzz target; 260 bytes of base64
+        // whose inflated header claims a 3.1 GB payload.
+        let crafted = include_str!("../../../fuzz/corpus/histogram/regression-oom-v2-payload-length");
+        let peak_kib = || -> u64 {
+            let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let before = peak_kib();
+        assert!(decode(crafted.trim()).is_none());
+        // Without the check the decoder zero-fills 3.1 GB before failing.
+        let grown_mib = peak_kib().saturating_sub(before) / 1024;
+        assert!(grown_mib < 256, "peak memory grew {grown_mib} MiB");
+    }
 
     fn histogram(values: &[(u64, u64)]) -> Histogram<u64> {
         // As the engine records: 1 us to 1 h, 3 significant digits.
