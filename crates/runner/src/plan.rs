@@ -101,6 +101,24 @@ impl RampSpec {
     }
 }
 
+/// How every point of a plan is measured: its kind with the settings that
+/// kind needs, so a search without its settings cannot be represented.
+/// The stored plan keeps `kind`, `discover` and `ramp` apart (its JSON is
+/// the runs' record); [`Plan::method`] joins them once, when a run starts.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Method {
+    /// One run at the point's concurrency.
+    Fixed,
+    /// One open-loop run at the point's rate.
+    Rate,
+    /// Search the concurrency (Berg & Mebrahtu Redi), then measure the best.
+    Discover(DiscoverSpec),
+    /// One run whose users grow until the knee (Hedelin's Locust ramp).
+    ContinuousRamp(RampSpec),
+    /// One engine run per step, fresh connections each (the old ramp).
+    SteppedRamp(RampSpec),
+}
+
 /// A running service that protobench calls but neither starts, stops nor
 /// verifies (`[[targets]]` in a preset): its address, its one call, its TLS
 /// settings and, for a local process, the PID whose CPU and memory are
@@ -308,6 +326,30 @@ impl Plan {
         Ok(())
     }
 
+    /// The kind of every point with its settings; an error names what is
+    /// missing (a stored plan edited by hand: the preset check makes both).
+    pub fn method(&self) -> Result<Method, String> {
+        let missing = |what: &str| {
+            format!(
+                "the plan's kind is `{}` but its `{what}` settings are missing",
+                self.kind.name()
+            )
+        };
+        Ok(match self.kind {
+            PointKind::Fixed => Method::Fixed,
+            PointKind::Rate => Method::Rate,
+            PointKind::Discover => Method::Discover(self.discover.clone().ok_or_else(|| missing("discover"))?),
+            PointKind::Ramp => {
+                let spec = self.ramp.clone().ok_or_else(|| missing("ramp"))?;
+                if spec.stepped {
+                    Method::SteppedRamp(spec)
+                } else {
+                    Method::ContinuousRamp(spec)
+                }
+            }
+        })
+    }
+
     /// The target named `server`, when it is one (not started by protobench).
     pub fn target(&self, server: &str) -> Option<&Target> {
         self.targets.iter().find(|t| t.name == server)
@@ -341,20 +383,13 @@ impl Plan {
 
     /// A rough duration estimate in seconds (for the progress ETA before any point ran).
     pub fn estimate_s(&self) -> f64 {
-        let per_point = match self.kind {
-            PointKind::Discover => {
-                let d = self.discover.as_ref().map_or(0.0, |d| d.step_ns as f64 * 5.0);
-                d + self.duration_ns as f64
-            }
+        let per_point = match self.method() {
+            Ok(Method::Discover(d)) => d.step_ns as f64 * 5.0 + self.duration_ns as f64,
             // Stepped: about 20 steps; continuous: at most the whole schedule.
-            PointKind::Ramp => self.ramp.as_ref().map_or(0.0, |r| {
-                if r.stepped {
-                    r.step_ns as f64 * 20.0
-                } else {
-                    r.stages().1.iter().map(|s| s.duration_ns as f64).sum()
-                }
-            }),
-            _ => self.duration_ns as f64,
+            Ok(Method::SteppedRamp(r)) => r.step_ns as f64 * 20.0,
+            Ok(Method::ContinuousRamp(r)) => r.stages().1.iter().map(|s| s.duration_ns as f64).sum(),
+            Ok(Method::Fixed | Method::Rate) => self.duration_ns as f64,
+            Err(_) => 0.0,
         } + self.warmup_ns as f64;
         let starts = self.groups.len() as f64 * self.repetitions as f64 * 1.0;
         self.total() as f64 * (per_point / 1e9 + 0.3) + starts

@@ -12,7 +12,7 @@ use protobench_model::load::{LoadResult, Protocol};
 use protobench_model::network::{PointLink, RunLink};
 use protobench_model::time::now_rfc3339;
 
-use super::{Ctx, RunEvent};
+use super::{Conductor, RunEvent};
 use crate::engine::Engine;
 use crate::error::RunnerError;
 use crate::network::{
@@ -147,9 +147,9 @@ pub fn check_plan(plan: &Plan) -> Vec<String> {
 }
 
 /// Creates and measures the link of `network` (nothing for loopback),
-/// stores its report with the run and says what it achieved.
+/// and says what it achieved (its report, which the session stores).
 pub(super) fn open<E: Engine>(
-    ctx: &mut Ctx<'_, E>,
+    c: &mut Conductor<'_, E>,
     network: Option<&str>,
     shape: Result<Option<ShapePlan>, RunnerError>,
 ) -> Result<Option<ActiveLink>, RunnerError> {
@@ -167,13 +167,10 @@ pub(super) fn open<E: Engine>(
         reason: error_chain(&e),
     })?;
     let report = link.report(achieved.clone());
-    let record = run_link(&name, &report);
-    if let Err(e) = ctx.store.save_link(ctx.run_id, &record) {
-        ctx.warn(format!("the report of link `{name}` was not stored: {e}"));
-    }
-    ctx.emit(RunEvent::Link(record.summary_line()));
+    // Stored with the run by the session, shown by the binary.
+    c.voice.emit(RunEvent::Link(Box::new(run_link(&name, &report))));
     for w in &report.warnings {
-        ctx.warn(format!(
+        c.voice.warn(format!(
             "{name}: the achieved link is far from its profile: {w}; its points measure the link that was achieved"
         ));
     }
@@ -186,11 +183,12 @@ pub(super) fn open<E: Engine>(
 
 /// Removes the current link, if any (a failure to remove is a warning: the
 /// next run's `cleanup_leftovers` finds what is left).
-pub(super) fn close<E: Engine>(ctx: &mut Ctx<'_, E>) {
-    if let Some(active) = ctx.link.take() {
+pub(super) fn close<E: Engine>(c: &mut Conductor<'_, E>) {
+    if let Some(active) = c.link.take() {
         let name = active.network.clone();
         if let Err(e) = tokio::task::block_in_place(|| active.link.remove()) {
-            ctx.warn(format!("link `{name}` was not removed cleanly: {}", error_chain(&e)));
+            c.voice
+                .warn(format!("link `{name}` was not removed cleanly: {}", error_chain(&e)));
         }
     }
 }
