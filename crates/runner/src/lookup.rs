@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::plan::Plan;
-use crate::preset::{Context, Overrides, PresetError, load_with, resolve_with};
+use crate::preset::{CommandLine, Context, Overrides, PresetError, load_command, resolve_command};
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/presets.rs"));
@@ -131,13 +131,23 @@ pub fn find(name: &str, dir: Option<&Path>, ctx: &Context) -> Result<Plan, FindE
 
 /// [`find`] with the command line's overrides of the preset's lists.
 pub fn find_with(name: &str, dir: Option<&Path>, ctx: &Context, overrides: &Overrides) -> Result<Plan, FindError> {
+    let command = CommandLine {
+        lists: overrides.clone(),
+        ..Default::default()
+    };
+    find_command(name, dir, ctx, &command)
+}
+
+/// [`find`] with everything the command line changes
+/// ([`crate::preset::resolve_command`]: one conversion to a validated plan).
+pub fn find_command(name: &str, dir: Option<&Path>, ctx: &Context, command: &CommandLine) -> Result<Plan, FindError> {
     let in_dir = dir.map(|d| d.join(format!("{name}.toml")));
     let result = if Path::new(name).is_file() {
-        load_with(Path::new(name), ctx, overrides)
+        load_command(Path::new(name), ctx, command)
     } else if let Some(path) = in_dir.as_ref().filter(|p| p.is_file()) {
-        load_with(path, ctx, overrides)
+        load_command(path, ctx, command)
     } else if let Some(text) = built_in(name) {
-        resolve_with(text, &built_in_label(name), ctx, overrides)
+        resolve_command(text, &built_in_label(name), ctx, command)
     } else {
         return Err(FindError::NotFound {
             name: name.to_owned(),

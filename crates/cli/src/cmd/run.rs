@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use protobench_model::run::{RunRecord, RunStatus};
-use protobench_results::store::{DEFAULT_DB, Store};
+use protobench_results::store::DEFAULT_DB;
 use protobench_runner::engine::LoadEngine;
 use protobench_runner::lookup;
 use protobench_runner::manifest::Catalog;
 use protobench_runner::orchestrate::RunOptions;
 use protobench_runner::plan::Plan;
-use protobench_runner::preset::{Context, Overrides};
+use protobench_runner::preset::{CommandLine, Context, Overrides};
 use protobench_runner::session::{Finished, Resumed, Session, SessionError, Unsaved};
 use protobench_runner::units::{CpuSet, parse_duration};
 use tokio_util::sync::CancellationToken;
@@ -101,13 +101,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     // 1. The session: a new run from a preset, or the stored run to resume.
     let mut session = match args.resume {
         Some(id) => {
-            if args.duration.is_some()
-                || args.warmup.is_some()
-                || args.repetitions.is_some()
-                || args.time_scale.is_some()
-                || !overrides(&args).is_empty()
-                || !args.thresholds.is_empty()
-            {
+            if !command_line(&args).is_empty() {
                 eprintln!(
                     "error: --resume continues the stored plan: --duration, --warmup, --repetitions, --time-scale, --servers, --protocols, --workloads and --threshold cannot be changed"
                 );
@@ -172,7 +166,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let finished = measure(&mut session, &catalog)?;
     // 3. Table and report from the database (what was stored is what is shown).
-    report(&session, &finished, &args, started)
+    report(&mut session, &finished, &args, started)
 }
 
 /// `--list`: one line per preset: name, where it is read from, description.
@@ -190,8 +184,9 @@ fn list(args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The plan of a new run: the preset with the command line's overrides.
-/// Errors are printed here; the exit code is returned.
+/// The plan of a new run: the preset with the command line's changes, in
+/// one conversion (`preset::resolve_command`). Errors are printed here; the
+/// exit code is returned.
 fn new_plan(args: &Args, catalog: &Catalog) -> Result<Plan, ExitCode> {
     let ctx = Context {
         catalog: catalog.clone(),
@@ -199,7 +194,7 @@ fn new_plan(args: &Args, catalog: &Catalog) -> Result<Plan, ExitCode> {
     };
     let name = args.preset.clone().unwrap_or_else(|| "quick".into());
     let presets = repo_dir("presets", args.presets_dir.as_deref());
-    let mut plan = lookup::find_with(&name, presets.as_deref(), &ctx, &overrides(args)).map_err(|e| {
+    lookup::find_command(&name, presets.as_deref(), &ctx, &command_line(args)).map_err(|e| {
         eprintln!("error: {e}");
         if let lookup::FindError::Invalid(p) = &e
             && p.issues
@@ -209,46 +204,22 @@ fn new_plan(args: &Args, catalog: &Catalog) -> Result<Plan, ExitCode> {
             hint_repository(catalog);
         }
         ExitCode::from(2)
-    })?;
-    if let Some(scale) = args.time_scale {
-        plan.scale_time(scale).map_err(|e| {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        })?;
-    }
-    if let Some(d) = args.duration {
-        plan.duration_ns = d.as_nanos() as u64;
-        plan.notes.push(format!("duration overridden to {d:?} (--duration)"));
-    }
-    if let Some(w) = args.warmup {
-        plan.warmup_ns = w.as_nanos() as u64;
-        plan.notes.push(format!("warm-up overridden to {w:?} (--warmup)"));
-    }
-    if let Some(r) = args.repetitions {
-        if r == 0 {
-            eprintln!("error: --repetitions must be at least 1");
-            return Err(ExitCode::from(2));
-        }
-        plan.repetitions = r;
-        plan.notes
-            .push(format!("repetitions overridden to {r} (--repetitions)"));
-    }
-    match super::threshold::parse_flags(&args.thresholds, true) {
-        Ok(t) => plan.thresholds.extend(t),
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Err(ExitCode::from(2));
-        }
-    }
-    Ok(plan)
+    })
 }
 
-/// The command line's replacements of the preset's lists.
-fn overrides(args: &Args) -> Overrides {
-    Overrides {
-        servers: args.servers.clone(),
-        protocols: args.protocols.clone(),
-        workloads: args.workloads.clone(),
+/// What the command line changes in the preset.
+fn command_line(args: &Args) -> CommandLine {
+    CommandLine {
+        lists: Overrides {
+            servers: args.servers.clone(),
+            protocols: args.protocols.clone(),
+            workloads: args.workloads.clone(),
+        },
+        time_scale: args.time_scale,
+        duration: args.duration,
+        warmup: args.warmup,
+        repetitions: args.repetitions,
+        thresholds: args.thresholds.clone(),
     }
 }
 
@@ -330,7 +301,7 @@ fn measure(session: &mut Session, catalog: &Catalog) -> anyhow::Result<Finished>
 
 /// Prints what could not be stored, the table, warnings and the summary
 /// line, writes the HTML report, and returns the exit code.
-fn report(session: &Session, finished: &Finished, args: &Args, started: Instant) -> anyhow::Result<ExitCode> {
+fn report(session: &mut Session, finished: &Finished, args: &Args, started: Instant) -> anyhow::Result<ExitCode> {
     let run_id = session.run_id();
     let outcome = &finished.outcome;
     if let Some(unsaved) = &finished.unsaved {
@@ -391,7 +362,7 @@ fn report(session: &Session, finished: &Finished, args: &Args, started: Instant)
     let gates = if finished.status == RunStatus::Interrupted {
         ExitCode::SUCCESS
     } else {
-        thresholds(session, &record, args)?
+        thresholds(session, &record)
     };
     if !outcome.unsaved.is_empty() {
         return Ok(ExitCode::from(3));
@@ -410,20 +381,19 @@ fn report(session: &Session, finished: &Finished, args: &Args, started: Instant)
     Ok(if outcome.failed > 0 { ExitCode::from(1) } else { gates })
 }
 
-/// Checks the plan's thresholds at every point, prints the table, stores the
-/// outcomes with the run, and returns the exit code they call for.
-fn thresholds(session: &Session, record: &RunRecord, args: &Args) -> anyhow::Result<ExitCode> {
-    let ts = &session.plan().thresholds;
-    if ts.is_empty() {
-        return Ok(ExitCode::SUCCESS);
+/// Checks the plan's thresholds at every point (the session stores their
+/// outcomes with the run), prints the table, and returns the exit code
+/// they call for.
+fn thresholds(session: &mut Session, record: &RunRecord) -> ExitCode {
+    let (outcomes, not_stored) = session.judge_thresholds(record);
+    if outcomes.is_empty() {
+        return ExitCode::SUCCESS;
     }
-    let outcomes = protobench_model::threshold::evaluate_run(ts, record);
     print!("\n{}", protobench_model::threshold::table(&outcomes));
-    let stored = Store::open(&args.db).and_then(|mut s| s.save_thresholds(session.run_id(), &outcomes));
-    if let Err(e) = stored {
+    if let Some(e) = not_stored {
         eprintln!("warning: the thresholds' outcomes could not be stored: {e}");
     }
-    Ok(super::threshold::exit_code(&outcomes))
+    super::threshold::exit_code(&outcomes)
 }
 
 /// The live terminal view: a progress bar with ETA, the current point and its
@@ -516,8 +486,12 @@ mod live {
                     }
                 }
                 RunEvent::Warning(w) => bar.suspend(|| eprintln!("warning: {w}")),
-                RunEvent::Link(line) => bar.suspend(|| eprintln!("link {line}")),
-                RunEvent::ServerStarting { .. } | RunEvent::PointStarted { .. } | RunEvent::Engine(_) => {}
+                RunEvent::Link(link) => bar.suspend(|| eprintln!("link {}", link.summary_line())),
+                RunEvent::Notice(n) => bar.suspend(|| eprintln!("warning: {n}")),
+                RunEvent::ServerStarting { .. }
+                | RunEvent::PointStarted { .. }
+                | RunEvent::Engine(_)
+                | RunEvent::Measured(_) => {}
             }
         }
         bar.finish_and_clear();
@@ -563,9 +537,12 @@ mod live {
                     (Some(r), None) => format!("{}: measured {}/s", self.label, fmt_rate(*r)),
                     (None, None) => format!("{}: done", self.label),
                 }),
-                RunEvent::Begin { .. } | RunEvent::ServerFailed { .. } | RunEvent::Warning(_) | RunEvent::Link(_) => {
-                    None
-                }
+                RunEvent::Begin { .. }
+                | RunEvent::ServerFailed { .. }
+                | RunEvent::Warning(_)
+                | RunEvent::Notice(_)
+                | RunEvent::Link(_)
+                | RunEvent::Measured(_) => None,
             }
         }
     }

@@ -25,12 +25,20 @@ impl<'a> Checker<'a> {
     }
 
     /// Records a problem at `span`.
+    /// A value that came from the command line ([`super::Flag::span`]) is
+    /// named by its flag, on line 0.
     pub(super) fn issue(&mut self, span: Range<usize>, key: &str, message: impl Into<String>) {
-        let (line, column) = line_col(self.text, span.start);
+        let (line, column, key) = match super::Flag::at(span.start) {
+            Some(flag) => (0, 0, flag.name().to_string()),
+            None => {
+                let (line, column) = line_col(self.text, span.start);
+                (line, column, key.to_string())
+            }
+        };
         self.issues.push(Issue {
             line,
             column,
-            key: key.into(),
+            key,
             message: message.into(),
         });
     }

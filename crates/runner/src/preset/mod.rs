@@ -119,12 +119,89 @@ pub struct Overrides {
     pub workloads: Option<Vec<String>>,
 }
 
+/// Everything `protobench run` changes in a preset: the lists of
+/// [`Overrides`] and the experiment's scalars. [`resolve_command`] turns
+/// the preset and these into one validated [`Plan`] (nothing is changed
+/// after it); a problem in them is named by its flag.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CommandLine {
+    /// `--servers`, `--protocols`, `--workloads`.
+    pub lists: Overrides,
+    /// `--time-scale`: every warm-up, measured window and search step
+    /// multiplied by this (applied first).
+    pub time_scale: Option<f64>,
+    /// `--duration`: the measured window of each point.
+    pub duration: Option<std::time::Duration>,
+    /// `--warmup` (with a steady warm-up: its maximum).
+    pub warmup: Option<std::time::Duration>,
+    /// `--repetitions`.
+    pub repetitions: Option<u32>,
+    /// `--threshold`, as written (added to the preset's own).
+    pub thresholds: Vec<String>,
+}
+
+impl CommandLine {
+    /// Whether it changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == CommandLine::default()
+    }
+}
+
+/// A command-line flag that can replace a preset value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flag {
+    Servers,
+    Protocols,
+    Workloads,
+    TimeScale,
+    Repetitions,
+    Threshold,
+}
+
+impl Flag {
+    const ALL: [Flag; 6] = [
+        Flag::Servers,
+        Flag::Protocols,
+        Flag::Workloads,
+        Flag::TimeScale,
+        Flag::Repetitions,
+        Flag::Threshold,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Flag::Servers => "--servers",
+            Flag::Protocols => "--protocols",
+            Flag::Workloads => "--workloads",
+            Flag::TimeScale => "--time-scale",
+            Flag::Repetitions => "--repetitions",
+            Flag::Threshold => "--threshold",
+        }
+    }
+
+    /// The place a value from this flag carries instead of a position in
+    /// the file: far past any text, so [`Checker::issue`] knows it for the flag.
+    fn span(self) -> std::ops::Range<usize> {
+        let at = FLAG_SPANS + self as usize;
+        at..at
+    }
+
+    /// The flag whose place `offset` is, if it is one.
+    fn at(offset: usize) -> Option<Flag> {
+        offset.checked_sub(FLAG_SPANS).and_then(|i| Flag::ALL.get(i).copied())
+    }
+}
+
+/// Where [`Flag::span`]s start (no preset text is this long).
+const FLAG_SPANS: usize = usize::MAX / 2;
+
 impl Overrides {
-    fn entries(&self) -> Vec<(&'static str, &Vec<String>)> {
+    /// The overridden lists with the flag each came from.
+    fn entries(&self) -> Vec<(Flag, &Vec<String>)> {
         [
-            ("servers", &self.servers),
-            ("protocols", &self.protocols),
-            ("workloads", &self.workloads),
+            (Flag::Servers, &self.servers),
+            (Flag::Protocols, &self.protocols),
+            (Flag::Workloads, &self.workloads),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
@@ -135,10 +212,39 @@ impl Overrides {
     pub fn is_empty(&self) -> bool {
         self.entries().is_empty()
     }
+
+    /// Puts the lists in place of the preset's own, each value placed at
+    /// its flag, so that they are checked by the same rules as the file.
+    fn apply(&self, raw: &mut RawPreset) {
+        for (flag, values) in self.entries() {
+            let list = values
+                .iter()
+                .map(|v| toml::Spanned::new(flag.span(), v.clone()))
+                .collect();
+            let value = Some(toml::Spanned::new(flag.span(), list));
+            match flag {
+                Flag::Servers => raw.servers = value,
+                Flag::Protocols => raw.protocols = value,
+                _ => raw.workloads = value,
+            }
+        }
+    }
 }
 
 /// Reads, validates and resolves a preset file with command-line overrides.
 pub fn load_with(path: &Path, ctx: &Context, overrides: &Overrides) -> Result<Plan, PresetError> {
+    load_command(
+        path,
+        ctx,
+        &CommandLine {
+            lists: overrides.clone(),
+            ..Default::default()
+        },
+    )
+}
+
+/// Reads, validates and resolves a preset file with the command line's changes.
+pub fn load_command(path: &Path, ctx: &Context, command: &CommandLine) -> Result<Plan, PresetError> {
     let text = std::fs::read_to_string(path).map_err(|e| PresetError {
         file: path.display().to_string(),
         issues: vec![Issue {
@@ -148,72 +254,83 @@ pub fn load_with(path: &Path, ctx: &Context, overrides: &Overrides) -> Result<Pl
             message: format!("cannot read: {e}"),
         }],
     })?;
-    resolve_with(&text, &path.display().to_string(), ctx, overrides)
+    resolve_command(&text, &path.display().to_string(), ctx, command)
 }
 
-/// [`resolve`] with the overridden lists in place of the preset's own. The
-/// preset's lines for those keys are blanked (so every other line keeps its
-/// number) and the command line's values are appended after the file's
-/// text, then checked by the same rules as the file; a problem in them is
-/// reported as `--servers: ...` instead of a file position.
+/// [`resolve`] with the overridden lists in place of the preset's own,
+/// checked by the same rules as the file; a problem in them is reported as
+/// `--servers: ...` instead of a file position.
 pub fn resolve_with(text: &str, file: &str, ctx: &Context, overrides: &Overrides) -> Result<Plan, PresetError> {
-    if overrides.is_empty() {
-        return resolve(text, file, ctx);
-    }
-    // A preset that does not parse is reported as it is.
-    let raw: RawPreset = match toml::from_str(text) {
-        Ok(raw) => raw,
-        Err(_) => return resolve(text, file, ctx),
-    };
-    let mut merged = text.to_string();
-    for (key, _) in overrides.entries() {
-        let span = match key {
-            "servers" => raw.servers.as_ref().map(|v| v.span()),
-            "protocols" => raw.protocols.as_ref().map(|v| v.span()),
-            _ => raw.workloads.as_ref().map(|v| v.span()),
-        };
-        if let Some(span) = span {
-            let start = merged[..span.start].rfind('\n').map_or(0, |i| i + 1);
-            let blank: String = merged[start..span.end]
-                .chars()
-                .map(|c| if c == '\n' { '\n' } else { ' ' })
-                .collect();
-            merged.replace_range(start..span.end, &blank);
-        }
-    }
-    // Top-level keys must come before the first table: the overrides go at
-    // the front, on lines numbered after the file's own.
-    let file_lines = text.lines().count();
-    let mut front = String::new();
-    for (key, values) in overrides.entries() {
-        let list = toml::Value::Array(values.iter().map(|v| toml::Value::String(v.clone())).collect());
-        front.push_str(&format!("{key} = {list}\n"));
-    }
-    let front_lines = front.lines().count();
-    let combined = format!("{front}{merged}");
-    resolve(&combined, file, ctx).map_err(|mut e| {
-        let keys: Vec<&str> = overrides.entries().iter().map(|(k, _)| *k).collect();
-        for issue in &mut e.issues {
-            let key = issue.key.split('[').next().unwrap_or(&issue.key).to_string();
-            if issue.line <= front_lines && keys.contains(&key.as_str()) {
-                issue.key = format!("--{key}");
-                issue.line = 0;
-                issue.column = 0;
-            } else if issue.line <= front_lines {
-                // A whole-preset problem placed at the start.
-                (issue.line, issue.column) = (1, 1);
-            } else {
-                issue.line -= front_lines;
-            }
-        }
-        debug_assert!(e.issues.iter().all(|i| i.line <= file_lines));
-        e
-    })
+    resolve_command(
+        text,
+        file,
+        ctx,
+        &CommandLine {
+            lists: overrides.clone(),
+            ..Default::default()
+        },
+    )
 }
 
-/// Validates and resolves preset text; `file` names it in errors.
-pub fn resolve(text: &str, file: &str, ctx: &Context) -> Result<Plan, PresetError> {
-    let raw: RawPreset = toml::from_str(text).map_err(|e| {
+/// The one conversion from a preset and the command line to a validated
+/// plan: the lists replace the preset's before any check; the time scale,
+/// then the duration, warm-up and repetitions are decided and noted; the
+/// thresholds join the preset's. Every problem, in the file or on the
+/// command line, is reported at once.
+pub fn resolve_command(text: &str, file: &str, ctx: &Context, command: &CommandLine) -> Result<Plan, PresetError> {
+    let mut raw = parse(text, file)?;
+    command.lists.apply(&mut raw);
+    let mut c = Checker::new(text);
+    let mut plan = build(&raw, file, ctx, &mut c);
+    decide_scalars(&mut plan, command, &mut c);
+    if c.issues.is_empty() {
+        Ok(plan)
+    } else {
+        // Command-line problems (line 0) first, then the file's in order.
+        c.issues.sort_by_key(|i| (i.line, i.column));
+        Err(PresetError {
+            file: file.into(),
+            issues: c.issues,
+        })
+    }
+}
+
+/// The command line's scalars, in the order they apply: the time scale
+/// multiplies the preset's durations, then `--duration` and `--warmup`
+/// replace theirs (unscaled), `--repetitions` the count; each is noted.
+fn decide_scalars(plan: &mut Plan, command: &CommandLine, c: &mut Checker<'_>) {
+    if let Some(scale) = command.time_scale
+        && let Err(e) = plan.scale_time(scale)
+    {
+        let message = e.strip_prefix("--time-scale: ").unwrap_or(&e).to_string();
+        c.issue(Flag::TimeScale.span(), "--time-scale", message);
+    }
+    if let Some(d) = command.duration {
+        plan.duration_ns = d.as_nanos() as u64;
+        plan.notes.push(format!("duration overridden to {d:?} (--duration)"));
+    }
+    if let Some(w) = command.warmup {
+        plan.warmup_ns = w.as_nanos() as u64;
+        plan.notes.push(format!("warm-up overridden to {w:?} (--warmup)"));
+    }
+    match command.repetitions {
+        Some(0) => c.issue(Flag::Repetitions.span(), "--repetitions", "must be at least 1"),
+        Some(r) => {
+            plan.repetitions = r;
+            plan.notes
+                .push(format!("repetitions overridden to {r} (--repetitions)"));
+        }
+        None => {}
+    }
+    match protobench_model::threshold::parse_all(&command.thresholds) {
+        Ok(t) => plan.thresholds.extend(t),
+        Err(e) => c.issue(Flag::Threshold.span(), "--threshold", e.to_string()),
+    }
+}
+
+/// The preset text as written, or its syntax error at its place.
+fn parse(text: &str, file: &str) -> Result<RawPreset, PresetError> {
+    toml::from_str(text).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         let (line, column) = line_col(text, span.start);
         let key = key_at(text, span.start);
@@ -226,18 +343,12 @@ pub fn resolve(text: &str, file: &str, ctx: &Context) -> Result<Plan, PresetErro
                 message: e.message().trim().replace('\n', " "),
             }],
         }
-    })?;
-    let mut c = Checker::new(text);
-    let plan = build(&raw, file, ctx, &mut c);
-    if c.issues.is_empty() {
-        Ok(plan)
-    } else {
-        c.issues.sort_by_key(|i| (i.line, i.column));
-        Err(PresetError {
-            file: file.into(),
-            issues: c.issues,
-        })
-    }
+    })
+}
+
+/// Validates and resolves preset text; `file` names it in errors.
+pub fn resolve(text: &str, file: &str, ctx: &Context) -> Result<Plan, PresetError> {
+    resolve_command(text, file, ctx, &CommandLine::default())
 }
 
 /// The key on the line of `offset` (`name = ...` or `[table]`), for syntax errors.
