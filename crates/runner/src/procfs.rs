@@ -302,11 +302,20 @@ mod tests {
         let me = std::process::id();
         let sampler = Sampler::start(me);
         let start = Instant::now();
+        // Burn 300 ms of this thread's CPU, not of the wall clock: on a
+        // loaded machine 300 ms of wall time may hold far less CPU (at most
+        // 10 s of wall time, so a starved test still ends).
+        let cpu = || nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).map(Duration::from);
+        let cpu0 = cpu().unwrap();
         let mut x = 0u64;
-        while start.elapsed() < Duration::from_millis(300) {
-            x = x.wrapping_mul(31).wrapping_add(7);
+        while cpu().unwrap() - cpu0 < Duration::from_millis(300) && start.elapsed() < Duration::from_secs(10) {
+            for _ in 0..10_000 {
+                x = x.wrapping_mul(31).wrapping_add(7);
+            }
         }
         std::hint::black_box(x);
+        // The sampler reads every PERIOD: let it take one more after the burn.
+        std::thread::sleep(PERIOD * 2);
         let samples = sampler.snapshot(me);
         let (c, _) = cost(&samples, start, Instant::now(), 1);
         assert!(c.cpu_ns >= 100_000_000, "cpu {}", c.cpu_ns);
