@@ -81,8 +81,10 @@ pub(crate) struct Core {
     /// How long an HTTP/1.1 request body may take to arrive.
     pub(crate) read_timeout: std::time::Duration,
     service_time: Option<ServiceTime>,
-    /// When the server started (a ramped service time counts from here).
-    started: std::time::Instant,
+    /// When the first call arrived: a ramped service time counts from
+    /// here, as a JIT warms up with the calls it sees, not with the time
+    /// since start-up (which a slow start or verification would eat).
+    first_call: std::sync::OnceLock<std::time::Instant>,
     failures: FailureDraw,
     in_flight: AtomicU64,
 }
@@ -141,7 +143,7 @@ impl Core {
             max_request_bytes: config.max_request_bytes,
             read_timeout: config.read_timeout,
             service_time: config.service_time,
-            started: std::time::Instant::now(),
+            first_call: std::sync::OnceLock::new(),
             failures: FailureDraw::new(config.failure_rate, config.failure_seed),
             in_flight: AtomicU64::new(0),
         }
@@ -165,7 +167,8 @@ impl Core {
     /// the injected service time, then the failure draw.
     async fn admit(&self) -> Result<(), CallError> {
         if let Some(st) = self.service_time {
-            match st.at(self.started.elapsed()) {
+            let since = self.first_call.get_or_init(Instant::now).elapsed();
+            match st.at(since) {
                 (d, false) => tokio::time::sleep(d).await,
                 (d, true) => {
                     let start = Instant::now();
