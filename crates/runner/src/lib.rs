@@ -17,6 +17,8 @@
 //! assert_eq!(plan.server_cpus.unwrap().to_string(), "0");
 //! ```
 
+/// One call specification for `load` and `[[targets]]`.
+pub mod call;
 pub mod engine;
 pub mod error;
 pub mod guard;

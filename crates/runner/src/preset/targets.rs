@@ -10,12 +10,13 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use protobench_model::load::{CustomCall, Header, Protocol, TlsPlan};
+use protobench_model::load::Protocol;
 use toml::Spanned;
 
 use super::Context;
 use super::check::Checker;
 use super::raw::{OneOrMany, RawPreset, RawTarget};
+use crate::call::{CallSpec, Field, Problem};
 use crate::plan::Target;
 
 /// The checked targets, in file order; each one's note goes to `notes`.
@@ -72,46 +73,129 @@ fn required<'a>(
     v.as_ref()
 }
 
-/// Checks one entry.
+/// Checks one entry: its name, protocol and address here, its call and TLS
+/// through the call specification `load` builds through too
+/// ([`crate::call::CallSpec`]), its PID, then whatever else the engine
+/// refuses.
 fn target(entry: &Spanned<RawTarget>, key: &str, base: &Path, ctx: &Context, c: &mut Checker<'_>) -> Option<Target> {
     let t = entry.get_ref();
     let k = |name: &str| format!("{key}.{name}");
     let before = c.issues.len();
-    let name = required(
-        &t.name,
-        entry.span(),
-        &k("name"),
-        "the target's name, e.g. \"my-api\"",
-        c,
-    );
-    if let Some(n) = name {
-        let text = n.get_ref();
-        if text.is_empty() || text.chars().any(|ch| ch.is_whitespace() || ch.is_control()) {
-            c.issue(n.span(), &k("name"), "must be a non-empty name without spaces");
-        } else if ctx.catalog.servers.contains_key(text) {
-            c.issue(
-                n.span(),
-                &k("name"),
-                format!("`{text}` is a server protobench starts; give the target another name"),
-            );
+    let name = name(t, entry.span(), key, ctx, c);
+    let protocol = protocol(t, entry.span(), key, c);
+    let address = address(t, entry.span(), key, c);
+    let call = match spec(t, base).build(protocol, true) {
+        Ok(mut call) => {
+            absolute_paths(&mut call);
+            Some(call)
         }
-    }
-    let protocol_names: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
-    let protocol = match required(&t.protocol, entry.span(), &k("protocol"), &protocol_names.join(", "), c) {
-        None => None,
-        Some(p) => match p.get_ref().parse::<Protocol>() {
-            Ok(p) => Some(p),
-            Err(_) => {
+        Err(issues) => {
+            let spelling = Entry {
+                t,
+                entry: entry.span(),
+                key,
+            };
+            for i in issues {
+                let (span, field) = place(t, entry.span(), key, i.field);
+                let mut message = i.message(&spelling);
+                if matches!(i.problem, Problem::NoSuch { .. }) {
+                    message.push_str(" (relative paths start at the preset's directory)");
+                }
+                c.issue(span, &field, message);
+            }
+            None
+        }
+    };
+    let pid = t.pid.as_ref().and_then(|p| {
+        let v = *p.get_ref();
+        match u32::try_from(v) {
+            Ok(pid) if pid > 0 && Path::new(&format!("/proc/{pid}")).is_dir() => Some(pid),
+            Ok(pid) if pid > 0 => {
                 c.issue(
                     p.span(),
-                    &k("protocol"),
-                    format!("unknown `{}` (accepted: {})", p.get_ref(), protocol_names.join(", ")),
+                    &k("pid"),
+                    format!("no process with PID {pid} on this machine"),
                 );
                 None
             }
-        },
+            _ => {
+                c.issue(
+                    p.span(),
+                    &k("pid"),
+                    format!("must be a process ID (1 or more), found {v}"),
+                );
+                None
+            }
+        }
+    });
+    if c.issues.len() > before {
+        return None;
+    }
+    let call = call?;
+    let target = Target {
+        name: name?,
+        protocol: protocol?,
+        address: address?,
+        custom: call.custom,
+        tls: call.tls,
+        pid,
     };
-    let address = match (&t.address, &t.url) {
+    // Whatever else the engine refuses (control characters in a header, a
+    // method that is not HTTP), in its words, at the entry.
+    let mut plan = protobench_model::load::LoadPlan {
+        custom: Some(target.custom.clone()),
+        tls: target.tls.clone(),
+        workload: None,
+        ..protobench_load::plan_defaults(target.protocol, &target.address)
+    };
+    plan.requests = None;
+    if let Err(e) = protobench_load::validate(&plan) {
+        c.issue(entry.span(), key, e.to_string());
+        return None;
+    }
+    Some(target)
+}
+
+/// `name`: required, one word, not a server protobench starts.
+fn name(t: &RawTarget, entry: Range<usize>, key: &str, ctx: &Context, c: &mut Checker<'_>) -> Option<String> {
+    let field = format!("{key}.name");
+    let n = required(&t.name, entry, &field, "the target's name, e.g. \"my-api\"", c)?;
+    let text = n.get_ref();
+    if text.is_empty() || text.chars().any(|ch| ch.is_whitespace() || ch.is_control()) {
+        c.issue(n.span(), &field, "must be a non-empty name without spaces");
+    } else if ctx.catalog.servers.contains_key(text) {
+        c.issue(
+            n.span(),
+            &field,
+            format!("`{text}` is a server protobench starts; give the target another name"),
+        );
+    }
+    Some(text.clone())
+}
+
+/// `protocol`: required, one of the contract's.
+fn protocol(t: &RawTarget, entry: Range<usize>, key: &str, c: &mut Checker<'_>) -> Option<Protocol> {
+    let field = format!("{key}.protocol");
+    let names: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
+    let p = required(&t.protocol, entry, &field, &names.join(", "), c)?;
+    match p.get_ref().parse::<Protocol>() {
+        Ok(p) => Some(p),
+        Err(_) => {
+            c.issue(
+                p.span(),
+                &field,
+                format!("unknown `{}` (accepted: {})", p.get_ref(), names.join(", ")),
+            );
+            None
+        }
+    }
+}
+
+/// `address` (host:port) or `url` (http:// or https://), one of them; a
+/// path in the URL and `path` cannot both be given.
+fn address(t: &RawTarget, entry: Range<usize>, key: &str, c: &mut Checker<'_>) -> Option<String> {
+    let k = |name: &str| format!("{key}.{name}");
+    match (&t.address, &t.url) {
         (Some(a), Some(u)) => {
             c.issue(
                 u.span(),
@@ -122,7 +206,7 @@ fn target(entry: &Spanned<RawTarget>, key: &str, base: &Path, ctx: &Context, c: 
         }
         (None, None) => {
             c.issue(
-                entry.span(),
+                entry,
                 &k("address"),
                 "missing: address = \"host:port\" or url = \"http://host:port/path\"",
             );
@@ -158,239 +242,115 @@ fn target(entry: &Spanned<RawTarget>, key: &str, base: &Path, ctx: &Context, c: 
             }
             Some(text.clone())
         }
-    };
-    let file = |v: &Option<Spanned<String>>, name: &str, c: &mut Checker<'_>| -> Option<PathBuf> {
-        let v = v.as_ref()?;
-        let path = base.join(v.get_ref());
-        if !path.is_file() {
-            c.issue(
-                v.span(),
-                &k(name),
-                format!(
-                    "no file {} (relative paths start at the preset's directory)",
-                    path.display()
-                ),
-            );
-        }
-        Some(std::path::absolute(&path).unwrap_or(path))
-    };
-    let files = |v: &Option<Spanned<OneOrMany<String>>>, name: &str, dirs: bool, c: &mut Checker<'_>| {
-        let Some(v) = v else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for f in v.get_ref().to_vec() {
-            let path = base.join(&f);
-            let found = if dirs { path.is_dir() } else { path.is_file() };
-            if !found {
-                let what = if dirs { "directory" } else { "file" };
-                c.issue(
-                    v.span(),
-                    &k(name),
-                    format!(
-                        "no {what} {} (relative paths start at the preset's directory)",
-                        path.display()
-                    ),
-                );
-            }
-            out.push(std::path::absolute(&path).unwrap_or(path));
-        }
-        out
-    };
-    let mut headers = Vec::new();
-    for (j, h) in t.headers.iter().flat_map(|h| h.get_ref()).enumerate() {
-        match h.get_ref().split_once(':') {
-            Some((name, value)) => headers.push(Header {
-                name: name.trim().to_owned(),
-                value: value.trim().to_owned(),
-            }),
-            None => c.issue(
-                h.span(),
-                &format!("{key}.headers[{j}]"),
-                format!("`{}` is not \"Name: value\"", h.get_ref()),
-            ),
-        }
     }
-    // Keys that apply to some protocols only.
-    let only = |v: Option<Range<usize>>, name: &str, applies: &str, c: &mut Checker<'_>| {
-        if let (Some(span), Some(p)) = (v, protocol) {
-            c.issue(span, &k(name), format!("applies only to protocol {applies}, not {p}"));
+}
+
+/// The entry's call as the shared specification, files relative to `base`
+/// (the preset's directory).
+fn spec(t: &RawTarget, base: &Path) -> CallSpec {
+    let text = |v: &Option<Spanned<String>>| v.as_ref().map(|v| v.get_ref().clone());
+    let path = |v: &Option<Spanned<String>>| v.as_ref().map(|v| absolute(base, v.get_ref()));
+    let paths = |v: &Option<Spanned<OneOrMany<String>>>| {
+        v.as_ref().map_or_else(Vec::new, |v| {
+            v.get_ref().to_vec().iter().map(|f| absolute(base, f)).collect()
+        })
+    };
+    CallSpec {
+        method: text(&t.method),
+        path: text(&t.path),
+        headers: t
+            .headers
+            .iter()
+            .flat_map(|h| h.get_ref())
+            .map(|h| h.get_ref().clone())
+            .collect(),
+        data: text(&t.data),
+        data_file: path(&t.data_file),
+        soap_action: text(&t.soap_action),
+        call: text(&t.call),
+        proto: paths(&t.proto),
+        import_path: paths(&t.import_path),
+        protoset: path(&t.protoset),
+        tls: t.tls.as_ref().map(|v| *v.get_ref()),
+        cacert: path(&t.cacert),
+        insecure: t.insecure.as_ref().is_some_and(|i| *i.get_ref()),
+        cert: path(&t.cert),
+        key: path(&t.key),
+        server_name: text(&t.server_name),
+    }
+}
+
+/// `base/file`, as the messages name it (made absolute once checked:
+/// [`absolute_paths`]).
+fn absolute(base: &Path, file: &str) -> PathBuf {
+    base.join(file)
+}
+
+/// The call's files made absolute, so that the plan does not depend on the
+/// directory it is run from.
+fn absolute_paths(call: &mut crate::call::Call) {
+    let abs = |p: &mut PathBuf| {
+        if let Ok(a) = std::path::absolute(&*p) {
+            *p = a;
         }
     };
-    let grpc = protocol == Some(Protocol::Grpc);
-    let mut data = t.data.as_ref().map(|d| d.get_ref().clone());
-    let mut body_file = None;
-    if let (Some(_), Some(f)) = (&t.data, &t.data_file) {
-        c.issue(
-            f.span(),
-            &k("data_file"),
-            format!("and {} cannot be used together", k("data")),
-        );
+    let c = &mut call.custom;
+    c.body_file.iter_mut().for_each(abs);
+    c.protoset.iter_mut().for_each(abs);
+    c.proto_files.iter_mut().for_each(abs);
+    c.import_paths.iter_mut().for_each(abs);
+    if let Some(tls) = &mut call.tls {
+        tls.cacert.iter_mut().for_each(abs);
+        tls.client_cert.iter_mut().for_each(abs);
+        tls.client_key.iter_mut().for_each(abs);
     }
-    if grpc {
-        for (v, name) in [(&t.method, "method"), (&t.path, "path")] {
-            only(v.as_ref().map(|v| v.span()), name, "rest, rest-h2 or soap", c);
-        }
-        if t.call.is_none() {
-            c.issue(
-                entry.span(),
-                &k("call"),
-                "missing: the gRPC method, e.g. call = \"package.Service/Method\"",
-            );
-        }
-        if let (Some(_), Some(s)) = (&t.proto, &t.protoset) {
-            c.issue(
-                s.span(),
-                &k("protoset"),
-                format!("and {} cannot be used together", k("proto")),
-            );
-        }
-        if let (Some(i), None) = (&t.import_path, &t.proto) {
-            c.issue(i.span(), &k("import_path"), format!("requires {}", k("proto")));
-        }
-        // The JSON request from a file is read now, as `load -D` does.
-        if let Some(f) = &t.data_file
-            && let Some(path) = file(&t.data_file, "data_file", c)
-            && path.is_file()
-        {
-            match std::fs::read_to_string(&path) {
-                Ok(text) => data = Some(text),
-                Err(e) => c.issue(
-                    f.span(),
-                    &k("data_file"),
-                    format!("cannot read {}: {e}", path.display()),
-                ),
-            }
-        }
-    } else {
-        for (v, name) in [(&t.call, "call"), (&t.protoset, "protoset")] {
-            only(v.as_ref().map(|v| v.span()), name, "grpc", c);
-        }
-        for (v, name) in [(&t.proto, "proto"), (&t.import_path, "import_path")] {
-            only(v.as_ref().map(|v| v.span()), name, "grpc", c);
-        }
-        body_file = file(&t.data_file, "data_file", c);
-        if protocol == Some(Protocol::Soap) && t.data.is_none() && t.data_file.is_none() {
-            c.issue(
-                entry.span(),
-                &k("data"),
-                "missing: a SOAP target needs its envelope in data or data_file",
-            );
-        }
+}
+
+/// A target entry's spelling of the call's fields.
+struct Entry<'a> {
+    t: &'a RawTarget,
+    entry: Range<usize>,
+    key: &'a str,
+}
+
+impl crate::call::Spelling for Entry<'_> {
+    fn name(&self, field: Field) -> String {
+        place(self.t, self.entry.clone(), self.key, field).1
     }
-    if protocol != Some(Protocol::Soap) {
-        only(t.soap_action.as_ref().map(|v| v.span()), "soap_action", "soap", c);
+
+    fn example(&self, field: Field, value: &str) -> String {
+        let name = self.name(field);
+        let bare = name.rsplit('.').next().unwrap_or(&name);
+        format!("{bare} = \"{value}\"")
     }
-    if let Some(p) = &t.path
-        && !p.get_ref().starts_with('/')
-    {
-        c.issue(p.span(), &k("path"), format!("`{}` does not start with /", p.get_ref()));
+}
+
+/// Where a field of the entry is written and how the preset spells it
+/// (`targets[0].cacert`); a missing key is placed at the entry.
+fn place(t: &RawTarget, entry: Range<usize>, key: &str, field: Field) -> (Range<usize>, String) {
+    fn at<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
+        v.as_ref().map(Spanned::span)
     }
-    let proto_files = if grpc {
-        files(&t.proto, "proto", false, c)
-    } else {
-        vec![]
+    let (name, span) = match field {
+        Field::Method => ("method".to_string(), at(&t.method)),
+        Field::Path => ("path".into(), at(&t.path)),
+        Field::Header(j) => (
+            format!("headers[{j}]"),
+            t.headers.as_ref().and_then(|h| h.get_ref().get(j)).map(Spanned::span),
+        ),
+        Field::Data => ("data".into(), at(&t.data)),
+        Field::DataFile => ("data_file".into(), at(&t.data_file)),
+        Field::SoapAction => ("soap_action".into(), at(&t.soap_action)),
+        Field::Call => ("call".into(), at(&t.call)),
+        Field::Proto => ("proto".into(), at(&t.proto)),
+        Field::ImportPath => ("import_path".into(), at(&t.import_path)),
+        Field::Protoset => ("protoset".into(), at(&t.protoset)),
+        Field::Tls => ("tls".into(), at(&t.tls)),
+        Field::Cacert => ("cacert".into(), at(&t.cacert)),
+        Field::Insecure => ("insecure".into(), at(&t.insecure)),
+        Field::Cert => ("cert".into(), at(&t.cert)),
+        Field::Key => ("key".into(), at(&t.key)),
+        Field::ServerName => ("server_name".into(), at(&t.server_name)),
     };
-    let import_paths = if grpc {
-        files(&t.import_path, "import_path", true, c)
-    } else {
-        vec![]
-    };
-    let protoset = if grpc { file(&t.protoset, "protoset", c) } else { None };
-    // TLS, as `load`'s flags: any of them turns it on.
-    let cacert = file(&t.cacert, "cacert", c);
-    let client_cert = file(&t.cert, "cert", c);
-    let client_key = file(&t.key, "key", c);
-    let insecure = t.insecure.as_ref().is_some_and(|i| *i.get_ref());
-    if let (Some(i), Some(_)) = (&t.insecure, &t.cacert)
-        && *i.get_ref()
-    {
-        c.issue(
-            i.span(),
-            &k("insecure"),
-            format!("and {} cannot be used together", k("cacert")),
-        );
-    }
-    match (&t.cert, &t.key) {
-        (Some(s), None) => c.issue(s.span(), &k("cert"), format!("requires {}", k("key"))),
-        (None, Some(s)) => c.issue(s.span(), &k("key"), format!("requires {}", k("cert"))),
-        _ => {}
-    }
-    let tls_on = t.tls.as_ref().is_some_and(|v| *v.get_ref())
-        || cacert.is_some()
-        || insecure
-        || client_cert.is_some()
-        || t.server_name.is_some();
-    if let Some(v) = &t.tls
-        && !*v.get_ref()
-        && tls_on
-    {
-        c.issue(v.span(), &k("tls"), "is false, but TLS settings are given");
-    }
-    let tls = tls_on.then(|| TlsPlan {
-        cacert,
-        insecure,
-        client_cert,
-        client_key,
-        server_name: t.server_name.as_ref().map(|s| s.get_ref().clone()),
-    });
-    let pid = t.pid.as_ref().and_then(|p| {
-        let v = *p.get_ref();
-        match u32::try_from(v) {
-            Ok(pid) if pid > 0 && Path::new(&format!("/proc/{pid}")).is_dir() => Some(pid),
-            Ok(pid) if pid > 0 => {
-                c.issue(
-                    p.span(),
-                    &k("pid"),
-                    format!("no process with PID {pid} on this machine"),
-                );
-                None
-            }
-            _ => {
-                c.issue(
-                    p.span(),
-                    &k("pid"),
-                    format!("must be a process ID (1 or more), found {v}"),
-                );
-                None
-            }
-        }
-    });
-    if c.issues.len() > before {
-        return None;
-    }
-    let custom = CustomCall {
-        method: t.method.as_ref().map(|m| m.get_ref().clone()),
-        path: t.path.as_ref().map(|p| p.get_ref().clone()),
-        headers,
-        body_file,
-        soap_action: t.soap_action.as_ref().map(|s| s.get_ref().clone()),
-        proto_files,
-        protoset,
-        import_paths,
-        call: t.call.as_ref().map(|s| s.get_ref().clone()),
-        data,
-    };
-    let target = Target {
-        name: name?.get_ref().clone(),
-        protocol: protocol?,
-        address: address?,
-        custom,
-        tls,
-        pid,
-    };
-    // Whatever else the engine refuses (control characters in a header, a
-    // method that is not HTTP), in its words, at the entry.
-    let mut plan = protobench_model::load::LoadPlan {
-        custom: Some(target.custom.clone()),
-        tls: target.tls.clone(),
-        workload: None,
-        ..protobench_load::plan_defaults(target.protocol, &target.address)
-    };
-    plan.requests = None;
-    if let Err(e) = protobench_load::validate(&plan) {
-        c.issue(entry.span(), key, e.to_string());
-        return None;
-    }
-    Some(target)
+    (span.unwrap_or(entry), format!("{key}.{name}"))
 }
