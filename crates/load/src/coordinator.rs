@@ -115,9 +115,11 @@ async fn run_with<D: driver::Driver + Send + Sync>(
         for h in handles {
             let _ = h.join();
         }
+        let cause = first_error.as_ref().and_then(|e| e.cause);
         return Err(LoadError::Connect {
             target: addr.to_string(),
             message: first_error.map_or_else(|| "no connection opened".into(), |e| e.message),
+            cause,
         });
     }
     let t0 = Instant::now() + Duration::from_millis(1);

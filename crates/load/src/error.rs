@@ -114,6 +114,9 @@ pub enum LoadError {
         target: String,
         /// The first connection error.
         message: String,
+        /// What the first error says about the target, when the engine
+        /// could tell (a front-end's hint decides on this, not on the text).
+        cause: Option<ConnectCause>,
     },
     /// The TLS settings cannot be used.
     #[error("invalid TLS settings")]
@@ -157,6 +160,30 @@ pub enum LoadError {
     /// An engine thread could not be started.
     #[error("cannot start an engine thread")]
     Thread(#[source] std::io::Error),
+}
+
+/// What a failed connection says about the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectCause {
+    /// The TLS handshake was answered with bytes that are not TLS: the
+    /// target speaks clear text there.
+    PlainTextToTls,
+    /// An HTTP/2 connection was answered with something other than HTTP/2
+    /// (a TLS server reached in clear text, or an HTTP/1.1-only server).
+    NotHttp2,
+}
+
+impl LoadError {
+    /// The target answered a TLS handshake in clear text.
+    pub fn tls_answered_in_plain_text(&self) -> bool {
+        matches!(
+            self,
+            LoadError::Connect {
+                cause: Some(ConnectCause::PlainTextToTls),
+                ..
+            }
+        )
+    }
 }
 
 /// The result's histogram field could not be decoded.

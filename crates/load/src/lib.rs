@@ -49,7 +49,7 @@ use protobench_model::load::{DEFAULT_CONNECT_TIMEOUT_NS, DEFAULT_DURATION_NS, DE
 pub use crate::coordinator::{CPU_BOUND_UTILIZATION, LAG_BOUND_NS, MIN_JUDGED_CALLS, MIN_JUDGED_WINDOW_NS, run};
 pub use crate::driver::http2::Http2Error;
 pub use crate::driver::net::TlsError;
-pub use crate::error::{HistogramError, LoadError, PlanError};
+pub use crate::error::{ConnectCause, HistogramError, LoadError, PlanError};
 pub use crate::export::{hgrm, hlog};
 pub use crate::reflect::ReflectionError;
 pub use crate::validate::{MAX_CONCURRENCY, MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};

@@ -151,9 +151,10 @@ mod tests {
 }
 
 /// A hint when the TLS setting likely does not match the target: a TLS
-/// handshake answered in plain text (`tls`, and rustls saw no TLS record).
-pub(crate) fn tls_hint_for_error(tls: bool, message: &str) -> Option<&'static str> {
-    (tls && message.contains("InvalidContentType")).then_some(
+/// handshake answered in plain text (`tls`, and the engine saw no TLS
+/// record: `LoadError::tls_answered_in_plain_text`).
+pub(crate) fn tls_hint_for_error(tls: bool, e: &protobench_load::LoadError) -> Option<&'static str> {
+    (tls && e.tls_answered_in_plain_text()).then_some(
         "hint: the target answered the TLS handshake in plain text: it does not speak TLS there; \
 drop --tls/--insecure/--cacert, or use http:// or grpc:// instead of https:// or grpcs://",
     )
@@ -164,11 +165,12 @@ drop --tls/--insecure/--cacert, or use http:// or grpc:// instead of https:// or
 /// clear text.
 pub(crate) fn tls_hint_for_result(r: &protobench_load::LoadResult) -> Option<&'static str> {
     use protobench_model::load::ErrorKind;
+    // By kind only (a connection that an HTTP/2 target answered with
+    // something else fails the run before any result: the error's hint).
     let garbled = !r.errors.is_empty()
-        && r.errors.iter().all(|e| {
-            matches!(e.kind, ErrorKind::Reset | ErrorKind::Other)
-                || (e.kind == ErrorKind::Connect && e.sample.contains("HTTP/2"))
-        });
+        && r.errors
+            .iter()
+            .all(|e| matches!(e.kind, ErrorKind::Reset | ErrorKind::Other));
     (r.plan.tls.is_none() && r.successes == 0 && garbled).then_some(
         "hint: no call succeeded and the replies were not plain HTTP: if the target speaks TLS, add --tls \
 (--insecure for a self-signed certificate) or use https:// or grpcs://",
@@ -183,13 +185,21 @@ mod hint_tests {
 
     #[test]
     fn a_plain_text_answer_to_tls_gets_the_hint() {
-        let rustls = "TLS handshake with 127.0.0.1:1: received corrupt message of type InvalidContentType";
-        assert!(tls_hint_for_error(true, rustls).is_some());
+        let connect = |cause| protobench_load::LoadError::Connect {
+            target: "127.0.0.1:1".into(),
+            message: "TLS handshake with 127.0.0.1:1: received corrupt message of type InvalidContentType".into(),
+            cause,
+        };
+        let plain = connect(Some(protobench_load::ConnectCause::PlainTextToTls));
+        assert!(tls_hint_for_error(true, &plain).is_some());
         assert!(
-            tls_hint_for_error(false, rustls).is_none(),
+            tls_hint_for_error(false, &plain).is_none(),
             "no TLS asked: not this mistake"
         );
-        assert!(tls_hint_for_error(true, "connection refused").is_none());
+        assert!(
+            tls_hint_for_error(true, &connect(None)).is_none(),
+            "decided on the cause, not the text"
+        );
     }
 
     #[test]

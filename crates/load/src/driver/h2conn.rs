@@ -979,7 +979,9 @@ impl Handle {
         std::future::poll_fn(|cx| {
             let mut st = handle.shared.borrow_mut();
             if let Some(e) = &st.failed {
-                return Poll::Ready(Err(CallError::new(ErrorKind::Connect, e.message.clone())));
+                let mut err = CallError::new(ErrorKind::Connect, e.message.clone());
+                err.cause = e.cause;
+                return Poll::Ready(Err(err));
             }
             if st.settings_seen {
                 return Poll::Ready(Ok(()));
@@ -1249,6 +1251,7 @@ fn not_http2(peer: &str, first: &[u8]) -> CallError {
         ErrorKind::Connect,
         format!("{peer} did not answer with HTTP/2 (expected a SETTINGS frame first, got {shown:?})"),
     )
+    .because(crate::error::ConnectCause::NotHttp2)
 }
 
 /// For the fuzz target `h2_frames` (issue 35): `data` read as a server's

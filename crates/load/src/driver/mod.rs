@@ -57,6 +57,8 @@ pub(crate) struct CallError {
     pub(crate) kind: ErrorKind,
     /// What happened, in one line.
     pub(crate) message: String,
+    /// What a failed connection says about the target, when known.
+    pub(crate) cause: Option<crate::error::ConnectCause>,
 }
 
 impl CallError {
@@ -64,7 +66,14 @@ impl CallError {
         CallError {
             kind,
             message: message.into(),
+            cause: None,
         }
+    }
+
+    /// The same error, with what it says about the target.
+    pub(crate) fn because(mut self, cause: crate::error::ConnectCause) -> CallError {
+        self.cause = Some(cause);
+        self
     }
 
     pub(crate) fn io(context: &str, err: &std::io::Error) -> CallError {

@@ -100,10 +100,23 @@ impl Endpoint {
         let stream = match &self.tls {
             None => Stream::plain(tcp),
             Some((connector, name)) => {
-                let tls = connector
-                    .connect(name.clone(), tcp)
-                    .await
-                    .map_err(|e| fail("TLS handshake with", &e))?;
+                let tls = connector.connect(name.clone(), tcp).await.map_err(|e| {
+                    let plain = e
+                        .get_ref()
+                        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+                        .is_some_and(|r| {
+                            matches!(
+                                r,
+                                rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType)
+                            )
+                        });
+                    let err = fail("TLS handshake with", &e);
+                    if plain {
+                        err.because(crate::error::ConnectCause::PlainTextToTls)
+                    } else {
+                        err
+                    }
+                })?;
                 Stream::Tls(Box::new(tls))
             }
         };
