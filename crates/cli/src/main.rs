@@ -3,9 +3,11 @@
 
 use std::process::ExitCode;
 
+use crate::exit::Exit;
 use clap::{CommandFactory as _, Parser, Subcommand};
 
 mod cmd;
+mod exit;
 mod pipe;
 
 /// Measure what API protocols really cost.
@@ -65,7 +67,7 @@ fn main() -> ExitCode {
     if args.get(1).is_some_and(|a| a == protobench_runner::guard::SUBCOMMAND) {
         let err = protobench_runner::guard::exec_with_parent_death(&args[2..]);
         eprintln!("error: {err}");
-        return ExitCode::from(3);
+        return ExitCode::from(Exit::Runtime);
     }
     pipe::quiet_on_broken_stdout();
     let cli = Cli::parse();
@@ -87,10 +89,10 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(err) if pipe::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) if pipe::is_broken_pipe(&err) => ExitCode::from(Exit::Success),
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::from(3)
+            ExitCode::from(Exit::Runtime)
         }
     }
 }

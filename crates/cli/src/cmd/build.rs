@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use crate::exit::Exit;
 use protobench_runner::manifest::Manifest;
 use std::process::{Command, ExitCode};
 
@@ -40,7 +41,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let Some(m) = catalog.servers.get(name) else {
             eprintln!("error: no server `{name}` (servers: {})", catalog.names().join(", "));
             super::common::hint_repository(&catalog);
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(Exit::Usage));
         };
         if m.build.is_empty() {
             println!("{name}: nothing to build");
@@ -52,9 +53,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(if failed > 0 {
-        ExitCode::from(1)
+        ExitCode::from(Exit::Failed)
     } else {
-        ExitCode::SUCCESS
+        ExitCode::from(Exit::Success)
     })
 }
 

@@ -10,12 +10,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::exit::Exit;
 use protobench_results::regression::{self, Verdict};
 use protobench_results::report;
 use protobench_results::store::DEFAULT_DB;
-
-/// Exit code when `--fail-on-regression` finds a regression (README.md).
-pub(crate) const EXIT_REGRESSION: u8 = 5;
 
 /// Output forms of `compare` and `runs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -84,7 +82,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{line}");
     }
     let Some(tolerance) = args.fail_on_regression else {
-        return Ok(ExitCode::SUCCESS);
+        return Ok(ExitCode::from(Exit::Success));
     };
     gate(&rows, &verdicts, tolerance)
 }
@@ -110,7 +108,7 @@ fn gate(rows: &[report::Comparison], verdicts: &[Verdict], tolerance: f64) -> an
             "{} regression(s) beyond the noise and the {pct}% tolerance",
             regressions.len()
         );
-        return Ok(ExitCode::from(EXIT_REGRESSION));
+        return Ok(ExitCode::from(Exit::Regression));
     }
     if verdicts.iter().all(|v| *v == Verdict::CannotJudge) {
         eprintln!(
@@ -121,12 +119,12 @@ fn gate(rows: &[report::Comparison], verdicts: &[Verdict], tolerance: f64) -> an
                 "one repetition, no interval"
             }
         );
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(Exit::Usage));
     }
     let unjudged = verdicts.iter().filter(|v| **v == Verdict::CannotJudge).count();
     if unjudged > 0 {
         eprintln!("warning: --fail-on-regression: {unjudged} difference(s) could not be judged (one repetition)");
     }
     eprintln!("no regression beyond the noise and the {pct}% tolerance");
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(Exit::Success))
 }

@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use crate::exit::Exit;
 use clap_complete::Shell;
 
 /// Print a shell completion script.
@@ -21,5 +22,5 @@ pub(crate) fn run(args: Args, mut cmd: clap::Command) -> anyhow::Result<ExitCode
     let name = cmd.get_name().to_owned();
     let mut out = std::io::stdout().lock();
     clap_complete::generate(args.shell, &mut cmd, name, &mut out);
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(Exit::Success))
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::exit::Exit;
 use anyhow::Context as _;
 use protobench_contract::{Dataset, vectors};
 
@@ -32,7 +33,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             "error: no contract directory to check ({} does not exist): run inside a protobench checkout, or give --dir DIR or PROTOBENCH_CONTRACT_DIR",
             dir.display()
         );
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(Exit::Usage));
     }
     let files = vectors::generate(&Dataset::generate());
     match args.action {
@@ -45,7 +46,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 std::fs::write(&path, bytes).with_context(|| format!("writing {}", path.display()))?;
             }
             println!("wrote {} files under {}", files.len(), dir.display());
-            Ok(ExitCode::SUCCESS)
+            Ok(ExitCode::from(Exit::Success))
         }
         Action::Check => {
             let mut stale = 0;
@@ -65,10 +66,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             if stale == 0 {
                 println!("contract files up to date ({} files)", files.len());
-                Ok(ExitCode::SUCCESS)
+                Ok(ExitCode::from(Exit::Success))
             } else {
                 println!("{stale} contract files are stale; run `protobench contract generate`");
-                Ok(ExitCode::from(1))
+                Ok(ExitCode::from(Exit::Failed))
             }
         }
     }

@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::exit::Exit;
 use protobench_results::store::DEFAULT_DB;
 use protobench_runner::import::{ImportError, import_unsaved};
 
@@ -47,7 +48,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 i.run,
                 args.db.display()
             );
-            Ok(ExitCode::SUCCESS)
+            Ok(ExitCode::from(Exit::Success))
         }
         Err(e) => {
             let code = match e {

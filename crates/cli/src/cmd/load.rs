@@ -11,13 +11,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::exit::Exit;
 use anyhow::Context as _;
 use clap::ValueEnum;
 use protobench_load::{
-    Arrival, ConnectionPolicy, CustomCall, Event, Header, LoadError, LoadPlan, LoadResult, Protocol, TlsPlan,
-    Validation, plan_defaults,
+    Arrival, ConnectionPolicy, CustomCall, Event, LoadError, LoadPlan, LoadResult, TlsPlan, Validation, plan_defaults,
 };
 use protobench_model::format::{error_chain, fmt_ns};
+use protobench_runner::call::Spelling as _;
 use tokio_util::sync::CancellationToken;
 
 /// Output forms.
@@ -268,7 +269,39 @@ fn nanos(d: Duration) -> u64 {
 
 fn usage(msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {msg}");
-    ExitCode::from(2)
+    ExitCode::from(Exit::Usage)
+}
+
+/// `load`'s spelling of the call's fields: its flags.
+struct Flags;
+
+impl protobench_runner::call::Spelling for Flags {
+    fn name(&self, field: protobench_runner::call::Field) -> String {
+        use protobench_runner::call::Field::*;
+        match field {
+            Method => "--method",
+            Path => "the URL's path",
+            Header(_) => "-H",
+            Data => "--data",
+            DataFile => "--data-file",
+            SoapAction => "--soap-action",
+            Call => "--call",
+            Proto => "--proto",
+            ImportPath => "--import-path",
+            Protoset => "--protoset",
+            Tls => "--tls",
+            Cacert => "--cacert",
+            Insecure => "--insecure",
+            Cert => "--cert",
+            Key => "--key",
+            ServerName => "--server-name",
+        }
+        .to_string()
+    }
+
+    fn example(&self, field: protobench_runner::call::Field, value: &str) -> String {
+        format!("{} {value}", self.name(field))
+    }
 }
 
 impl Args {
@@ -316,53 +349,41 @@ impl Args {
             ValidateArg::Full => Validation::Full,
         };
         plan.threads = self.threads.unwrap_or(0);
-        plan.tls = if resolved.tls {
-            Some(
-                TlsArgs {
-                    tls: true,
-                    ..self.tls.clone()
-                }
-                .plan()
-                .unwrap_or_default(),
-            )
-        } else {
-            self.tls.plan()
-        };
-        let mut headers = Vec::new();
-        for h in &self.headers {
-            let (name, value) = h
-                .split_once(':')
-                .ok_or_else(|| format!("invalid -H {h:?}: expected \"Name: value\""))?;
-            headers.push(Header {
-                name: name.trim().to_owned(),
-                value: value.trim().to_owned(),
-            });
-        }
         let read = |path: &std::path::Path, flag: &str| {
             std::fs::read_to_string(path).map_err(|e| format!("cannot read {flag} file {}: {e}", path.display()))
         };
-        let mut body_file = self.body.clone();
-        let data = match (&self.data, &self.body) {
-            (Some(d), _) if d.starts_with('@') => Some(read(std::path::Path::new(&d[1..]), "--data")?),
-            // -D FILE for gRPC is the JSON request from a file (ghz's -D).
-            (None, Some(f)) if protocol == Protocol::Grpc => {
-                body_file = None;
-                Some(read(f, "--data-file")?)
-            }
-            (other, _) => other.clone(),
+        let data = match &self.data {
+            Some(d) if d.starts_with('@') => Some(read(std::path::Path::new(&d[1..]), "--data")?),
+            other => other.clone(),
         };
-        let custom = CustomCall {
+        // The same call specification a preset's [[targets]] builds through.
+        let spec = protobench_runner::call::CallSpec {
             method: self.method.clone(),
             path: None,
-            headers,
-            body_file,
-            soap_action: self.soap_action.clone(),
-            proto_files: self.proto.clone(),
-            protoset: self.protoset.clone(),
-            import_paths: self.import_path.clone(),
-            call: self.call.clone(),
+            headers: self.headers.clone(),
             data,
+            data_file: self.body.clone(),
+            soap_action: self.soap_action.clone(),
+            call: self.call.clone(),
+            proto: self.proto.clone(),
+            import_path: self.import_path.clone(),
+            protoset: self.protoset.clone(),
+            tls: (self.tls.tls || resolved.tls).then_some(true),
+            cacert: self.tls.cacert.clone(),
+            insecure: self.tls.insecure,
+            cert: self.tls.cert.clone(),
+            key: self.tls.key.clone(),
+            server_name: self.tls.server_name.clone(),
         };
+        let call = spec.build(Some(protocol), self.workload.is_none()).map_err(|issues| {
+            issues
+                .iter()
+                .map(|i| format!("{}: {}", Flags.name(i.field), i.message(&Flags)))
+                .collect::<Vec<_>>()
+                .join("\nerror: ")
+        })?;
+        plan.tls = call.tls;
+        let custom = call.custom;
         // A URL target with no workload is a custom call (GET unless a body is given).
         let url = resolved.target.starts_with("http://") || resolved.target.starts_with("https://");
         plan.custom = (custom != CustomCall::default() || (url && self.workload.is_none())).then_some(custom);
@@ -370,22 +391,65 @@ impl Args {
     }
 }
 
-/// Runs `protobench load`.
+/// Runs `protobench load`: the plan and every output checked first, the
+/// engine run, then the outputs.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    if let Some(Err(e)) = args.network.as_deref().map(network_arg) {
-        return Ok(usage(e));
-    }
-    let plan = match args.plan() {
+    let Prepared {
+        plan,
+        thresholds,
+        outputs,
+        mut store,
+    } = match prepare(&args) {
         Ok(p) => p,
-        Err(e) => return Ok(usage(e)),
+        Err(code) => return Ok(code),
     };
-    if let Err(e) = protobench_load::validate(&plan) {
-        return Ok(usage(e));
+    let tls_on = plan.tls.is_some();
+    // Live progress whenever stderr is a terminal, whatever stdout is.
+    let progress = !args.quiet && std::io::stderr().is_terminal();
+    let result = match measure(plan, progress)? {
+        Ok(r) => r,
+        Err(e) => {
+            outputs.discard();
+            return Ok(refused(&e, tls_on));
+        }
+    };
+    deliver(&args, &result, outputs, store.as_mut(), &thresholds)
+}
+
+/// What `load` checks before any connection: the plan, the thresholds,
+/// every output file (opened, so an unwritable path fails now) and the
+/// database of `--db`.
+struct Prepared {
+    plan: LoadPlan,
+    thresholds: Vec<protobench_model::threshold::Threshold>,
+    outputs: Outputs,
+    store: Option<protobench_results::store::Store>,
+}
+
+/// The output files, opened before the run.
+struct Outputs {
+    histogram: Option<OutputFile>,
+    out: Option<OutputFile>,
+    hlog: Option<OutputFile>,
+}
+
+impl Outputs {
+    /// Removes the files this run created (the run did not happen).
+    fn discard(self) {
+        [self.histogram, self.out, self.hlog]
+            .into_iter()
+            .flatten()
+            .for_each(OutputFile::discard);
     }
-    let thresholds = match super::threshold::parse_flags(&args.thresholds, false) {
-        Ok(t) => t,
-        Err(e) => return Ok(usage(e)),
-    };
+}
+
+fn prepare(args: &Args) -> Result<Prepared, ExitCode> {
+    if let Some(Err(e)) = args.network.as_deref().map(network_arg) {
+        return Err(usage(e));
+    }
+    let plan = args.plan().map_err(usage)?;
+    protobench_load::validate(&plan).map_err(usage)?;
+    let thresholds = super::threshold::parse_flags(&args.thresholds, false).map_err(usage)?;
     // Every output file must be writable before the run, not after it.
     let mut files = Vec::new();
     for (path, flag) in [
@@ -398,24 +462,33 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             Err(e) => {
                 files.into_iter().flatten().for_each(OutputFile::discard);
                 eprintln!("error: {e}");
-                return Ok(ExitCode::from(3));
+                return Err(ExitCode::from(Exit::Runtime));
             }
         }
     }
-    let (histogram, out_file, hlog) = (files[0].take(), files[1].take(), files[2].take());
-    let mut store = match args.db.as_deref().map(super::load_db::open).transpose() {
-        Ok(s) => s,
-        Err(e) => {
-            [histogram, out_file, hlog]
-                .into_iter()
-                .flatten()
-                .for_each(OutputFile::discard);
-            eprintln!("error: {e:#}");
-            return Ok(ExitCode::from(3));
-        }
+    let outputs = Outputs {
+        histogram: files[0].take(),
+        out: files[1].take(),
+        hlog: files[2].take(),
     };
-    // Live progress whenever stderr is a terminal, whatever stdout is.
-    let progress = !args.quiet && std::io::stderr().is_terminal();
+    match args.db.as_deref().map(super::load_db::open).transpose() {
+        Ok(store) => Ok(Prepared {
+            plan,
+            thresholds,
+            outputs,
+            store,
+        }),
+        Err(e) => {
+            outputs.discard();
+            eprintln!("error: {e:#}");
+            Err(ExitCode::from(Exit::Runtime))
+        }
+    }
+}
+
+/// The engine run, with the progress line on stderr and Ctrl-C/SIGTERM
+/// ending it early (the partial result is kept).
+fn measure(plan: LoadPlan, progress: bool) -> anyhow::Result<Result<LoadResult, LoadError>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -424,8 +497,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _runtime = rt.enter();
         super::common::ShutdownSignals::install()?
     };
-    let tls_on = plan.tls.is_some();
-    let result = rt.block_on(async {
+    Ok(rt.block_on(async {
         let cancel = CancellationToken::new();
         let on_signal = cancel.clone();
         tokio::spawn(async move {
@@ -466,52 +538,52 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let r = protobench_load::run(plan, Some(tx), cancel).await;
         let _ = printer.await;
         r
-    });
-    let result = match result {
-        Ok(r) => r,
-        Err(
-            e @ (LoadError::Plan(_)
-            | LoadError::Input { .. }
-            | LoadError::UnknownMethod { .. }
-            | LoadError::Tls(_)
-            | LoadError::Request(_)),
-        ) => {
-            [histogram, out_file, hlog]
-                .into_iter()
-                .flatten()
-                .for_each(OutputFile::discard);
-            return Ok(usage(error_chain(&e)));
+    }))
+}
+
+/// A run the engine refused or could not start: the error (and a TLS hint
+/// when it fits), and the exit code its kind calls for.
+fn refused(e: &LoadError, tls_on: bool) -> ExitCode {
+    match e {
+        LoadError::Plan(_)
+        | LoadError::Input { .. }
+        | LoadError::UnknownMethod { .. }
+        | LoadError::Tls(_)
+        | LoadError::Request(_) => usage(error_chain(e)),
+        LoadError::Interrupted { .. } => {
+            eprintln!("error: {}", error_chain(e));
+            ExitCode::from(Exit::Interrupted)
         }
-        Err(e @ LoadError::Interrupted { .. }) => {
-            [histogram, out_file, hlog]
-                .into_iter()
-                .flatten()
-                .for_each(OutputFile::discard);
-            eprintln!("error: {}", error_chain(&e));
-            return Ok(ExitCode::from(130));
-        }
-        Err(e) => {
-            [histogram, out_file, hlog]
-                .into_iter()
-                .flatten()
-                .for_each(OutputFile::discard);
-            let message = error_chain(&e);
+        _ => {
+            let message = error_chain(e);
             eprintln!("error: {message}");
-            if let Some(hint) = super::target::tls_hint_for_error(tls_on, &message) {
+            if let Some(hint) = super::target::tls_hint_for_error(tls_on, e) {
                 eprintln!("{hint}");
             }
-            return Ok(ExitCode::from(3));
+            ExitCode::from(Exit::Runtime)
         }
-    };
+    }
+}
+
+/// Writes the exports, prints (or writes) the result with the thresholds'
+/// table, stores it with `--db`; returns the exit code. Nothing measured
+/// is lost: what cannot be written is said, and the result goes to stdout.
+fn deliver(
+    args: &Args,
+    result: &LoadResult,
+    outputs: Outputs,
+    store: Option<&mut protobench_results::store::Store>,
+    thresholds: &[protobench_model::threshold::Threshold],
+) -> anyhow::Result<ExitCode> {
     // Written before printing; a failure here still prints the result.
     let mut unwritten: Vec<String> = Vec::new();
     type Export = fn(&LoadResult) -> Result<String, protobench_load::HistogramError>;
     for (file, export) in [
-        (histogram, protobench_load::hgrm as Export),
-        (hlog, protobench_load::hlog),
+        (outputs.histogram, protobench_load::hgrm as Export),
+        (outputs.hlog, protobench_load::hlog),
     ] {
         if let Some(f) = file
-            && let Err(e) = export(&result)
+            && let Err(e) = export(result)
                 .map_err(|e| format!("cannot write {} {}: {e}", f.flag, f.path.display()))
                 .and_then(|text| f.write(&text))
         {
@@ -519,20 +591,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let mut text = match args.output {
-        Output::Text => protobench_results::load_summary::text(&result),
-        Output::Json => serde_json::to_string_pretty(&result)? + "\n",
-        Output::Csv => protobench_results::load_summary::csv(&result),
-        Output::Openmetrics => protobench_results::export::openmetrics(&result),
-        Output::TimelineCsv => protobench_results::export::timeline_csv(&result),
+        Output::Text => protobench_results::load_summary::text(result),
+        Output::Json => serde_json::to_string_pretty(result)? + "\n",
+        Output::Csv => protobench_results::load_summary::csv(result),
+        Output::Openmetrics => protobench_results::export::openmetrics(result),
+        Output::TimelineCsv => protobench_results::export::timeline_csv(result),
     };
-    let outcomes = protobench_model::threshold::evaluate_result(&thresholds, &result);
-    if let (Some(store), Some(db)) = (store.as_mut(), args.db.as_deref()) {
-        match super::load_db::save(store, &result, &outcomes) {
+    let outcomes = protobench_model::threshold::evaluate_result(thresholds, result);
+    if let (Some(store), Some(db)) = (store, args.db.as_deref()) {
+        match super::load_db::save(store, result, &outcomes) {
             Ok(id) => eprintln!("stored as run {id} in {}", db.display()),
             Err(e) => unwritten.push(format!("cannot store the result in {}: {e:#}", db.display())),
         }
     }
-    if let Some(hint) = super::target::tls_hint_for_result(&result) {
+    if let Some(hint) = super::target::tls_hint_for_result(result) {
         eprintln!("{hint}");
     }
     // Thresholds: after the summary, on stderr when the output is data.
@@ -545,7 +617,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let mut printed = true;
-    if let Some(f) = out_file {
+    if let Some(f) = outputs.out {
         let path = f.path.clone();
         match f.write(&text) {
             Ok(()) => printed = false,
@@ -572,10 +644,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 eprintln!("error: {e}");
             }
         }
-        return Ok(ExitCode::from(3));
+        return Ok(ExitCode::from(Exit::Runtime));
     }
     Ok(if result.end_reason == protobench_load::EndReason::Interrupted {
-        ExitCode::from(130)
+        ExitCode::from(Exit::Interrupted)
     } else {
         super::threshold::exit_code(&outcomes)
     })

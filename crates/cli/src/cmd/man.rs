@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::exit::Exit;
 use anyhow::Context as _;
 
 /// Print the manual page, or write one page per command.
@@ -30,5 +31,5 @@ pub(crate) fn run(args: Args, cmd: clap::Command) -> anyhow::Result<ExitCode> {
             println!("wrote the manual pages to {}", dir.display());
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(Exit::Success))
 }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::exit::Exit;
 use anyhow::Context as _;
 use protobench_results::report;
 use protobench_results::store::DEFAULT_DB;
@@ -52,7 +53,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .unwrap_or_else(|| PathBuf::from(format!("protobench-report/run-{}", record.id)));
             let path = super::common::write_html(&record, &dir)?;
             println!("{}", path.display());
-            return Ok(ExitCode::SUCCESS);
+            return Ok(ExitCode::from(Exit::Success));
         }
         Format::Md => (report::markdown(&record), "report.md"),
         Format::Json => (report::json(&record), "report.json"),
@@ -67,5 +68,5 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("{}", path.display());
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(Exit::Success))
 }

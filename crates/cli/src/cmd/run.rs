@@ -26,6 +26,7 @@ use protobench_runner::units::{CpuSet, parse_duration};
 use tokio_util::sync::CancellationToken;
 
 use super::common::{catalog, git_commit, hint_repository, repo_dir, write_html};
+use crate::exit::Exit;
 
 /// Run a preset (default: quick) and report it.
 #[derive(Debug, clap::Args)]
@@ -105,20 +106,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 eprintln!(
                     "error: --resume continues the stored plan: --duration, --warmup, --repetitions, --time-scale, --servers, --protocols, --workloads and --threshold cannot be changed"
                 );
-                return Ok(ExitCode::from(2));
+                return Ok(ExitCode::from(Exit::Usage));
             }
             let resumed = match Session::resume(&args.db, id) {
                 // Another process measures it: say who, nothing else.
                 Err(SessionError::Lock(e)) => {
                     eprintln!("error: {e}");
-                    return Ok(ExitCode::from(3));
+                    return Ok(ExitCode::from(Exit::Runtime));
                 }
                 other => other.with_context(|| format!("opening run {id} to resume it"))?,
             };
             match resumed {
                 Resumed::AlreadyComplete => {
                     eprintln!("run {id} is already complete");
-                    return Ok(ExitCode::SUCCESS);
+                    return Ok(ExitCode::from(Exit::Success));
                 }
                 Resumed::Session(s) => *s,
             }
@@ -130,7 +131,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             if args.dry_run {
                 println!("{}", serde_json::to_string_pretty(&plan)?);
-                return Ok(ExitCode::SUCCESS);
+                return Ok(ExitCode::from(Exit::Success));
             }
             // An emulated network this machine cannot apply fails before the run exists.
             if let Err(code) = check_networks(&plan) {
@@ -181,7 +182,7 @@ fn list(args: &Args) -> anyhow::Result<ExitCode> {
         };
         writeln!(out, "{:<18} {source:<30} {}", p.name, p.description)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(Exit::Success))
 }
 
 /// The plan of a new run: the preset with the command line's changes, in
@@ -203,7 +204,7 @@ fn new_plan(args: &Args, catalog: &Catalog) -> Result<Plan, ExitCode> {
         {
             hint_repository(catalog);
         }
-        ExitCode::from(2)
+        ExitCode::from(Exit::Usage)
     })
 }
 
@@ -234,7 +235,7 @@ fn check_networks(plan: &Plan) -> Result<(), ExitCode> {
     if unusable.is_empty() {
         Ok(())
     } else {
-        Err(ExitCode::from(2))
+        Err(ExitCode::from(Exit::Usage))
     }
 }
 
@@ -360,12 +361,12 @@ fn report(session: &mut Session, finished: &Finished, args: &Args, started: Inst
     }
     // An interrupted run is not judged: its missing points would fail.
     let gates = if finished.status == RunStatus::Interrupted {
-        ExitCode::SUCCESS
+        ExitCode::from(Exit::Success)
     } else {
         thresholds(session, &record)
     };
     if !outcome.unsaved.is_empty() {
-        return Ok(ExitCode::from(3));
+        return Ok(ExitCode::from(Exit::Runtime));
     }
     if finished.status == RunStatus::Interrupted {
         eprintln!(
@@ -373,12 +374,16 @@ fn report(session: &mut Session, finished: &Finished, args: &Args, started: Inst
             record.missing().len(),
             args.db.display()
         );
-        return Ok(ExitCode::from(130));
+        return Ok(ExitCode::from(Exit::Interrupted));
     }
     if finished.status_error.is_some() {
-        return Ok(ExitCode::from(3));
+        return Ok(ExitCode::from(Exit::Runtime));
     }
-    Ok(if outcome.failed > 0 { ExitCode::from(1) } else { gates })
+    Ok(if outcome.failed > 0 {
+        ExitCode::from(Exit::Failed)
+    } else {
+        gates
+    })
 }
 
 /// Checks the plan's thresholds at every point (the session stores their
@@ -387,7 +392,7 @@ fn report(session: &mut Session, finished: &Finished, args: &Args, started: Inst
 fn thresholds(session: &mut Session, record: &RunRecord) -> ExitCode {
     let (outcomes, not_stored) = session.judge_thresholds(record);
     if outcomes.is_empty() {
-        return ExitCode::SUCCESS;
+        return ExitCode::from(Exit::Success);
     }
     print!("\n{}", protobench_model::threshold::table(&outcomes));
     if let Some(e) = not_stored {

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use protobench_results::store::DEFAULT_DB;
 
 use super::compare::Format;
+use crate::exit::Exit;
 
 /// List the runs in the results database.
 #[derive(Debug, clap::Args)]
@@ -32,11 +33,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let runs = store.list_runs()?;
     if args.json || args.format == Format::Json {
         println!("{}", serde_json::to_string_pretty(&runs)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(ExitCode::from(Exit::Success));
     }
     if runs.is_empty() {
         println!("no runs in {}", args.db.display());
-        return Ok(ExitCode::SUCCESS);
+        return Ok(ExitCode::from(Exit::Success));
     }
     println!(
         "{:>4}  {:<16} {:<12} {:<21} {:>7} {:>9} {:>7}",
@@ -54,5 +55,5 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             r.failed
         );
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(Exit::Success))
 }

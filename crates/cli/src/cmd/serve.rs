@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use crate::exit::Exit;
 use anyhow::Context as _;
 use protobench_contract::{Dataset, Protocol};
 use protobench_server::{ServerConfig, TlsFiles, config::parse_addr};
@@ -59,7 +60,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(config) => config,
         Err(err) => {
             eprintln!("error: {err}");
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(Exit::Usage));
         }
     };
     for (protocol, addr) in [
@@ -107,7 +108,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(dataset) => dataset,
         Err(err) => {
             eprintln!("error: {err:#}");
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(Exit::Usage));
         }
     };
 
@@ -135,7 +136,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let _ = std::fs::remove_dir_all(dir);
     }
     served?;
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(Exit::Success))
 }
 
 /// `PROTOBENCH_DATASET`, else the repository's `contract/data/dataset.json`,
@@ -163,7 +164,7 @@ fn serve_other(name: &str, config: &ServerConfig) -> anyhow::Result<ExitCode> {
     let Some(manifest) = catalog.servers.get(name) else {
         eprintln!("error: no server `{name}` (servers: {})", catalog.names().join(", "));
         super::common::hint_repository(&catalog);
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(Exit::Usage));
     };
     for protocol in Protocol::ALL {
         let explicit = std::env::var_os(protocol.addr_env()).is_some();
@@ -173,12 +174,12 @@ fn serve_other(name: &str, config: &ServerConfig) -> anyhow::Result<ExitCode> {
                 protocol.name(),
                 protobench_contract::protocol::names(&manifest.protocols, ", ")
             );
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(Exit::Usage));
         }
     }
     if let Err(err) = super::build::build_one(manifest, true) {
         eprintln!("error: {err}");
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(Exit::Failed));
     }
     let exe = std::env::current_exe().context("finding this executable")?;
     let argv = manifest.start_command(&exe);
@@ -226,7 +227,7 @@ fn serve_other(name: &str, config: &ServerConfig) -> anyhow::Result<ExitCode> {
             }
         };
         Ok(match status.code() {
-            Some(0) => ExitCode::SUCCESS,
+            Some(0) => ExitCode::from(Exit::Success),
             Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
             None => ExitCode::from(1),
         })

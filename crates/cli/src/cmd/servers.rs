@@ -1,6 +1,7 @@
 //! `protobench servers`: the servers a run can use, from their manifests,
 //! with whether their toolchain is installed and whether they are built.
 
+use crate::exit::Exit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -47,5 +48,5 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if super::common::repo_dir("servers", args.servers_dir.as_deref()).is_none() {
         eprintln!("note: no servers directory found: {}", super::common::NEEDS_REPOSITORY);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(Exit::Success))
 }

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::exit::Exit;
 use protobench_results::report;
 use protobench_results::store::{DEFAULT_DB, Store};
 
@@ -66,5 +67,5 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !gates.is_empty() {
         print!("\n{}", protobench_model::threshold::table(&gates));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(Exit::Success))
 }

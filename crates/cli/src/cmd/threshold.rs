@@ -4,11 +4,8 @@
 
 use std::process::ExitCode;
 
+use crate::exit::Exit;
 use protobench_model::threshold::{Metric, Outcome, Threshold, parse_all};
-
-/// Exit code of `load` and `run` when a threshold failed (and nothing worse
-/// happened): documented in README.md.
-pub(crate) const EXIT_THRESHOLD_FAILED: u8 = 4;
 
 /// The help of `--threshold`.
 pub(crate) const HELP: &str = "Gate checked after the run, repeatable: p50|p90|p95|p99|p99.9|mean|min|max<DURATION, \
@@ -30,8 +27,8 @@ pub(crate) fn parse_flags(written: &[String], in_run: bool) -> Result<Vec<Thresh
 /// The exit code the outcomes call for: 0 when all passed (or none).
 pub(crate) fn exit_code(outcomes: &[Outcome]) -> ExitCode {
     if protobench_model::threshold::all_passed(outcomes) {
-        ExitCode::SUCCESS
+        ExitCode::from(Exit::Success)
     } else {
-        ExitCode::from(EXIT_THRESHOLD_FAILED)
+        ExitCode::from(Exit::Threshold)
     }
 }

@@ -14,6 +14,7 @@ use protobench_contract::workload;
 use protobench_load::LoadError;
 
 use super::load::{TlsArgs, positive_duration_arg};
+use crate::exit::Exit;
 
 /// Check every workload of a server against contract/vectors.
 #[derive(Debug, clap::Args)]
@@ -43,12 +44,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(p) => p,
         Err(e) => {
             eprintln!("error: {e}");
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(Exit::Usage));
         }
     };
     if args.tls.insecure && args.tls.cacert.is_some() {
         eprintln!("error: --insecure and --cacert cannot be used together");
-        return Ok(ExitCode::from(2));
+        return Ok(ExitCode::from(Exit::Usage));
     }
     let mut workloads = Vec::new();
     for name in &args.workload {
@@ -56,7 +57,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             Some(w) => workloads.push(w),
             None => {
                 eprintln!("error: {}", workload::unknown(name));
-                return Ok(ExitCode::from(2));
+                return Ok(ExitCode::from(Exit::Usage));
             }
         }
     }
@@ -81,11 +82,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(r) => r,
         Err(e @ LoadError::Tls(_)) => {
             eprintln!("error: {}", protobench_model::format::error_chain(&e));
-            return Ok(ExitCode::from(2));
+            return Ok(ExitCode::from(Exit::Usage));
         }
         Err(e) => {
             eprintln!("error: {}", protobench_model::format::error_chain(&e));
-            return Ok(ExitCode::from(3));
+            return Ok(ExitCode::from(Exit::Runtime));
         }
     };
     let width = report.verdicts.iter().map(|v| v.workload.len()).max().unwrap_or(0);
@@ -108,8 +109,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     )?;
     out.flush()?;
     Ok(if report.passed() {
-        ExitCode::SUCCESS
+        ExitCode::from(Exit::Success)
     } else {
-        ExitCode::from(1)
+        ExitCode::from(Exit::Failed)
     })
 }
