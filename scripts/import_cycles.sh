@@ -9,19 +9,29 @@
 # child::Thing` does not count. A module and its own submodules (preset/mod.rs
 # and preset/check.rs, lib.rs and grpc.rs) are one room: the parent owns its
 # children and they see its items (`super::Error`), so such pairs are not
-# reported; siblings and cousins are. Test modules count like other code.
+# reported; siblings and cousins are. Items under `#[cfg(test)]` (a file's
+# unit tests, test-only helpers) are left out: they are built only for the
+# crate's tests, where a test of run.rs may build its values with the
+# crate's fixtures in testing.rs, which must name run.rs's types; `--tests`
+# counts them too.
 #
 # Prints each pair with the first line on each side and exits 1 if there is
 # any; prints "0 pairs" and exits 0 otherwise.
 #
-# usage: scripts/import_cycles.sh [SRC_DIR...]
+# usage: scripts/import_cycles.sh [--tests] [SRC_DIR...]
 #        (default: crates/*/src servers/rust/src)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
+tests=0
+if [ "${1:-}" = "--tests" ]; then
+    tests=1
+    shift
+fi
 if [ "$#" -eq 0 ]; then
     set -- crates/*/src servers/rust/src
 fi
+export IMPORT_CYCLES_TESTS="$tests"
 exec python3 - "$@" <<'PY'
 import os
 import re
@@ -166,8 +176,35 @@ def resolve(segs, here, modules):
     return best
 
 
+def without_tests(toks):
+    """The tokens without `#[cfg(test)]` items (up to their `;` or closing `}`)."""
+    out, i = [], 0
+    cfg_test = ["#", "[", "cfg", "(", "test", ")", "]"]
+    while i < len(toks):
+        if [t[1] for t in toks[i:i + 7]] == cfg_test:
+            i += 7
+            depth = 0
+            while i < len(toks):
+                v = toks[i][1]
+                i += 1
+                if v == "{":
+                    depth += 1
+                elif v == "}":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif v == ";" and depth == 0:
+                    break
+            continue
+        out.append(toks[i])
+        i += 1
+    return out
+
+
 def edges_of(path, here, modules):
     toks = lex(open(path, encoding="utf-8").read())
+    if os.environ.get("IMPORT_CYCLES_TESTS") != "1":
+        toks = without_tests(toks)
     found = {}
     inline = []  # (name, brace depth at which it closes)
     depth = 0
