@@ -22,7 +22,7 @@ use protobench_model::format::fmt_num;
 use protobench_model::load::LoadResult;
 use protobench_model::run::{PointAggregate, PointConfig, PointKind, RunRecord};
 
-use crate::html::{Chart, bar, category_name, dedup, representative, series_name, slug};
+use crate::chart::{Chart, bar, category_name, dedup, representative, series_name, slug};
 use crate::svg::{Axis, Bar, BarChart, Line, Marker, Panel, Plot, Scale};
 
 /// Why a stored histogram could not be read.
@@ -697,7 +697,7 @@ pub fn ramp_charts(run: &RunRecord) -> Vec<Chart> {
         if a.config.kind != protobench_model::run::PointKind::Ramp {
             continue;
         }
-        let Some(m) = crate::html::representative(run, &a) else {
+        let Some(m) = crate::chart::representative(run, &a) else {
             continue;
         };
         let (Some(r), Some(search)) = (&m.result, &m.search) else {
