@@ -163,3 +163,9 @@ pub enum LoadError {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("invalid histogram: {0}")]
 pub struct HistogramError(pub(crate) String);
+
+impl From<protobench_model::hdr::HdrError> for HistogramError {
+    fn from(e: protobench_model::hdr::HdrError) -> Self {
+        HistogramError(e.to_string())
+    }
+}

@@ -94,5 +94,6 @@ pub fn grpc_deframe(body: &[u8], cuts: &[usize]) -> Result<u32, String> {
 /// A stored histogram (base64 of HdrHistogram V2 + deflate) decoded and
 /// printed as the `.hgrm` export does.
 pub fn hgrm(encoded: &str) -> Result<String, HistogramError> {
-    Ok(crate::export::hgrm_of(&crate::export::decode(encoded)?))
+    let h = protobench_model::hdr::EncodedHistogram::from(encoded).decode()?;
+    Ok(crate::export::hgrm_of(&h))
 }
