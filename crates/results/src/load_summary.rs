@@ -272,18 +272,11 @@ pub fn csv(r: &LoadResult) -> String {
     let header = "protocol,target,workload,concurrency,connections,target_rate,duration_ns,end_reason,calls,successes,errors,rate,\
 latency_min_ns,latency_mean_ns,latency_p50_ns,latency_p90_ns,latency_p95_ns,latency_p99_ns,latency_p999_ns,latency_max_ns,\
 service_p50_ns,service_p99_ns,bytes_sent_per_call,bytes_received_per_call,generator_cpu_ns,generator_cpu_ns_per_call,generator_bound,per_call,connects_per_second,connect_share,\
-success_percent,error_latency_p50_ns,error_latency_p99_ns,http_statuses,grpc_statuses\n";
-    let quote = |s: &str| {
-        if s.contains([',', '"', '\n']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_owned()
-        }
-    };
+success_percent,error_latency_p50_ns,error_latency_p99_ns,http_statuses,grpc_statuses";
     let row = [
-        quote(p.protocol.name()),
-        quote(&p.target),
-        quote(p.workload.as_deref().unwrap_or("")),
+        p.protocol.name().to_owned(),
+        p.target.clone(),
+        p.workload.clone().unwrap_or_default(),
         p.concurrency.to_string(),
         p.connections.to_string(),
         p.rate.map(|r| r.to_string()).unwrap_or_default(),
@@ -317,7 +310,12 @@ success_percent,error_latency_p50_ns,error_latency_p99_ns,http_statuses,grpc_sta
         codes(&r.http_statuses),
         codes(&r.grpc_statuses),
     ];
-    format!("{header}{}\n", row.join(","))
+    // RFC 4180 quoting, as the run report's CSV (`report::csv`).
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let _ = out.write_record(header.split(','));
+    let _ = out.write_record(&row);
+    // Writing to a Vec cannot fail, and every field is valid UTF-8.
+    String::from_utf8(out.into_inner().unwrap_or_default()).unwrap_or_default()
 }
 
 #[cfg(test)]
