@@ -124,10 +124,11 @@ pub enum Align {
     Right,
 }
 
-/// A plain-text table for the terminal: the header, a rule of dashes, then
-/// the rows. Each column is as wide as its widest cell (in characters),
-/// columns are two spaces apart, and no line ends in spaces. Every column is
-/// left-aligned unless [`TextTable::right`] says otherwise.
+/// A plain-text table for the terminal: the header, a rule of dashes (unless
+/// [`TextTable::without_rule`]), then the rows. Each column is as wide as its
+/// widest cell (in characters), columns are two spaces apart, and no line
+/// ends in spaces. Every column is left-aligned unless [`TextTable::right`]
+/// says otherwise.
 ///
 /// ```
 /// use protobench_model::format::TextTable;
@@ -141,6 +142,7 @@ pub enum Align {
 pub struct TextTable {
     header: Vec<String>,
     align: Vec<Align>,
+    rule: bool,
     rows: Vec<Vec<String>>,
 }
 
@@ -151,6 +153,7 @@ impl TextTable {
         TextTable {
             align: vec![Align::Left; header.len()],
             header,
+            rule: true,
             rows: Vec::new(),
         }
     }
@@ -162,6 +165,12 @@ impl TextTable {
                 *a = Align::Right;
             }
         }
+        self
+    }
+
+    /// No rule under the header (listings whose first row is data to a script).
+    pub fn without_rule(mut self) -> TextTable {
+        self.rule = false;
         self
     }
 
@@ -207,7 +216,9 @@ impl TextTable {
             out.push('\n');
         };
         line(&self.header);
-        line(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
+        if self.rule {
+            line(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
+        }
         for row in &self.rows {
             line(row);
         }
