@@ -19,16 +19,16 @@
 # any; prints "0 pairs" and exits 0 otherwise.
 #
 # usage: scripts/import_cycles.sh [--tests] [SRC_DIR...]
-#        (default: crates/*/src servers/rust/src)
+#        (default: the workspace's crates/*/src servers/rust/src)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$root"
 tests=0
 if [ "${1:-}" = "--tests" ]; then
     tests=1
     shift
 fi
 if [ "$#" -eq 0 ]; then
+    cd "$root"
     set -- crates/*/src servers/rust/src
 fi
 export IMPORT_CYCLES_TESTS="$tests"
