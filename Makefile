@@ -27,6 +27,7 @@ setup:
 
 lint:
 	$(CARGO) fmt --all -- --check
+	bash scripts/import_cycles.sh
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 unit:

@@ -7,7 +7,8 @@
 # with each other, and drop no check:
 #
 #   rust     cargo test --no-run (builds the binary every other lane verifies
-#            with), then fmt, clippy, cargo test --workspace, contract check
+#            with), then fmt, import cycles (scripts/import_cycles.sh),
+#            clippy, cargo test --workspace, contract check
 #   servers  each reference server's own test.sh, then scripts/verify-servers.sh
 #            on it (protobench verify clear and TLS, zeep, schemathesis, ghz,
 #            the hardening probe), once the rust lane has built the binary;
@@ -55,6 +56,7 @@ rust_lane() {
   step "build protobench and the tests" "$CARGO" test -q --workspace --no-run || { touch "$built.failed"; return 1; }
   touch "$built"
   step fmt "$CARGO" fmt --all -- --check &&
+    step "import cycles" bash scripts/import_cycles.sh &&
     step clippy "$CARGO" clippy --workspace --all-targets -- -D warnings &&
     step "cargo test" "$CARGO" test --workspace &&
     step "contract check" target/debug/protobench contract check &&

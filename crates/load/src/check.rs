@@ -120,7 +120,7 @@ impl Check {
                 // The driver sets the content type of every gRPC response it
                 // did not read as gRPC (None: not kept, read as gRPC).
                 if let Some(ct) = &resp.content_type
-                    && !crate::driver::http2::is_grpc_content_type(ct.as_bytes())
+                    && !crate::driver::grpc::is_grpc_content_type(ct.as_bytes())
                 {
                     let ct = if ct.is_empty() { "none" } else { ct.as_str() };
                     return Err(CallError::new(
@@ -261,7 +261,7 @@ mod tests {
             };
             grpc_check().judge(&resp, &CheckState::default()).unwrap();
         }
-        assert!(!crate::driver::http2::is_grpc_content_type(b"application/grpcx"));
+        assert!(!crate::driver::grpc::is_grpc_content_type(b"application/grpcx"));
     }
 
     #[test]

@@ -6,8 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use base64::Engine as _;
-use hdrhistogram::serialization::Serializer as _;
+use protobench_model::hdr::EncodedHistogram;
 use protobench_model::load::{EndReason, Environment, Generator, LoadPlan, LoadResult, SCHEMA_VERSION};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -263,11 +262,6 @@ fn assemble(
         starved,
         window_ns: duration_ns,
     });
-    let encode = |h: &hdrhistogram::Histogram<u64>| {
-        let mut encoded = Vec::new();
-        let _ = hdrhistogram::serialization::V2DeflateSerializer::new().serialize(h, &mut encoded);
-        base64::engine::general_purpose::STANDARD.encode(encoded)
-    };
     let (timeline, intervals) = timeline.finish_with_histograms();
     let (http_statuses, grpc_statuses) = statuses.into_counts();
     LoadResult {
@@ -314,12 +308,12 @@ fn assemble(
             reason,
         },
         timeline,
-        histogram: encode(&latency),
+        histogram: EncodedHistogram::encode(&latency),
         intervals: intervals
             .iter()
             .map(|(second, h)| protobench_model::load::IntervalHistogram {
                 second: *second,
-                histogram: encode(h),
+                histogram: EncodedHistogram::encode(h),
             })
             .collect(),
     }

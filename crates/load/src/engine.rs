@@ -22,7 +22,7 @@ use crate::check::{Check, CheckState};
 use crate::driver::{ByteCounters, CallError, Driver};
 use crate::pacer::{Pace, Pacer, Schedule, Stop};
 use crate::record::{CallStatus, Recorder, SecondReport};
-use crate::timer::PreciseTimer;
+use crate::timer::{PreciseTimer, thread_cpu_ns};
 
 /// How a thread's share of the plan looks.
 #[derive(Debug, Clone)]
@@ -76,12 +76,6 @@ pub(crate) type StartSignal = watch::Receiver<Option<Option<Instant>>>;
 /// Splits `total` over `parts`: part `i` gets `total / parts`, plus one for the first `total % parts`.
 pub(crate) fn share(total: u64, parts: u64, i: u64) -> u64 {
     total / parts + u64::from(i < total % parts)
-}
-
-/// The thread CPU time so far, in ns.
-pub(crate) fn thread_cpu_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
 /// Runs one engine thread to completion on the current (new) thread.

@@ -190,3 +190,9 @@ impl LoadError {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("invalid histogram: {0}")]
 pub struct HistogramError(pub(crate) String);
+
+impl From<protobench_model::hdr::HdrError> for HistogramError {
+    fn from(e: protobench_model::hdr::HdrError) -> Self {
+        HistogramError(e.to_string())
+    }
+}

@@ -1,7 +1,6 @@
 //! Exports of a result in HdrHistogram's own formats: the percentile
 //! distribution (`.hgrm`) and the interval log (`.hlog`).
 
-use base64::Engine as _;
 use hdrhistogram::Histogram;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use protobench_model::load::LoadResult;
@@ -15,21 +14,11 @@ const NS_PER_MS: f64 = 1e6;
 /// Percentile ticks per half distance, as HdrHistogram's reference output uses.
 const TICKS_PER_HALF_DISTANCE: u32 = 5;
 
-pub(crate) fn decode(encoded: &str) -> Result<Histogram<u64>, HistogramError> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .map_err(|e| HistogramError(e.to_string()))?;
-    protobench_model::hdr::check(&bytes).map_err(HistogramError)?;
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| HistogramError(format!("{e:?}")))
-}
-
 /// The corrected latency distribution of a result in HdrHistogram's text
 /// percentile format (`.hgrm`, as `outputPercentileDistribution` writes it),
 /// values in milliseconds.
 pub fn hgrm(result: &LoadResult) -> Result<String, HistogramError> {
-    Ok(hgrm_of(&decode(&result.histogram)?))
+    Ok(hgrm_of(&result.histogram.decode()?))
 }
 
 /// The `.hgrm` text of one histogram of nanoseconds.
@@ -119,7 +108,7 @@ pub fn hlog(result: &LoadResult) -> Result<String, HistogramError> {
     let mut writer = builder.begin_log_with(&mut out, &mut serializer).map_err(io)?;
     let whole = result.duration_ns / 1_000_000_000;
     for i in &result.intervals {
-        let h = decode(&i.histogram)?;
+        let h = i.histogram.decode()?;
         // The last second may be partial.
         let length_ns = (result.duration_ns - u64::from(i.second).min(whole) * 1_000_000_000).min(1_000_000_000);
         writer
@@ -136,6 +125,7 @@ pub fn hlog(result: &LoadResult) -> Result<String, HistogramError> {
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine as _;
     use hdrhistogram::serialization::Serializer as _;
 
     use super::*;
@@ -215,7 +205,7 @@ mod tests {
                 .unwrap();
             r.intervals.push(protobench_model::load::IntervalHistogram {
                 second,
-                histogram: base64::engine::general_purpose::STANDARD.encode(bytes),
+                histogram: base64::engine::general_purpose::STANDARD.encode(bytes).into(),
             });
             expected.push(h);
         }

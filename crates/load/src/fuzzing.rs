@@ -5,8 +5,8 @@
 //! Each function runs the parser as the engine does and panics only on a bug
 //! (a broken invariant): an `Err` is the parser refusing the bytes.
 
+use crate::driver::grpc::Deframer;
 use crate::driver::hpack::Decoder;
-use crate::driver::http2::Deframer;
 use crate::error::HistogramError;
 
 /// The HTTP/1.1 response head parser (`driver/http1.rs`), then the chunk-size
@@ -20,7 +20,10 @@ pub fn http1_head(buf: &[u8]) -> Result<Option<(u16, usize)>, String> {
 /// server's bytes, `read` bytes per read, with streams open; the error that
 /// ended the connection, if one did.
 pub fn h2_frames(data: &[u8], read: usize) -> Option<String> {
-    crate::driver::h2conn::fuzz_read(data, read).map(|e| e.message)
+    crate::driver::h2conn::fuzz_read(data, read, |grpc, reply| {
+        let _ = crate::driver::http2::response(grpc, reply);
+    })
+    .map(|e| e.message)
 }
 
 /// A header field list: names and values.
@@ -54,7 +57,7 @@ impl Hpack {
     }
 }
 
-/// The gRPC deframer (`driver/http2.rs`) fed `body` in pieces ending at
+/// The gRPC deframer (`driver/grpc.rs`) fed `body` in pieces ending at
 /// `cuts`, checked against the same body fed whole; then the body goes
 /// through the driver's reading of a gRPC reply. Returns the number of
 /// messages, or the driver's error for the reply.
@@ -91,5 +94,6 @@ pub fn grpc_deframe(body: &[u8], cuts: &[usize]) -> Result<u32, String> {
 /// A stored histogram (base64 of HdrHistogram V2 + deflate) decoded and
 /// printed as the `.hgrm` export does.
 pub fn hgrm(encoded: &str) -> Result<String, HistogramError> {
-    Ok(crate::export::hgrm_of(&crate::export::decode(encoded)?))
+    let h = protobench_model::hdr::EncodedHistogram::from(encoded).decode()?;
+    Ok(crate::export::hgrm_of(&h))
 }

@@ -21,6 +21,12 @@ use rustix::time::{Itimerspec, TimerfdClockId, TimerfdFlags, TimerfdTimerFlags, 
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
 
+/// The thread CPU time so far, in ns.
+pub(crate) fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
 /// A one-shot timer on a `timerfd`, or tokio's timer when none is available.
 pub(crate) struct PreciseTimer {
     fd: Option<AsyncFd<OwnedFd>>,

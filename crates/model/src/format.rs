@@ -115,6 +115,117 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
+/// How a column's cells line up in a [`TextTable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    /// Padded on the right (text).
+    Left,
+    /// Padded on the left (numbers).
+    Right,
+}
+
+/// A plain-text table for the terminal: the header, a rule of dashes (unless
+/// [`TextTable::without_rule`]), then the rows. Each column is as wide as its
+/// widest cell (in characters), columns are two spaces apart, and no line
+/// ends in spaces. Every column is left-aligned unless [`TextTable::right`]
+/// says otherwise.
+///
+/// ```
+/// use protobench_model::format::TextTable;
+///
+/// let mut t = TextTable::new(["point", "rate"]).right([1]);
+/// t.row(["grpc", "1.2k/s"]);
+/// t.row(["rest-h2", "980/s"]);
+/// assert_eq!(t.render(), "point      rate\n-------  ------\ngrpc     1.2k/s\nrest-h2   980/s\n");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextTable {
+    header: Vec<String>,
+    align: Vec<Align>,
+    rule: bool,
+    rows: Vec<Vec<String>>,
+}
+
+impl TextTable {
+    /// A table with these column headers, every column left-aligned.
+    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> TextTable {
+        let header: Vec<String> = header.into_iter().map(Into::into).collect();
+        TextTable {
+            align: vec![Align::Left; header.len()],
+            header,
+            rule: true,
+            rows: Vec::new(),
+        }
+    }
+
+    /// Right-aligns the columns at these indices.
+    pub fn right(mut self, columns: impl IntoIterator<Item = usize>) -> TextTable {
+        for i in columns {
+            if let Some(a) = self.align.get_mut(i) {
+                *a = Align::Right;
+            }
+        }
+        self
+    }
+
+    /// No rule under the header (listings whose first row is data to a script).
+    pub fn without_rule(mut self) -> TextTable {
+        self.rule = false;
+        self
+    }
+
+    /// Adds a row (cells past the header's columns are left out).
+    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+        self.rows.push(cells.into_iter().map(Into::into).collect());
+    }
+
+    /// The table as text, one line per row, each ending in a newline.
+    pub fn render(&self) -> String {
+        let chars = |s: &String| s.chars().count();
+        let widths: Vec<usize> = (0..self.header.len())
+            .map(|i| {
+                self.rows
+                    .iter()
+                    .filter_map(|r| r.get(i))
+                    .chain([&self.header[i]])
+                    .map(chars)
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        let mut line = |cells: &[String]| {
+            let mut s = String::new();
+            for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+                if i > 0 {
+                    s.push_str("  ");
+                }
+                let pad = " ".repeat(w.saturating_sub(chars(cell)));
+                match self.align[i] {
+                    Align::Left => {
+                        s.push_str(cell);
+                        s.push_str(&pad);
+                    }
+                    Align::Right => {
+                        s.push_str(&pad);
+                        s.push_str(cell);
+                    }
+                }
+            }
+            out.push_str(s.trim_end());
+            out.push('\n');
+        };
+        line(&self.header);
+        if self.rule {
+            line(&widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
+        }
+        for row in &self.rows {
+            line(row);
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

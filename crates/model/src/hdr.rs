@@ -1,15 +1,98 @@
-//! A bound on what a stored HdrHistogram can make its decoder allocate.
+//! A stored latency histogram ([`EncodedHistogram`]) and its one codec.
 //!
 //! Results keep their latency histograms as HdrHistogram V2 (+ deflate) in
 //! base64, and stored runs, JSON results and `.hlog` files come back from
 //! disk, where they may be corrupt or crafted. hdrhistogram's deserializer
 //! sizes its buffer from the payload length the (inflated) header claims
 //! before reading anything: the `histogram` fuzz target found a 260-byte
-//! string that asked for 3.1 GB (issue 35, docs/fuzzing.md). Every decoder
-//! calls [`check`] first, which inflates at most [`MAX_PAYLOAD`] bytes and
-//! refuses a header whose claims the bytes do not back.
+//! string that asked for 3.1 GB (issue 35, docs/fuzzing.md). So
+//! [`EncodedHistogram::decode`], the only decoder, calls [`check`] first,
+//! which inflates at most [`MAX_PAYLOAD`] bytes and refuses a header whose
+//! claims the bytes do not back.
 
+use std::fmt;
 use std::io::Read;
+
+use base64::Engine as _;
+use hdrhistogram::Histogram;
+use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
+use serde::{Deserialize, Serialize};
+
+/// A latency histogram as results carry it: HdrHistogram V2 + deflate, in
+/// base64 (in JSON, the bare string: the type is transparent to serde).
+/// Empty in a result read back without its histogram.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct EncodedHistogram(String);
+
+impl EncodedHistogram {
+    /// Encodes `h` (a serializer error, which writing to memory does not
+    /// have, would leave what was written so far).
+    pub fn encode(h: &Histogram<u64>) -> EncodedHistogram {
+        let mut bytes = Vec::new();
+        let _ = V2DeflateSerializer::new().serialize(h, &mut bytes);
+        EncodedHistogram(base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    /// Decodes the histogram: base64, then [`check`] on its header, then
+    /// hdrhistogram's deserializer.
+    pub fn decode(&self) -> Result<Histogram<u64>, HdrError> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&self.0)
+            .map_err(|e| HdrError::NotBase64(e.to_string()))?;
+        check(&bytes).map_err(HdrError::Header)?;
+        Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| HdrError::Encoding(format!("{e:?}")))
+    }
+
+    /// The base64 text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether there is no histogram at all (a result read back without one).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<String> for EncodedHistogram {
+    /// Base64 text as stored; nothing is checked until [`EncodedHistogram::decode`].
+    fn from(base64: String) -> Self {
+        EncodedHistogram(base64)
+    }
+}
+
+impl From<&str> for EncodedHistogram {
+    fn from(base64: &str) -> Self {
+        EncodedHistogram(base64.to_owned())
+    }
+}
+
+/// Why a stored histogram does not decode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HdrError {
+    /// The text is not base64.
+    NotBase64(String),
+    /// The header is not a V2 one, or claims more than its bytes hold
+    /// ([`check`]'s refusal).
+    Header(String),
+    /// hdrhistogram's deserializer refused the counts.
+    Encoding(String),
+}
+
+impl fmt::Display for HdrError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HdrError::NotBase64(e) => write!(f, "not base64: {e}"),
+            HdrError::Header(e) => write!(f, "header refused: {e}"),
+            HdrError::Encoding(e) => write!(f, "not an HdrHistogram V2 encoding: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HdrError {}
 
 /// V2 encoding, uncompressed (HdrHistogram's `V2EncodingCookieBase | 0x10`).
 const V2_COOKIE: u32 = 0x1c84_9313;
@@ -121,5 +204,25 @@ mod tests {
         // Honest headers pass, compressed or not.
         check(&v2(2, 3, &[2, 0])).unwrap();
         check(&deflated(&v2(2, 3, &[2, 0]))).unwrap();
+    }
+
+    #[test]
+    fn a_histogram_claiming_gigabytes_is_refused_without_allocating_them() {
+        // Issue 35: found by the `histogram` fuzz target; 260 bytes of base64
+        // whose inflated header claims a 3.1 GB payload.
+        let crafted = include_str!("../../../fuzz/corpus/histogram/regression-oom-v2-payload-length");
+        let peak_kib = || -> u64 {
+            let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let before = peak_kib();
+        assert!(EncodedHistogram::from(crafted.trim()).decode().is_err());
+        // Without the check the decoder zero-fills 3.1 GB before failing.
+        let grown_mib = peak_kib().saturating_sub(before) / 1024;
+        assert!(grown_mib < 256, "peak memory grew {grown_mib} MiB");
     }
 }

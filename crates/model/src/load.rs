@@ -15,6 +15,8 @@ use std::path::PathBuf;
 pub use protobench_contract::Protocol;
 use serde::{Deserialize, Serialize};
 
+use crate::hdr::EncodedHistogram;
+
 /// The version of the [`LoadResult`] JSON form. Bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -374,7 +376,7 @@ pub struct LoadResult {
     /// One point per second of the measured window.
     pub timeline: Vec<TimelinePoint>,
     /// The corrected latency histogram in ns: HdrHistogram V2 + deflate, base64.
-    pub histogram: String,
+    pub histogram: EncodedHistogram,
     /// The corrected latency histogram of each second of the measured window,
     /// for interval-log (`.hlog`) exports. In memory only: neither in the
     /// JSON form nor in the store (a result read back has none).
@@ -388,7 +390,7 @@ pub struct IntervalHistogram {
     /// Seconds since the measured window started.
     pub second: u32,
     /// Latencies in ns: HdrHistogram V2 + deflate, base64.
-    pub histogram: String,
+    pub histogram: EncodedHistogram,
 }
 
 impl LoadResult {

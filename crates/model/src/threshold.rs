@@ -20,7 +20,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::format::{fmt_ns, fmt_rate};
+use crate::format::{TextTable, fmt_ns, fmt_rate};
 use crate::load::LoadResult;
 use crate::run::{Measurement, MeasurementStatus, RunRecord};
 use crate::stats::median;
@@ -411,43 +411,26 @@ pub fn evaluate_run(thresholds: &[Threshold], run: &RunRecord) -> Vec<Outcome> {
 
 /// The outcomes as a text table with a closing verdict line.
 pub fn table(outcomes: &[Outcome]) -> String {
-    let rows: Vec<[String; 4]> = outcomes
-        .iter()
-        .map(|o| {
-            [
-                o.threshold.to_string(),
-                o.point.clone().unwrap_or_default(),
-                o.shown_value(),
-                if o.passed { "pass".into() } else { "FAIL".into() },
-            ]
-        })
-        .collect();
+    // The point column only when some threshold is judged per point.
     let with_points = outcomes.iter().any(|o| o.point.is_some());
-    let header = ["threshold", "point", "observed", "result"];
-    let mut widths = header.map(str::len);
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
+    let columns = |cells: [String; 4]| {
+        let [threshold, point, observed, result] = cells;
+        if with_points {
+            vec![threshold, point, observed, result]
+        } else {
+            vec![threshold, observed, result]
         }
-    }
-    let line = |cells: [&str; 4]| {
-        let mut parts = Vec::new();
-        for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
-            if i == 1 && !with_points {
-                continue;
-            }
-            parts.push(format!("{c:<w$}"));
-        }
-        let mut s = parts.join("  ").trim_end().to_owned();
-        s.push('\n');
-        s
     };
-    let mut s = line(header);
-    let dashes = widths.map(|w| "-".repeat(w));
-    s += &line([&dashes[0], &dashes[1], &dashes[2], &dashes[3]]);
-    for r in &rows {
-        s += &line([&r[0], &r[1], &r[2], &r[3]]);
+    let mut table = TextTable::new(columns(["threshold", "point", "observed", "result"].map(String::from)));
+    for o in outcomes {
+        table.row(columns([
+            o.threshold.to_string(),
+            o.point.clone().unwrap_or_default(),
+            o.shown_value(),
+            if o.passed { "pass".into() } else { "FAIL".into() },
+        ]));
     }
+    let mut s = table.render();
     let failed = outcomes.iter().filter(|o| !o.passed).count();
     s += &if failed == 0 {
         format!("thresholds: all {} passed\n", outcomes.len())

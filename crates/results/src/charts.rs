@@ -17,24 +17,14 @@
 //! [`Chart`]s. A builder that has nothing to draw returns nothing: a report
 //! never shows an empty chart.
 
-use base64::Engine as _;
+use hdrhistogram::Histogram;
 use protobench_model::format::fmt_num;
+use protobench_model::hdr::{EncodedHistogram, HdrError};
 use protobench_model::load::LoadResult;
 use protobench_model::run::{PointAggregate, PointConfig, PointKind, RunRecord};
 
-use crate::html::{Chart, bar, category_name, dedup, representative, series_name, slug};
+use crate::chart::{Chart, bar, category_name, dedup, representative, series_name, slug};
 use crate::svg::{Axis, Bar, BarChart, Line, Marker, Panel, Plot, Scale};
-
-/// Why a stored histogram could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum HistogramError {
-    /// Not base64.
-    #[error("histogram is not base64: {0}")]
-    Base64(String),
-    /// Not an HdrHistogram V2 (deflate) encoding.
-    #[error("histogram does not decode: {0}")]
-    Decode(String),
-}
 
 /// Steps per decade of the percentile axis when sampling a histogram.
 const SAMPLES_PER_DECADE: f64 = 20.0;
@@ -44,16 +34,15 @@ const SAMPLES_PER_DECADE: f64 = 20.0;
 /// the `1 / (1 - p)` axis: evenly spaced on that axis from 0% to the
 /// percentile one sample resolves (`1 - 1/count`, capped at 99.9999%), the
 /// last point being the largest value. Empty for an empty histogram.
-pub fn percentile_curve(histogram: &str) -> Result<Vec<(f64, f64)>, HistogramError> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(histogram)
-        .map_err(|e| HistogramError::Base64(e.to_string()))?;
-    let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .map_err(|e| HistogramError::Decode(format!("{e:?}")))?;
+pub fn percentile_curve(histogram: &str) -> Result<Vec<(f64, f64)>, HdrError> {
+    Ok(curve_of(&EncodedHistogram::from(histogram).decode()?))
+}
+
+/// [`percentile_curve`] of a decoded histogram.
+fn curve_of(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     let count = h.len();
     if count == 0 {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let end = (count as f64).log10().min(6.0);
     let steps = (end * SAMPLES_PER_DECADE).floor() as u32;
@@ -72,7 +61,7 @@ pub fn percentile_curve(histogram: &str) -> Result<Vec<(f64, f64)>, HistogramErr
     } else if let Some(l) = out.last_mut() {
         l.1 = h.max() as f64;
     }
-    Ok(out)
+    out
 }
 
 /// What the charts of a run group by: which points are series, which are
@@ -116,9 +105,10 @@ pub fn distribution_plots(run: &RunRecord) -> Vec<(String, Plot)> {
             let Some(r) = representative(run, a).and_then(|m| m.result.as_ref()) else {
                 continue;
             };
-            let Ok(curve) = percentile_curve(&r.histogram) else {
+            let Ok(h) = r.histogram.decode() else {
                 continue;
             };
+            let curve = curve_of(&h);
             // One sample draws no distribution.
             if curve.len() < 2 {
                 continue;
@@ -697,7 +687,7 @@ pub fn ramp_charts(run: &RunRecord) -> Vec<Chart> {
         if a.config.kind != protobench_model::run::PointKind::Ramp {
             continue;
         }
-        let Some(m) = crate::html::representative(run, &a) else {
+        let Some(m) = crate::chart::representative(run, &a) else {
             continue;
         };
         let (Some(r), Some(search)) = (&m.result, &m.search) else {

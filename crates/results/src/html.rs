@@ -9,43 +9,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+pub use crate::chart::Chart;
+use crate::chart::{bar, category_name, dedup, representative, series_name, slug};
 use crate::report::{self, TABLE_HEADER};
 use crate::svg::{Bar, BarChart, Line, LineChart, Scale, esc};
 use protobench_model::format::{fmt_ns, fmt_rate};
-use protobench_model::run::{MeasurementStatus, PointAggregate, PointConfig, PointKind, RunRecord};
-
-/// One chart of a report.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Chart {
-    /// File-name-safe id, e.g. `rate`, `timeseries-inventory-m`.
-    pub id: String,
-    /// Title.
-    pub title: String,
-    /// What it shows, one sentence.
-    pub caption: String,
-    /// The SVG document; empty when there is nothing to draw (no call
-    /// failed, nothing was measured), and the caption then says so in one
-    /// sentence that the report shows instead of a chart.
-    pub svg: String,
-}
-
-/// A point's legend name: the protocol, prefixed by the server when the run has several.
-pub(crate) fn series_name(c: &PointConfig, many_servers: bool) -> String {
-    if many_servers {
-        format!("{}/{}", c.server, c.protocol)
-    } else {
-        c.protocol.to_string()
-    }
-}
-
-/// A point's group name: the workload, plus the variant when variants differ.
-pub(crate) fn category_name(c: &PointConfig, many_variants: bool) -> String {
-    if many_variants {
-        format!("{} {}", c.workload, c.variant_label())
-    } else {
-        c.workload.clone()
-    }
-}
+use protobench_model::run::{PointAggregate, PointConfig, PointKind, RunRecord};
 
 struct Layout {
     categories: Vec<String>,
@@ -101,40 +70,6 @@ impl Layout {
             series,
         }
     }
-}
-
-pub(crate) fn dedup<T: PartialEq>(it: impl Iterator<Item = T>) -> Vec<T> {
-    let mut out = Vec::new();
-    for v in it {
-        if !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    out
-}
-
-/// A bar of a summary's median over `scale`, its interval clipped at zero.
-pub(crate) fn bar(s: &Option<protobench_model::stats::Summary>, scale: f64) -> Option<Bar> {
-    let s = s.as_ref()?;
-    Some(Bar {
-        value: s.median / scale,
-        ci: s
-            .ci_low
-            .zip(s.ci_high)
-            .map(|(lo, hi)| (lo.max(0.0) / scale, hi / scale)),
-    })
-}
-
-pub(crate) fn slug(s: &str) -> String {
-    let mut out = String::new();
-    for c in s.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
 }
 
 /// The saturation point of a curve: the lowest load level that reaches 95%
@@ -513,22 +448,6 @@ pub(crate) fn knee_line(search: &protobench_model::run::Search) -> String {
         ),
         _ => search.stop_reason.clone(),
     }
-}
-
-/// The measurement whose rate is the median of the point's repetitions.
-pub(crate) fn representative<'a>(
-    run: &'a RunRecord,
-    a: &PointAggregate,
-) -> Option<&'a protobench_model::run::Measurement> {
-    let median = a.rate.as_ref()?.median;
-    run.measurements
-        .iter()
-        .filter(|m| m.point == a.config.index && m.status == MeasurementStatus::Ok)
-        .min_by(|x, y| {
-            let dx = x.result.as_ref().map_or(f64::INFINITY, |r| (r.rate - median).abs());
-            let dy = y.result.as_ref().map_or(f64::INFINITY, |r| (r.rate - median).abs());
-            dx.total_cmp(&dy)
-        })
 }
 
 const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222;padding:0 1em}\

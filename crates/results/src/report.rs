@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use protobench_model::format::{fmt_bytes, fmt_ns, fmt_rate};
+use protobench_model::format::{TextTable, fmt_bytes, fmt_ns, fmt_rate};
 use protobench_model::network::{fmt_bits, fmt_ms};
 use serde::Serialize;
 
@@ -278,26 +278,11 @@ pub fn findings_text(run: &RunRecord) -> String {
     let mut out = String::from(
         "\nFindings vs the study (ratios and orderings, not absolute figures: the study's hardware is not ours)\n",
     );
-    let mut widths: Vec<usize> = FINDINGS_HEADER.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
+    let mut table = TextTable::new(FINDINGS_HEADER);
+    for row in rows {
+        table.row(row);
     }
-    let line = |out: &mut String, cells: &[String]| {
-        let s: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c}{}", " ".repeat(w.saturating_sub(c.chars().count()))))
-            .collect();
-        out.push_str(s.join("  ").trim_end());
-        out.push('\n');
-    };
-    line(&mut out, &FINDINGS_HEADER.map(String::from));
-    line(&mut out, &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
-    for row in &rows {
-        line(&mut out, row);
-    }
+    out.push_str(&table.render());
     let _ = writeln!(out, "{}", findings_tally(run));
     out
 }
@@ -322,41 +307,11 @@ pub fn findings_tally(run: &RunRecord) -> String {
 
 /// The final terminal table (plain text, aligned columns).
 pub fn text_table(run: &RunRecord) -> String {
-    let rows = table_rows(run);
-    let mut widths: Vec<usize> = TABLE_HEADER.iter().map(|h| h.chars().count()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
+    let mut table = TextTable::new(TABLE_HEADER).right((0..TABLE_HEADER.len()).filter(|&i| numeric_column(i)));
+    for row in table_rows(run) {
+        table.row(row);
     }
-    let mut out = String::new();
-    let line = |out: &mut String, cells: &[String]| {
-        let mut s = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            let pad = widths[i].saturating_sub(cell.chars().count());
-            if i > 0 {
-                s.push_str("  ");
-            }
-            if numeric_column(i) {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(cell);
-            } else {
-                s.push_str(cell);
-                if i + 1 < cells.len() {
-                    s.push_str(&" ".repeat(pad));
-                }
-            }
-        }
-        out.push_str(s.trim_end());
-        out.push('\n');
-    };
-    line(&mut out, &TABLE_HEADER.map(String::from));
-    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    line(&mut out, &rule);
-    for row in &rows {
-        line(&mut out, row);
-    }
-    out
+    table.render()
 }
 
 /// Run metadata as `key: value` lines (for `show` and the Markdown header).
@@ -690,7 +645,6 @@ pub fn compare(a: &RunRecord, b: &RunRecord) -> Vec<Comparison> {
 
 /// `protobench compare` as a text table.
 pub fn compare_table(rows: &[Comparison]) -> String {
-    let mut out = String::new();
     let fmt = |metric: &str, v: f64| {
         if metric.ends_with("_ns") || metric.ends_with("per_call") {
             fmt_ns(v)
@@ -698,49 +652,26 @@ pub fn compare_table(rows: &[Comparison]) -> String {
             fmt_rate(v)
         }
     };
-    let header = ["point", "metric", "A", "B", "B/A (95% CI)", "significant"];
-    let cells: Vec<[String; 6]> = rows
-        .iter()
-        .map(|r| {
-            let ci = match (r.ratio.ci_low, r.ratio.ci_high) {
-                (Some(lo), Some(hi)) => format!("{:.3} [{lo:.3}, {hi:.3}]", r.ratio.ratio),
-                _ => format!("{:.3}", r.ratio.ratio),
-            };
-            [
-                r.point.clone(),
-                r.metric.clone(),
-                fmt(&r.metric, r.a),
-                fmt(&r.metric, r.b),
-                ci,
-                if r.ratio.significant {
-                    "yes".into()
-                } else if r.ratio.ci_low.is_none() {
-                    "cannot judge (1 repetition)".into()
-                } else {
-                    "no".into()
-                },
-            ]
-        })
-        .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &cells {
-        for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
-        }
+    let mut table = TextTable::new(["point", "metric", "A", "B", "B/A (95% CI)", "significant"]);
+    for r in rows {
+        let ci = match (r.ratio.ci_low, r.ratio.ci_high) {
+            (Some(lo), Some(hi)) => format!("{:.3} [{lo:.3}, {hi:.3}]", r.ratio.ratio),
+            _ => format!("{:.3}", r.ratio.ratio),
+        };
+        table.row([
+            r.point.clone(),
+            r.metric.clone(),
+            fmt(&r.metric, r.a),
+            fmt(&r.metric, r.b),
+            ci,
+            if r.ratio.significant {
+                "yes".into()
+            } else if r.ratio.ci_low.is_none() {
+                "cannot judge (1 repetition)".into()
+            } else {
+                "no".into()
+            },
+        ]);
     }
-    let mut push = |row: Vec<String>| {
-        let s: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}", w = *w))
-            .collect();
-        out.push_str(s.join("  ").trim_end());
-        out.push('\n');
-    };
-    push(header.iter().map(|s| s.to_string()).collect());
-    push(widths.iter().map(|w| "-".repeat(*w)).collect());
-    for row in cells {
-        push(row.to_vec());
-    }
-    out
+    table.render()
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
+use protobench_model::hdr::EncodedHistogram;
 use protobench_model::load::{LoadResult, TimelinePoint};
 use protobench_model::network::{PointLink, RunLink};
 use protobench_model::run::{
@@ -539,7 +540,7 @@ impl Store {
         let cost = m.server_cost.as_ref();
         // The histogram and timeline live in their own tables, not twice.
         let stripped = r.map(|r| LoadResult {
-            histogram: String::new(),
+            histogram: EncodedHistogram::default(),
             timeline: Vec::new(),
             ..r.clone()
         });
@@ -581,7 +582,7 @@ impl Store {
             if !r.histogram.is_empty() {
                 tx.execute(
                     "INSERT INTO histograms (measurement_id, kind, encoding, data) VALUES (?1, 'latency_ns', 'hdr-v2-deflate-base64', ?2)",
-                    params![mid, r.histogram],
+                    params![mid, r.histogram.as_str()],
                 )
                 .map_err(c)?;
             }
@@ -783,7 +784,7 @@ impl Store {
             .map(|s| self.parse(&s, "measurement result"))
             .transpose()?;
         if let Some(r) = result.as_mut() {
-            r.histogram = row.histogram.unwrap_or_default();
+            r.histogram = row.histogram.unwrap_or_default().into();
             r.timeline = timeline;
         }
         let server_cost = row.server_cpu_ns.map(|cpu_ns| {

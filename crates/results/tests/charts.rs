@@ -84,8 +84,8 @@ fn distribution_chart_has_a_log_percentile_axis_and_a_line_per_protocol() {
         testing::measurement(&points[0], 1, 1000.0),
         testing::measurement(&points[1], 1, 2000.0),
     ];
-    ms[0].result.as_mut().unwrap().histogram = histogram((1..=20_000u64).map(|v| 1_000_000 + v * 100));
-    ms[1].result.as_mut().unwrap().histogram = histogram((1..=20_000u64).map(|v| 500_000 + v * 1_000));
+    ms[0].result.as_mut().unwrap().histogram = histogram((1..=20_000u64).map(|v| 1_000_000 + v * 100)).into();
+    ms[1].result.as_mut().unwrap().histogram = histogram((1..=20_000u64).map(|v| 500_000 + v * 1_000)).into();
     let run = testing::record(points, ms);
     let plots = charts::distribution_plots(&run);
     assert_eq!(plots.len(), 1, "one chart per workload");
@@ -496,7 +496,7 @@ fn no_empty_cost_chart_without_server_cost() {
 fn no_distribution_of_a_single_sample() {
     let p = testing::point(0, "rest", "inventory.s");
     let mut m = testing::measurement(&p, 1, 1000.0);
-    m.result.as_mut().unwrap().histogram = histogram(std::iter::once(1_000_000));
+    m.result.as_mut().unwrap().histogram = histogram(std::iter::once(1_000_000)).into();
     let run = testing::record(vec![p], vec![m]);
     assert!(charts::distribution_plots(&run).is_empty());
 }

@@ -24,6 +24,7 @@ pub mod error;
 pub mod guard;
 pub mod import;
 pub mod isolation;
+pub mod location;
 pub mod lookup;
 pub mod manifest;
 /// Emulated networks: the server on its own host behind a shaped link, measured.

@@ -172,7 +172,7 @@ impl Manifest {
             message,
         };
         let mut m: Manifest = toml::from_str(text).map_err(|e| {
-            let line = e.span().map_or(1, |s| crate::preset::line_col(text, s.start).0);
+            let line = e.span().map_or(1, |s| crate::location::line_col(text, s.start).0);
             invalid(line, e.message().to_string())
         })?;
         let line_of = |key: &str| {

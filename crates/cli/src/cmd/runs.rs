@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use protobench_model::format::TextTable;
 use protobench_results::store::DEFAULT_DB;
 
 use super::compare::Format;
@@ -39,21 +40,20 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("no runs in {}", args.db.display());
         return Ok(ExitCode::from(Exit::Success));
     }
-    println!(
-        "{:>4}  {:<16} {:<12} {:<21} {:>7} {:>9} {:>7}",
-        "run", "preset", "status", "started", "points", "measured", "failed"
-    );
+    let mut table = TextTable::new(["run", "preset", "status", "started", "points", "measured", "failed"])
+        .right([0, 4, 5, 6])
+        .without_rule();
     for r in runs {
-        println!(
-            "{:>4}  {:<16} {:<12} {:<21} {:>7} {:>9} {:>7}",
-            r.id,
+        table.row([
+            r.id.to_string(),
             r.preset,
-            r.status.name(),
+            r.status.name().to_string(),
             r.started_at,
-            r.points,
+            r.points.to_string(),
             format!("{}/{}", r.measured, r.points * r.repetitions),
-            r.failed
-        );
+            r.failed.to_string(),
+        ]);
     }
+    print!("{}", table.render());
     Ok(ExitCode::from(Exit::Success))
 }

@@ -5,6 +5,8 @@ use crate::exit::Exit;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use protobench_model::format::TextTable;
+
 /// List the reference servers and whether they can run here.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  protobench servers\n  protobench servers --servers-dir ../my-servers")]
@@ -17,14 +19,7 @@ pub(crate) struct Args {
 /// Runs `protobench servers`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let catalog = super::common::catalog(args.servers_dir.as_deref());
-    let w = catalog
-        .servers
-        .keys()
-        .map(String::len)
-        .max()
-        .unwrap_or(0)
-        .max("server".len());
-    println!("{:<w$} {:<22} {:<28} status", "server", "language", "protocols");
+    let mut table = TextTable::new(["server", "language", "protocols", "status"]).without_rule();
     for (name, m) in &catalog.servers {
         let missing = m.missing_toolchain();
         let status = if m.is_embedded() {
@@ -36,12 +31,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         } else {
             "ready".to_string()
         };
-        println!(
-            "{name:<w$} {:<22} {:<28} {status}",
-            m.language,
-            protobench_contract::protocol::names(&m.protocols, ",")
-        );
+        table.row([
+            name.clone(),
+            m.language.clone(),
+            protobench_contract::protocol::names(&m.protocols, ","),
+            status,
+        ]);
     }
+    print!("{}", table.render());
     for b in &catalog.broken {
         println!("invalid manifest: {b}");
     }

@@ -38,8 +38,8 @@ use bytes::{Bytes, BytesMut};
 use protobench_model::load::ErrorKind;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::grpc::Deframer;
 use super::hpack::HeaderBlock;
-use super::http2::Deframer;
 use super::net::{Counted, Stream};
 use super::{CallError, GrpcStatus};
 
@@ -829,7 +829,7 @@ impl State {
                         status = std::str::from_utf8(value).ok().and_then(|v| v.parse::<u16>().ok());
                     }
                     b"content-type" if head => {
-                        grpc_type = super::http2::is_grpc_content_type(value);
+                        grpc_type = super::grpc::is_grpc_content_type(value);
                         // Read (a copy) only where it may be kept, below.
                         if s.keep_body || status != Some(200) || (s.grpc && !grpc_type) {
                             let c = content_type.get_or_insert_with(Vec::new);
@@ -859,7 +859,7 @@ impl State {
         let grpc = match code {
             Some(Some(code)) => Some(GrpcStatus {
                 code,
-                message: message.map(|m| super::http2::percent_decode(&m)).unwrap_or_default(),
+                message: message.map(|m| super::grpc::percent_decode(&m)).unwrap_or_default(),
             }),
             // grpc-status present but not a number: counted as absent, as before.
             _ => None,
@@ -1258,9 +1258,10 @@ fn not_http2(peer: &str, first: &[u8]) -> CallError {
 /// bytes, `read` bytes at a time, by a connection whose caller opens three
 /// streams once the server's SETTINGS came (plain; gRPC with a body; gRPC
 /// keeping its body) and a new one for each that ends. Each finished
-/// stream's reply goes through the driver's [`super::http2::response`].
-/// Returns the error that ended the connection, if one did.
-pub(crate) fn fuzz_read(data: &[u8], read: usize) -> Option<CallError> {
+/// stream's reply goes to `reply` with whether the call was gRPC (the fuzz
+/// target hands it to the driver's `http2::response`). Returns the error
+/// that ended the connection, if one did.
+pub(crate) fn fuzz_read(data: &[u8], read: usize, mut on_reply: impl FnMut(bool, Reply)) -> Option<CallError> {
     let block = HeaderBlock::new(&[
         (b":method", b"POST"),
         (b":scheme", b"http"),
@@ -1302,7 +1303,7 @@ pub(crate) fn fuzz_read(data: &[u8], read: usize) -> Option<CallError> {
             let reply = std::mem::take(&mut slot.reply);
             let kind = kinds.remove(&id).expect("every stream was opened here");
             if slot.error.take().is_none() {
-                let _ = super::http2::response(calls[kind].1, reply);
+                on_reply(calls[kind].1, reply);
             }
             st.put_back(slot);
         }

@@ -10,6 +10,7 @@
 //! | [`http1::Http1`] | `rest`, `soap`, custom HTTP/1.1 | pre-encoded request bytes, responses parsed with `httparse` |
 //! | [`http2::Http2`] | `rest-h2`, `grpc`, custom HTTP/2 and gRPC | the engine's own HTTP/2 client ([`h2conn`]): header block encoded once, one task per connection, streams shared by callers |
 
+pub(crate) mod grpc;
 pub(crate) mod h2conn;
 pub(crate) mod hpack;
 pub(crate) mod http1;

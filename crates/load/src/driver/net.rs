@@ -548,7 +548,7 @@ mod tests {
         // A poll's cost is the thread's CPU time, not the wall clock: on a
         // busy machine (other tests beside this one) the thread may be
         // preempted inside a poll, which a spin could not cause.
-        let cpu = || Duration::from_nanos(crate::engine::thread_cpu_ns());
+        let cpu = || Duration::from_nanos(crate::timer::thread_cpu_ns());
         let start = Instant::now();
         let mut longest = Duration::ZERO;
         while start.elapsed() < Duration::from_millis(20) {

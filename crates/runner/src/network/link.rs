@@ -17,9 +17,9 @@ use std::net::SocketAddr;
 use serde::{Deserialize, Serialize};
 
 use super::NetworkError;
-use super::measure::{AchievedLink, MeasureOptions};
+use super::capabilities::{Capabilities, ToxiproxyBins};
 use super::profile::{Direction, LinkProfile, Network, format_duration};
-use super::sys::{Capabilities, ToxiproxyBins, run, sh, which};
+use super::sys::{run, sh, which};
 use super::topology::ServerHost;
 use super::toxiproxy::{Latency, Toxiproxy};
 
@@ -231,22 +231,6 @@ pub fn check(networks: &[Network]) -> Result<Vec<Option<ShapePlan>>, NetworkErro
         .collect()
 }
 
-/// Where a run stores what its link was: the profile, how it was applied,
-/// and what was measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LinkReport {
-    /// The profile asked for.
-    pub profile: LinkProfile,
-    /// What shaped each property.
-    pub mechanisms: Mechanisms,
-    /// Where the applied link differs from the profile.
-    pub notes: Vec<String>,
-    /// What the link achieved, measured before the points ran.
-    pub achieved: AchievedLink,
-    /// Where the achieved link is far from the profile.
-    pub warnings: Vec<String>,
-}
-
 /// A server host behind a shaped link. Everything is removed on drop.
 #[derive(Debug)]
 pub struct EmulatedLink {
@@ -430,23 +414,6 @@ impl EmulatedLink {
     /// toxiproxy's last output lines, when it runs (for failure reports).
     pub fn toxiproxy_log_tail(&self) -> Option<String> {
         self.toxiproxy.as_ref().map(Toxiproxy::log_tail)
-    }
-
-    /// Measures what the link achieves (RTT, throughput each way, loss and
-    /// retransmissions): see [`super::measure`].
-    pub fn measure(&mut self, opts: &MeasureOptions) -> Result<AchievedLink, NetworkError> {
-        super::measure::measure(self, opts)
-    }
-
-    /// The record to store with the run.
-    pub fn report(&self, achieved: AchievedLink) -> LinkReport {
-        LinkReport {
-            warnings: super::measure::far_from_profile(&self.plan.profile, &achieved),
-            profile: self.plan.profile.clone(),
-            mechanisms: self.plan.mechanisms,
-            notes: self.plan.notes.clone(),
-            achieved,
-        }
     }
 
     /// Removes everything now (drop does the same, ignoring errors).

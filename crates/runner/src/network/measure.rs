@@ -24,10 +24,48 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::NetworkError;
-use super::link::{EmulatedLink, Mechanism};
+use super::link::{EmulatedLink, Mechanism, Mechanisms};
 use super::profile::{LinkProfile, format_duration, format_rate};
 use super::sys::{run, sh};
 use super::topology::ServerHost;
+
+/// Where a run stores what its link was: the profile, how it was applied,
+/// and what was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LinkReport {
+    /// The profile asked for.
+    pub profile: LinkProfile,
+    /// What shaped each property.
+    pub mechanisms: Mechanisms,
+    /// Where the applied link differs from the profile.
+    pub notes: Vec<String>,
+    /// What the link achieved, measured before the points ran.
+    pub achieved: AchievedLink,
+    /// Where the achieved link is far from the profile.
+    pub warnings: Vec<String>,
+}
+
+/// Measuring a link and the record of it live here, beside the
+/// measurement; creating and shaping it is [`super::link`]'s.
+impl EmulatedLink {
+    /// Measures what the link achieves (RTT, throughput each way, loss and
+    /// retransmissions): see [`measure`].
+    pub fn measure(&mut self, opts: &MeasureOptions) -> Result<AchievedLink, NetworkError> {
+        measure(self, opts)
+    }
+
+    /// The record to store with the run.
+    pub fn report(&self, achieved: AchievedLink) -> LinkReport {
+        let plan = self.plan();
+        LinkReport {
+            warnings: far_from_profile(&plan.profile, &achieved),
+            profile: plan.profile.clone(),
+            mechanisms: plan.mechanisms,
+            notes: plan.notes.clone(),
+            achieved,
+        }
+    }
+}
 
 /// Share of a link's wire rate that reaches the application as TCP payload
 /// on 1500-byte Ethernet frames: 1448 payload bytes (40 of IP/TCP headers,

@@ -33,6 +33,7 @@
 //! # }
 //! ```
 
+mod capabilities;
 mod link;
 pub mod measure;
 mod profile;
@@ -40,10 +41,12 @@ mod sys;
 pub mod topology;
 mod toxiproxy;
 
-pub use link::{EmulatedLink, LinkReport, Mechanism, Mechanisms, ShapePlan, check, plan};
-pub use measure::{AchievedDirection, AchievedLink, LinkBound, MeasureOptions, far_from_profile, link_bound};
+pub use capabilities::{Capabilities, ToxiproxyBins};
+pub use link::{EmulatedLink, Mechanism, Mechanisms, ShapePlan, check, plan};
+pub use measure::{
+    AchievedDirection, AchievedLink, LinkBound, LinkReport, MeasureOptions, far_from_profile, link_bound,
+};
 pub use profile::{Direction, LinkProfile, NAMED, Network, named, parse_rate};
-pub use sys::{Capabilities, ToxiproxyBins};
 pub use topology::{ServerHost, cleanup_leftovers};
 
 /// Why a link could not be checked, created or measured.

@@ -9,7 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::NetworkError;
-use super::sys::{COMMAND_TIMEOUT, ToxiproxyBins, run};
+use super::capabilities::ToxiproxyBins;
+use super::sys::{COMMAND_TIMEOUT, run};
 use crate::server::LogTail;
 
 /// The API address inside the server host.

@@ -24,6 +24,7 @@ mod top;
 use check::Checker;
 use raw::RawPreset;
 
+pub use crate::location::line_col;
 use crate::manifest::Catalog;
 use crate::plan::Plan;
 use crate::units::CpuSet;
@@ -72,15 +73,6 @@ impl fmt::Display for PresetError {
 }
 
 impl std::error::Error for PresetError {}
-
-/// 1-based (line, column) of a byte offset.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rfind('\n').map_or(offset, |nl| offset - nl - 1) + 1;
-    (line, col)
-}
 
 /// What resolution needs to know about this machine and installation.
 #[derive(Debug, Clone)]
