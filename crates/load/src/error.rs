@@ -4,6 +4,7 @@
 
 use protobench_model::load::Protocol;
 
+pub use crate::driver::ConnectCause;
 use crate::driver::http2::Http2Error;
 use crate::driver::net::TlsError;
 
@@ -160,17 +161,6 @@ pub enum LoadError {
     /// An engine thread could not be started.
     #[error("cannot start an engine thread")]
     Thread(#[source] std::io::Error),
-}
-
-/// What a failed connection says about the target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectCause {
-    /// The TLS handshake was answered with bytes that are not TLS: the
-    /// target speaks clear text there.
-    PlainTextToTls,
-    /// An HTTP/2 connection was answered with something other than HTTP/2
-    /// (a TLS server reached in clear text, or an HTTP/1.1-only server).
-    NotHttp2,
 }
 
 impl LoadError {

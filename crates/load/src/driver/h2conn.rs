@@ -1251,7 +1251,7 @@ fn not_http2(peer: &str, first: &[u8]) -> CallError {
         ErrorKind::Connect,
         format!("{peer} did not answer with HTTP/2 (expected a SETTINGS frame first, got {shown:?})"),
     )
-    .because(crate::error::ConnectCause::NotHttp2)
+    .because(super::ConnectCause::NotHttp2)
 }
 
 /// For the fuzz target `h2_frames` (issue 35): `data` read as a server's

@@ -50,6 +50,17 @@ pub(crate) fn body_too_large(size: usize, announced: bool) -> CallError {
     )
 }
 
+/// What a failed connection says about the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectCause {
+    /// The TLS handshake was answered with bytes that are not TLS: the
+    /// target speaks clear text there.
+    PlainTextToTls,
+    /// An HTTP/2 connection was answered with something other than HTTP/2
+    /// (a TLS server reached in clear text, or an HTTP/1.1-only server).
+    NotHttp2,
+}
+
 /// Why a call (or a connection attempt) failed, by kind, with a message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -59,7 +70,7 @@ pub(crate) struct CallError {
     /// What happened, in one line.
     pub(crate) message: String,
     /// What a failed connection says about the target, when known.
-    pub(crate) cause: Option<crate::error::ConnectCause>,
+    pub(crate) cause: Option<ConnectCause>,
 }
 
 impl CallError {
@@ -72,7 +83,7 @@ impl CallError {
     }
 
     /// The same error, with what it says about the target.
-    pub(crate) fn because(mut self, cause: crate::error::ConnectCause) -> CallError {
+    pub(crate) fn because(mut self, cause: ConnectCause) -> CallError {
         self.cause = Some(cause);
         self
     }

@@ -112,7 +112,7 @@ impl Endpoint {
                         });
                     let err = fail("TLS handshake with", &e);
                     if plain {
-                        err.because(crate::error::ConnectCause::PlainTextToTls)
+                        err.because(super::ConnectCause::PlainTextToTls)
                     } else {
                         err
                     }

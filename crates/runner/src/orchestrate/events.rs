@@ -6,7 +6,7 @@
 use tokio::sync::mpsc::UnboundedSender;
 
 use protobench_model::network::RunLink;
-use protobench_model::run::Measurement;
+use protobench_model::run::{Measurement, RunStatus};
 
 use crate::engine::Event;
 
@@ -76,6 +76,23 @@ pub enum RunEvent {
     /// An emulated link was created and measured before its points (its
     /// `summary_line`: "lan-1g: measured 0.95 Gbit/s up, ...").
     Link(Box<RunLink>),
+}
+
+/// How a run ended.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// `complete`, or `interrupted` when cancelled.
+    pub status: Option<RunStatus>,
+    /// Measurements taken now.
+    pub measured: u32,
+    /// Of those, failed.
+    pub failed: u32,
+    /// Measurements the database did not accept (to be saved elsewhere).
+    pub unsaved: Vec<Measurement>,
+    /// The last storage error, if any.
+    pub save_error: Option<String>,
+    /// Warnings raised.
+    pub warnings: Vec<String>,
 }
 
 /// The measuring rooms' voice: sends [`RunEvent`]s and says each warning

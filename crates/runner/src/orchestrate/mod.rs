@@ -41,12 +41,12 @@ use crate::manifest::Catalog;
 use crate::plan::{Method, Plan, ServerGroup};
 use crate::server::{RunningServer, STOP_GRACE, TlsFiles};
 
-mod events;
+pub mod events;
 mod measure;
 pub mod netrun;
 mod serving;
 
-pub use events::RunEvent;
+pub use events::{Outcome, RunEvent};
 pub use serving::VERIFY_ATTEMPTS;
 
 use events::Voice;
@@ -86,23 +86,6 @@ impl RunOptions {
     }
 }
 
-/// How a run ended.
-#[derive(Debug, Default)]
-pub struct Outcome {
-    /// `complete`, or `interrupted` when cancelled.
-    pub status: Option<RunStatus>,
-    /// Measurements taken now.
-    pub measured: u32,
-    /// Of those, failed.
-    pub failed: u32,
-    /// Measurements the database did not accept (to be saved elsewhere).
-    pub unsaved: Vec<Measurement>,
-    /// The last storage error, if any.
-    pub save_error: Option<String>,
-    /// Warnings raised.
-    pub warnings: Vec<String>,
-}
-
 /// What the schedule's rooms share for one run: its inputs, its voice,
 /// and the state of the network being measured.
 pub(super) struct Conductor<'a, E: Engine> {
@@ -137,7 +120,7 @@ pub async fn execute<E: Engine>(
     cancel: CancellationToken,
 ) -> Outcome {
     let (tx, rx) = unbounded_channel();
-    let writer = crate::session::Writer::new(store, run_id);
+    let writer = crate::session::writer::Writer::new(store, run_id);
     let (status, mut outcome) = tokio::join!(
         conduct(plan, catalog, engine, todo, opts, tx, cancel),
         writer.consume(rx, events)

@@ -1,7 +1,8 @@
 //! A run session: the one layer that writes the results store during a run.
 //! The measuring rooms ([`crate::orchestrate`]) only say what they measured;
 //! the session's [`Writer`] stores each measurement, warning and link report
-//! from those events, and the session stores the thresholds' outcomes.
+//! from those events ([`writer`]), and the session stores the thresholds'
+//! outcomes.
 //!
 //! [`Session::start`] records a new run (its plan, the machine, the servers'
 //! manifests and the isolation in force); [`Session::resume`] reopens an
@@ -19,11 +20,11 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
 use protobench_model::load::Environment;
-use protobench_model::run::{Measurement, MeasurementStatus, RunEnvironment, RunRecord, RunStatus};
+use protobench_model::run::{Measurement, RunEnvironment, RunRecord, RunStatus};
 use protobench_model::threshold::{Outcome as GateOutcome, Threshold};
 use protobench_model::time::now_rfc3339;
 use protobench_results::store::{NewRun, Store, StoreError};
@@ -34,6 +35,9 @@ use crate::manifest::Catalog;
 use crate::orchestrate::{self, Outcome, RunEvent, RunOptions};
 use crate::plan::Plan;
 use crate::runlock::{LockError, RunLock};
+
+pub mod writer;
+pub use writer::Writer;
 
 /// Why a session could not start or finish.
 #[derive(Debug, thiserror::Error)]
@@ -295,94 +299,6 @@ impl Session {
     /// The run as stored (what the table and the report show).
     pub fn record(&self) -> Result<RunRecord, StoreError> {
         self.store.load_run(self.run_id)
-    }
-}
-
-/// The one writer of a run's store while it is measured: it stores every
-/// measurement, warning and link report the measuring rooms send, then
-/// passes each event on unchanged. A measurement the database refuses
-/// (disk full, lock) is kept and retried after the next one; whatever is
-/// still refused at the end is returned in the [`Outcome`].
-pub struct Writer<'s> {
-    store: &'s mut Store,
-    run_id: i64,
-    outcome: Outcome,
-}
-
-impl<'s> Writer<'s> {
-    /// A writer of run `run_id` in `store`.
-    pub fn new(store: &'s mut Store, run_id: i64) -> Writer<'s> {
-        Writer {
-            store,
-            run_id,
-            outcome: Outcome::default(),
-        }
-    }
-
-    /// Stores what `events` carry until their sender is dropped, passing
-    /// every event on to `forward`; returns the counts, the warnings and
-    /// what could not be stored (its `status` is left for the caller).
-    pub async fn consume(
-        mut self,
-        mut events: UnboundedReceiver<RunEvent>,
-        forward: Option<UnboundedSender<RunEvent>>,
-    ) -> Outcome {
-        let pass = |e: RunEvent| {
-            if let Some(tx) = &forward {
-                let _ = tx.send(e);
-            }
-        };
-        while let Some(e) = events.recv().await {
-            match &e {
-                RunEvent::Measured(m) => {
-                    if let Some(notice) = self.measurement(m) {
-                        pass(RunEvent::Notice(notice));
-                    }
-                }
-                RunEvent::Warning(w) => self.warning(w),
-                RunEvent::Link(link) => {
-                    if let Err(err) = self.store.save_link(self.run_id, link) {
-                        let w = format!("the report of link `{}` was not stored: {err}", link.network);
-                        self.warning(&w);
-                        pass(RunEvent::Warning(w));
-                    }
-                }
-                _ => {}
-            }
-            pass(e);
-        }
-        self.outcome
-    }
-
-    /// Records a warning with the run (once).
-    fn warning(&mut self, w: &str) {
-        if !self.outcome.warnings.iter().any(|s| s == w) {
-            let _ = self.store.add_warning(self.run_id, w);
-            self.outcome.warnings.push(w.to_string());
-        }
-    }
-
-    /// Stores a measurement, retrying earlier unsaved ones first; returns a
-    /// notice when the database refused it for a new reason.
-    fn measurement(&mut self, m: &Measurement) -> Option<String> {
-        self.outcome.measured += 1;
-        if m.status == MeasurementStatus::Failed {
-            self.outcome.failed += 1;
-        }
-        let mut pending = std::mem::take(&mut self.outcome.unsaved);
-        pending.push(m.clone());
-        let mut notice = None;
-        for m in pending {
-            if let Err(e) = self.store.save_measurement(self.run_id, &m) {
-                let msg = format!("{e}");
-                if self.outcome.save_error.as_deref() != Some(&msg) {
-                    notice = Some(format!("{msg}: measurement kept in memory, retrying"));
-                }
-                self.outcome.save_error = Some(msg);
-                self.outcome.unsaved.push(m);
-            }
-        }
-        notice
     }
 }
 
