@@ -173,6 +173,9 @@ async fn run_with<D: driver::Driver + Send + Sync>(
     ))
 }
 
+// Longer than the ~120-line guide: one pass adds every thread's recorders
+// (histograms, counts, bytes, CPU) into the result's fields; the fields are
+// many and flat (the JSON schema's), so the length is one line per field.
 #[allow(clippy::too_many_arguments, reason = "one call site; the parts of a finished run")]
 fn assemble(
     plan: &LoadPlan,
@@ -267,7 +270,9 @@ fn assemble(
     LoadResult {
         schema_version: SCHEMA_VERSION,
         plan: plan.clone(),
-        environment: Environment::detect(env!("CARGO_PKG_VERSION"), std::env::var("PROTOBENCH_COMMIT").ok()),
+        // The commit is the binary's, which the engine cannot know: the
+        // front-end that does stamps it (`load`, the runner's LoadEngine).
+        environment: Environment::detect(env!("CARGO_PKG_VERSION"), None),
         started_at: protobench_model::time::rfc3339_millis(wall0),
         duration_ns,
         end_reason,

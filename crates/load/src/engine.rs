@@ -224,11 +224,63 @@ async fn probe<D: Driver>(ctx: &Ctx<D>) -> (usize, Option<CallError>) {
     }
 }
 
-// Longer than the project's ~120-line guide on purpose: the per-thread
-// engine loop (connect, wait for the common start, run the callers, report
-// each second, stop) is one async task on a current-thread runtime, and its
-// shared state is already in `Ctx`; the remaining length is the phases in
-// order, which read best in one place.
+/// Opens the initial connections, all at once (per call: none, but one
+/// probe). With a concurrency schedule, only those of the callers there from
+/// the start (at least one, to know the target answers): later callers
+/// connect as they join. Returns how many opened, the first error, and each
+/// cell's handle; `None` when cancelled (Ctrl-C while connecting gives up
+/// now, not at the connect timeout).
+async fn connect_initial<D: Driver>(
+    ctx: &Rc<Ctx<D>>,
+    cells: &[Rc<ConnCell<D>>],
+    cancel: &CancellationToken,
+) -> Option<(usize, Option<CallError>, Vec<Option<D::Conn>>)> {
+    let initial = if ctx.plan.per_call {
+        0
+    } else if ctx.plan.joins.is_empty() {
+        cells.len()
+    } else {
+        let at_start = ctx.plan.joins.iter().take_while(|&&j| j == 0).count();
+        at_start.clamp(1, cells.len().max(1))
+    };
+    let opening = futures_join_all(cells.iter().take(initial).map(|cell| {
+        let cell = cell.clone();
+        let ctx = ctx.clone();
+        async move { cell.acquire(&ctx).await }
+    }));
+    let opened = tokio::select! {
+        opened = opening => opened,
+        () = cancel.cancelled() => return None,
+    };
+    let mut first_error = None;
+    let mut connected = 0;
+    let mut handles: Vec<Option<D::Conn>> = Vec::new();
+    for r in opened {
+        match r {
+            Ok(c) => {
+                connected += 1;
+                handles.push(Some(c));
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+                handles.push(None);
+            }
+        }
+    }
+    // The initial connections were opened before the start, not while measuring.
+    ctx.recorder.borrow_mut().connects_measured = 0;
+    if ctx.plan.per_call {
+        (connected, first_error) = tokio::select! {
+            r = probe(ctx) => r,
+            () = cancel.cancelled() => return None,
+        };
+    }
+    Some((connected, first_error, handles))
+}
+
+/// The per-thread engine loop, one async task on a current-thread runtime:
+/// connect, wait for the common start, run the callers, report each second,
+/// stop. Its phases read in order here; its shared state is in `Ctx`.
 async fn worker<D: Driver>(
     driver: Arc<D>,
     check: Check,
@@ -252,52 +304,8 @@ async fn worker<D: Driver>(
         busy: Cell::new(0),
         plan,
     });
-    // Open the initial connections, all at once (per call: none). With a
-    // concurrency schedule, only those of the callers there from the start
-    // (at least one, to know the target answers): later callers connect as
-    // they join.
     let cells: Vec<Rc<ConnCell<D>>> = (0..ctx.plan.connections).map(|_| Rc::new(ConnCell::new())).collect();
-    let initial = if ctx.plan.per_call {
-        0
-    } else if ctx.plan.joins.is_empty() {
-        cells.len()
-    } else {
-        let at_start = ctx.plan.joins.iter().take_while(|&&j| j == 0).count();
-        at_start.clamp(1, cells.len().max(1))
-    };
-    let opening = futures_join_all(cells.iter().take(initial).map(|cell| {
-        let cell = cell.clone();
-        let ctx = ctx.clone();
-        async move { cell.acquire(&ctx).await }
-    }));
-    let opened = tokio::select! {
-        opened = opening => opened,
-        // Ctrl-C while connecting: give up now, not at the connect timeout.
-        () = cancel.cancelled() => return None,
-    };
-    let mut first_error = None;
-    let mut connected = 0;
-    let mut handles: Vec<Option<D::Conn>> = Vec::new();
-    for r in opened {
-        match r {
-            Ok(c) => {
-                connected += 1;
-                handles.push(Some(c));
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-                handles.push(None);
-            }
-        }
-    }
-    // The initial connections were opened before the start, not while measuring.
-    ctx.recorder.borrow_mut().connects_measured = 0;
-    if ctx.plan.per_call {
-        (connected, first_error) = tokio::select! {
-            r = probe(&ctx) => r,
-            () = cancel.cancelled() => return None,
-        };
-    }
+    let (connected, first_error, mut handles) = connect_initial(&ctx, &cells, &cancel).await?;
     let _ = tx.send(Msg::Ready { connected, first_error });
     // Wait for the common start (or an abort).
     let start_at = loop {

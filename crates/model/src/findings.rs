@@ -674,6 +674,10 @@ fn size_verdict(size: Option<SizeClaim>, ci: Option<(f64, f64)>) -> SizeVerdict 
     }
 }
 
+// Longer than the ~120-line guide: the verdict's steps in the order they
+// apply (refusals by condition, the two points, direction, size, trend),
+// each returning early with the judgement so far; split, each step would
+// need the whole judgement passed in and out.
 fn judge_one(f: &Finding, points: &[PointAggregate], conditions: &Conditions) -> Judgement {
     let mut j = Judgement {
         finding: f.clone(),

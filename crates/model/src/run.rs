@@ -551,6 +551,9 @@ fn is_zero(v: &u64) -> bool {
 
 impl PointAggregate {
     /// Summarizes the measurements of one point.
+    // Longer than the ~120-line guide: one summary per field of the
+    // aggregate (rate, latencies, costs, search, link, warm-up), each a
+    // line or two over the same repetitions.
     pub fn of(config: &PointConfig, ms: &[&Measurement], noise_threshold: f64) -> PointAggregate {
         let ok: Vec<&&Measurement> = ms.iter().filter(|m| m.status == MeasurementStatus::Ok).collect();
         // Every value keeps its repetition, so that two points measured in

@@ -457,6 +457,8 @@ figure{margin:2em 0}figcaption{font-size:13px;color:#555}svg{max-width:100%;heig
 pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}.warn{color:#a40}.note{color:#555;font-style:italic}dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:bold}dd{margin:0}";
 
 /// Renders the HTML page with the given charts inlined.
+// Longer than the ~120-line guide: the page's sections in the order they
+// appear, each a few `write!`s; the order of the page is the order here.
 pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
     let mut h = String::new();
     let _ = write!(

@@ -194,6 +194,72 @@ impl CallSpec {
         if self.data.is_some() && self.data_file.is_some() {
             issue(Field::DataFile, Problem::ConflictsWith(Field::Data));
         }
+        let (data, body_file, protocol_issues) = self.by_protocol(protocol, whole);
+        issues.extend(protocol_issues);
+        let mut issue = |field, problem| issues.push(CallIssue { field, problem });
+        if let Some(p) = &self.path
+            && !p.starts_with('/')
+        {
+            issue(Field::Path, Problem::Invalid(format!("`{p}` does not start with /")));
+        }
+        for (field, path) in [
+            (Field::DataFile, body_file.as_ref()),
+            (Field::Protoset, self.protoset.as_ref().filter(|_| grpc)),
+            (Field::Cacert, self.cacert.as_ref()),
+            (Field::Cert, self.cert.as_ref()),
+            (Field::Key, self.key.as_ref()),
+        ] {
+            if let Some(path) = path
+                && !path.is_file()
+            {
+                issue(field, no_file(path));
+            }
+        }
+        if grpc {
+            for path in self.proto.iter().filter(|p| !p.is_file()) {
+                issue(Field::Proto, no_file(path));
+            }
+            for path in self.import_path.iter().filter(|p| !p.is_dir()) {
+                issue(
+                    Field::ImportPath,
+                    Problem::NoSuch {
+                        what: "directory",
+                        path: path.clone(),
+                    },
+                );
+            }
+        }
+        let tls = self.tls_plan(&mut issue);
+        if !issues.is_empty() {
+            return Err(issues);
+        }
+        let custom = CustomCall {
+            method: self.method.clone(),
+            path: self.path.clone(),
+            headers,
+            body_file,
+            soap_action: self.soap_action.clone(),
+            proto_files: if grpc { self.proto.clone() } else { vec![] },
+            protoset: self.protoset.clone().filter(|_| grpc),
+            import_paths: if grpc { self.import_path.clone() } else { vec![] },
+            call: self.call.clone(),
+            data,
+        };
+        Ok(Call { custom, tls })
+    }
+
+    /// The rules that depend on the protocol: keys that apply to others,
+    /// what a whole gRPC or SOAP call needs, and where the request comes
+    /// from (gRPC reads its JSON request file now). Returns the request
+    /// inline, the body file, and the problems.
+    fn by_protocol(
+        &self,
+        protocol: Option<Protocol>,
+        whole: bool,
+    ) -> (Option<String>, Option<PathBuf>, Vec<CallIssue>) {
+        let mut issues = Vec::new();
+        let mut issue = |field, problem| issues.push(CallIssue { field, problem });
+        let grpc = protocol == Some(Protocol::Grpc);
         let only = |set: bool, field: Field, applies: &'static str| {
             let protocol = protocol.filter(|_| set)?;
             Some(CallIssue {
@@ -245,56 +311,7 @@ impl CallSpec {
             "soap",
         ));
         issues.extend(misplaced);
-        let mut issue = |field, problem| issues.push(CallIssue { field, problem });
-        if let Some(p) = &self.path
-            && !p.starts_with('/')
-        {
-            issue(Field::Path, Problem::Invalid(format!("`{p}` does not start with /")));
-        }
-        for (field, path) in [
-            (Field::DataFile, body_file.as_ref()),
-            (Field::Protoset, self.protoset.as_ref().filter(|_| grpc)),
-            (Field::Cacert, self.cacert.as_ref()),
-            (Field::Cert, self.cert.as_ref()),
-            (Field::Key, self.key.as_ref()),
-        ] {
-            if let Some(path) = path
-                && !path.is_file()
-            {
-                issue(field, no_file(path));
-            }
-        }
-        if grpc {
-            for path in self.proto.iter().filter(|p| !p.is_file()) {
-                issue(Field::Proto, no_file(path));
-            }
-            for path in self.import_path.iter().filter(|p| !p.is_dir()) {
-                issue(
-                    Field::ImportPath,
-                    Problem::NoSuch {
-                        what: "directory",
-                        path: path.clone(),
-                    },
-                );
-            }
-        }
-        let tls = self.tls_plan(&mut issue);
-        if !issues.is_empty() {
-            return Err(issues);
-        }
-        let custom = CustomCall {
-            method: self.method.clone(),
-            path: self.path.clone(),
-            headers,
-            body_file,
-            soap_action: self.soap_action.clone(),
-            proto_files: if grpc { self.proto.clone() } else { vec![] },
-            protoset: self.protoset.clone().filter(|_| grpc),
-            import_paths: if grpc { self.import_path.clone() } else { vec![] },
-            call: self.call.clone(),
-            data,
-        };
-        Ok(Call { custom, tls })
+        (data, body_file, issues)
     }
 
     /// TLS as `load`'s flags have it: any setting turns it on; `tls =

@@ -45,6 +45,9 @@ pub trait Engine: Sync {
 pub struct LoadEngine {
     /// The contract directory holding `vectors/`.
     pub contract_dir: PathBuf,
+    /// The commit the binary was built from, stamped on every result (the
+    /// one source: the binary's build script).
+    pub commit: Option<String>,
 }
 
 impl Engine for LoadEngine {
@@ -54,9 +57,11 @@ impl Engine for LoadEngine {
         events: Option<UnboundedSender<Event>>,
         cancel: CancellationToken,
     ) -> Result<LoadResult, MeasureError> {
-        protobench_load::run(plan, events, cancel)
+        let mut result = protobench_load::run(plan, events, cancel)
             .await
-            .map_err(|e| MeasureError(error_chain(&e)))
+            .map_err(|e| MeasureError(error_chain(&e)))?;
+        result.environment.commit = self.commit.clone();
+        Ok(result)
     }
 
     async fn verify(

@@ -52,6 +52,8 @@ impl fmt::Display for FindError {
                 }
                 write!(f, "presets: {})", known.join(", "))
             }
+            // A bad command-line value is not a bad preset.
+            FindError::Invalid(e) if e.command_line_only() => write!(f, "{e}"),
             FindError::Invalid(e) => write!(f, "invalid preset\n{e}"),
         }
     }

@@ -407,7 +407,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Live progress whenever stderr is a terminal, whatever stdout is.
     let progress = !args.quiet && std::io::stderr().is_terminal();
     let result = match measure(plan, progress)? {
-        Ok(r) => r,
+        Ok(mut r) => {
+            r.environment.commit = super::common::git_commit();
+            r
+        }
         Err(e) => {
             outputs.discard();
             return Ok(refused(&e, tls_on));

@@ -274,7 +274,10 @@ fn measure(session: &mut Session, catalog: &Catalog) -> anyhow::Result<Finished>
     let mut opts = RunOptions::new(exe.clone(), dataset.is_file().then_some(dataset), work_dir.clone());
     // Every server ends with this process, however it ends.
     opts.guard = Some(exe);
-    let engine = LoadEngine { contract_dir: contract };
+    let engine = LoadEngine {
+        contract_dir: contract,
+        commit: git_commit(),
+    };
     let cancel = CancellationToken::new();
     let mut signals = {
         let _runtime = rt.enter();

@@ -74,6 +74,19 @@ impl fmt::Display for PresetError {
 
 impl std::error::Error for PresetError {}
 
+impl PresetError {
+    /// Every problem is in a scalar the command line gave (`--time-scale`,
+    /// `--repetitions`, `--threshold`): the preset itself is valid.
+    pub fn command_line_only(&self) -> bool {
+        let scalar = [Flag::TimeScale, Flag::Repetitions, Flag::Threshold].map(Flag::name);
+        !self.issues.is_empty()
+            && self
+                .issues
+                .iter()
+                .all(|i| i.line == 0 && scalar.contains(&i.key.as_str()))
+    }
+}
+
 /// What resolution needs to know about this machine and installation.
 #[derive(Debug, Clone)]
 pub struct Context {
