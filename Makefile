@@ -28,6 +28,7 @@ setup:
 lint:
 	$(CARGO) fmt --all -- --check
 	bash scripts/import_cycles.sh
+	python3 scripts/long_functions.py
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 unit:

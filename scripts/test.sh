@@ -8,6 +8,7 @@
 #
 #   rust     cargo test --no-run (builds the binary every other lane verifies
 #            with), then fmt, import cycles (scripts/import_cycles.sh),
+#            function lengths (scripts/long_functions.py),
 #            clippy, cargo test --workspace, contract check
 #   servers  each reference server's own test.sh, then scripts/verify-servers.sh
 #            on it (protobench verify clear and TLS, zeep, schemathesis, ghz,
@@ -57,6 +58,7 @@ rust_lane() {
   touch "$built"
   step fmt "$CARGO" fmt --all -- --check &&
     step "import cycles" bash scripts/import_cycles.sh &&
+    step "function lengths" python3 scripts/long_functions.py &&
     step clippy "$CARGO" clippy --workspace --all-targets -- -D warnings &&
     step "cargo test" "$CARGO" test --workspace &&
     step "contract check" target/debug/protobench contract check &&
