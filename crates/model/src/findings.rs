@@ -811,6 +811,22 @@ fn judge_one(f: &Finding, points: &[PointAggregate], conditions: &Conditions) ->
     j
 }
 
+/// The claims stored with a run (its plan's `findings`), read back typed in
+/// this one place. A run stored without claims has none; claims that no
+/// longer read (a run stored by another version, a hand-edited database)
+/// are an error that says so, never an empty table.
+pub fn stored(run: &crate::run::RunRecord) -> Result<Vec<Finding>, String> {
+    match run.plan.get("findings") {
+        None => Ok(Vec::new()),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+            format!(
+                "the study's claims stored with run {} cannot be read ({e}): no verdicts are shown",
+                run.id
+            )
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

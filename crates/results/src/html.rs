@@ -501,6 +501,13 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
          measured capacity the point used; <em>link-bound</em>: 90% or more, so the link, not the server, limited \
          the rate (compare encoded sizes there, not servers).</p></section>",
     );
+    if let Some(e) = report::findings_error(run) {
+        let _ = write!(
+            h,
+            "<section id=\"findings\"><h2>Findings vs the study</h2><p class=\"warn\">{}</p></section>",
+            esc(&e)
+        );
+    }
     let findings = report::findings_rows(run);
     if !findings.is_empty() {
         let _ = write!(

@@ -191,13 +191,15 @@ fn cpu_percent_cell(a: &PointAggregate) -> String {
 
 /// The claims of the run's study (its plan's `findings`) judged against
 /// its measurements; empty for a preset without claims.
+/// Claims that cannot be read judge nothing ([`findings_error`] says why).
 pub fn judgements(run: &RunRecord) -> Vec<Judgement> {
-    let findings: Vec<Finding> = run
-        .plan
-        .get("findings")
-        .and_then(|f| serde_json::from_value(f.clone()).ok())
-        .unwrap_or_default();
+    let findings: Vec<Finding> = protobench_model::findings::stored(run).unwrap_or_default();
     protobench_model::findings::judge(&findings, &run.aggregates(), &conditions(run))
+}
+
+/// Why the run's claims cannot be read, when they cannot.
+pub fn findings_error(run: &RunRecord) -> Option<String> {
+    protobench_model::findings::stored(run).err()
 }
 
 /// What the run had that claims may need: the CPUs its servers could use
@@ -271,6 +273,9 @@ pub fn findings_rows(run: &RunRecord) -> Vec<[String; 8]> {
 
 /// "Findings vs the study" as plain text, with a tally; empty without claims.
 pub fn findings_text(run: &RunRecord) -> String {
+    if let Some(e) = findings_error(run) {
+        return format!("\nFindings vs the study: {e}\n");
+    }
     let rows = findings_rows(run);
     if rows.is_empty() {
         return String::new();

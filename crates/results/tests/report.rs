@@ -469,3 +469,22 @@ fn a_claim_needing_more_cpus_than_the_server_had_is_not_reproducible() {
         }
     }
 }
+
+/// Issue 30: claims stored with a run that no longer read are said to be
+/// unreadable in the text and the page, never shown as no claims at all.
+#[test]
+fn claims_that_cannot_be_read_back_are_said_so() {
+    let mut r = run();
+    r.plan = serde_json::json!({ "findings": [{ "claim": "gRPC is faster", "metric": 42 }] });
+    let text = report::findings_text(&r);
+    assert!(
+        text.contains("the study's claims stored with run 7 cannot be read (")
+            && text.contains("no verdicts are shown"),
+        "{text}"
+    );
+    let page = html::render(&r, &[]);
+    assert!(page.contains("cannot be read ("), "the page says so too");
+    // A run stored without claims has none, and says nothing.
+    r.plan = serde_json::json!({});
+    assert_eq!(report::findings_text(&r), "");
+}
