@@ -526,7 +526,11 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
             }
             h.push_str("</tr>");
         }
-        h.push_str("</tbody></table></section>");
+        h.push_str("</tbody></table>");
+        if let Some(line) = report::decided_after_line(run) {
+            let _ = write!(h, "<p>{}</p>", esc(&line));
+        }
+        h.push_str("</section>");
     }
     let failures: Vec<_> = run.measurements.iter().filter(|m| m.failure.is_some()).collect();
     if !failures.is_empty() {

@@ -197,6 +197,53 @@ pub fn judgements(run: &RunRecord) -> Vec<Judgement> {
     protobench_model::findings::judge(&findings, &run.aggregates(), &conditions(run))
 }
 
+/// For a run measured `--until-decided`: per claim, the round after which
+/// its direction was first decided (judged again on the repetitions of
+/// the rounds so far), `None` while undecided; empty for other runs.
+pub fn decided_after(run: &RunRecord) -> Vec<Option<u32>> {
+    use protobench_model::findings::Direction;
+    let Some(rule) = run.plan.get("until_decided") else {
+        return Vec::new();
+    };
+    let number = |k: &str| rule.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0) as u32;
+    let (first, round) = (number("first").max(1), number("round").max(1));
+    let mut out: Vec<Option<u32>> = vec![None; judgements(run).len()];
+    let (mut n, mut reps) = (1, first);
+    while reps <= run.repetitions {
+        let mut so_far = run.clone();
+        so_far.measurements.retain(|m| m.repetition <= reps);
+        for (i, j) in judgements(&so_far).iter().enumerate() {
+            if out[i].is_none() && matches!(j.direction, Direction::Holds | Direction::DoesNotHold) {
+                out[i] = Some(n);
+            }
+        }
+        (n, reps) = (n + 1, reps + round);
+    }
+    out
+}
+
+/// `until decided: ... #1 round 2, #2 round 1, #3 undecided` (runs measured
+/// `--until-decided`), or `None`.
+pub fn decided_after_line(run: &RunRecord) -> Option<String> {
+    let after = decided_after(run);
+    if after.is_empty() {
+        return None;
+    }
+    let parts: Vec<String> = after
+        .iter()
+        .enumerate()
+        .map(|(i, a)| match a {
+            Some(r) => format!("#{} round {r}", i + 1),
+            None => format!("#{} undecided", i + 1),
+        })
+        .collect();
+    Some(format!(
+        "until decided: the round each claim's direction was decided in: {} ({} repetitions measured)",
+        parts.join(", "),
+        run.repetitions
+    ))
+}
+
 /// Why the run's claims cannot be read, when they cannot.
 pub fn findings_error(run: &RunRecord) -> Option<String> {
     protobench_model::findings::stored(run).err()
@@ -289,6 +336,9 @@ pub fn findings_text(run: &RunRecord) -> String {
     }
     out.push_str(&table.render());
     let _ = writeln!(out, "{}", findings_tally(run));
+    if let Some(line) = decided_after_line(run) {
+        let _ = writeln!(out, "{line}");
+    }
     out
 }
 

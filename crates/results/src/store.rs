@@ -624,6 +624,25 @@ impl Store {
         Ok(())
     }
 
+    /// Gives run `run_id` more repetitions, with the plan that says so (an
+    /// `--until-decided` round): the new repetitions are then what the run
+    /// is missing, so `--resume` measures them too.
+    pub fn set_repetitions(
+        &mut self,
+        run_id: i64,
+        repetitions: u32,
+        plan: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let plan = serde_json::to_string(plan).expect("a JSON value");
+        self.conn
+            .execute(
+                "UPDATE runs SET repetitions = ?1, plan_json = ?2 WHERE id = ?3",
+                params![repetitions, plan, run_id],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// Appends a warning to a run.
     pub fn add_warning(&mut self, run_id: i64, warning: &str) -> Result<(), StoreError> {
         let current: String = self

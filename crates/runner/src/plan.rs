@@ -274,7 +274,29 @@ pub struct Plan {
     /// and `--threshold`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<protobench_model::threshold::Threshold>,
+    /// `--until-decided`: rounds of repetitions are added while a claim's
+    /// direction is undecided and the budget allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_decided: Option<UntilDecided>,
 }
+
+/// `--until-decided --budget`: how long the run may measure, and how many
+/// interleaved repetitions each extra round adds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct UntilDecided {
+    /// The whole run's measuring time at most (the first rounds included).
+    pub budget_ns: u64,
+    /// Repetitions of the first round (the preset's, or `--repetitions`).
+    pub first: u32,
+    /// Repetitions added per round.
+    pub round: u32,
+    /// Budget used by the rounds stored so far (what `--resume` counts on).
+    #[serde(default)]
+    pub used_ns: u64,
+}
+
+/// Repetitions an `--until-decided` round adds.
+pub const ROUND_REPETITIONS: u32 = 3;
 
 fn one() -> f64 {
     1.0

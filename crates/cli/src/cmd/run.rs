@@ -31,7 +31,7 @@ use crate::exit::Exit;
 /// Run a preset (default: quick) and report it.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  protobench run\n  protobench run presets/grpcbench.toml --repetitions 5 --db results.db\n  protobench run quick --threshold 'p99<5ms' --threshold 'error_rate<0.1%'   # exit 4 if one fails\n  protobench run --resume 3\n  protobench run --list"
+    after_help = "Examples:\n  protobench run\n  protobench run presets/grpcbench.toml --repetitions 5 --db results.db\n  protobench run quick --threshold 'p99<5ms' --threshold 'error_rate<0.1%'   # exit 4 if one fails\n  protobench run --resume 3\n  protobench run berg2023 --until-decided --budget 40m   # rounds until every claim is decided\n  protobench run --list"
 )]
 pub(crate) struct Args {
     /// Preset name (a file in the presets directory, else the built-in preset; see --list) or path to a preset file.
@@ -73,6 +73,13 @@ pub(crate) struct Args {
     time_scale: Option<f64>,
     #[arg(long = "threshold", value_name = "GATE", help = super::threshold::HELP)]
     thresholds: Vec<String>,
+    /// Add rounds of 3 interleaved repetitions while a claim of the
+    /// preset's study is undecided (its direction), within --budget.
+    #[arg(long)]
+    until_decided: bool,
+    /// With --until-decided: the run's measuring time at most [default: 45m].
+    #[arg(long, value_parser = parse_duration_arg, requires = "until_decided")]
+    budget: Option<Duration>,
     /// Print the resolved plan and exit without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -88,6 +95,9 @@ pub(crate) struct Args {
     #[arg(long, env = "PROTOBENCH_SERVERS_DIR")]
     servers_dir: Option<PathBuf>,
 }
+
+/// `--until-decided` without `--budget`.
+const DEFAULT_BUDGET: Duration = Duration::from_secs(45 * 60);
 
 fn parse_duration_arg(s: &str) -> Result<Duration, String> {
     parse_duration(s)
@@ -221,6 +231,7 @@ fn command_line(args: &Args) -> CommandLine {
         warmup: args.warmup,
         repetitions: args.repetitions,
         thresholds: args.thresholds.clone(),
+        until_decided: args.until_decided.then(|| args.budget.unwrap_or(DEFAULT_BUDGET)),
     }
 }
 
@@ -496,6 +507,7 @@ mod live {
                 RunEvent::Warning(w) => bar.suspend(|| eprintln!("warning: {w}")),
                 RunEvent::Link(link) => bar.suspend(|| eprintln!("link {}", link.summary_line())),
                 RunEvent::Notice(n) => bar.suspend(|| eprintln!("warning: {n}")),
+                RunEvent::Round(line) => bar.suspend(|| eprintln!("note: {line}")),
                 RunEvent::ServerStarting { .. }
                 | RunEvent::PointStarted { .. }
                 | RunEvent::Engine(_)
@@ -549,6 +561,7 @@ mod live {
                 | RunEvent::ServerFailed { .. }
                 | RunEvent::Warning(_)
                 | RunEvent::Notice(_)
+                | RunEvent::Round(_)
                 | RunEvent::Link(_)
                 | RunEvent::Measured(_) => None,
             }

@@ -73,6 +73,9 @@ pub enum RunEvent {
     /// Something to show but not to record with the run (a measurement the
     /// database refused for now, kept in memory and retried).
     Notice(String),
+    /// `--until-decided`: after a round, why the run stops or what the next
+    /// round adds (also recorded with the run).
+    Round(String),
     /// An emulated link was created and measured before its points (its
     /// `summary_line`: "lan-1g: measured 0.95 Gbit/s up, ...").
     Link(Box<RunLink>),

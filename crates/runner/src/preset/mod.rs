@@ -78,7 +78,7 @@ impl PresetError {
     /// Every problem is in a scalar the command line gave (`--time-scale`,
     /// `--repetitions`, `--threshold`): the preset itself is valid.
     pub fn command_line_only(&self) -> bool {
-        let scalar = [Flag::TimeScale, Flag::Repetitions, Flag::Threshold].map(Flag::name);
+        let scalar = [Flag::TimeScale, Flag::Repetitions, Flag::Threshold, Flag::UntilDecided].map(Flag::name);
         !self.issues.is_empty()
             && self
                 .issues
@@ -143,6 +143,9 @@ pub struct CommandLine {
     pub repetitions: Option<u32>,
     /// `--threshold`, as written (added to the preset's own).
     pub thresholds: Vec<String>,
+    /// `--until-decided --budget`: the budget of the rounds that are added
+    /// while a claim is undecided.
+    pub until_decided: Option<std::time::Duration>,
 }
 
 impl CommandLine {
@@ -161,16 +164,18 @@ enum Flag {
     TimeScale,
     Repetitions,
     Threshold,
+    UntilDecided,
 }
 
 impl Flag {
-    const ALL: [Flag; 6] = [
+    const ALL: [Flag; 7] = [
         Flag::Servers,
         Flag::Protocols,
         Flag::Workloads,
         Flag::TimeScale,
         Flag::Repetitions,
         Flag::Threshold,
+        Flag::UntilDecided,
     ];
 
     fn name(self) -> &'static str {
@@ -181,6 +186,7 @@ impl Flag {
             Flag::TimeScale => "--time-scale",
             Flag::Repetitions => "--repetitions",
             Flag::Threshold => "--threshold",
+            Flag::UntilDecided => "--until-decided",
         }
     }
 
@@ -331,6 +337,33 @@ fn decide_scalars(plan: &mut Plan, command: &CommandLine, c: &mut Checker<'_>) {
         Ok(t) => plan.thresholds.extend(t),
         Err(e) => c.issue(Flag::Threshold.span(), "--threshold", e.to_string()),
     }
+    if let Some(budget) = command.until_decided {
+        if plan.findings.is_empty() {
+            c.issue(
+                Flag::UntilDecided.span(),
+                "--until-decided",
+                "the preset states no claims (`[[findings]]`) to decide",
+            );
+        } else if budget.is_zero() {
+            c.issue(
+                Flag::UntilDecided.span(),
+                "--until-decided",
+                "--budget must be above 0 s",
+            );
+        } else {
+            plan.until_decided = Some(crate::plan::UntilDecided {
+                budget_ns: budget.as_nanos() as u64,
+                first: plan.repetitions,
+                round: crate::plan::ROUND_REPETITIONS,
+                used_ns: 0,
+            });
+            plan.notes.push(format!(
+                "until decided: rounds of {} repetitions are added while a claim's direction is undecided, within a budget of {} (--until-decided --budget)",
+                crate::plan::ROUND_REPETITIONS,
+                protobench_model::format::fmt_duration(budget)
+            ));
+        }
+    }
 }
 
 /// The preset text as written, or its syntax error at its place.
@@ -453,6 +486,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         findings,
         thresholds,
         targets,
+        until_decided: None,
     }
 }
 

@@ -19,6 +19,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -36,6 +37,7 @@ use crate::orchestrate::{self, Outcome, RunEvent, RunOptions};
 use crate::plan::Plan;
 use crate::runlock::{LockError, RunLock};
 
+pub mod rounds;
 pub mod writer;
 pub use writer::Writer;
 
@@ -209,8 +211,11 @@ impl Session {
     }
 
     /// Measures what is left, storing each measurement as it is taken, then
-    /// records the final status. Measurements the database refused are
-    /// written to a JSON file beside it (or returned as text).
+    /// records the final status. With `--until-decided`, rounds of
+    /// repetitions follow while a claim is undecided and the budget allows
+    /// ([`rounds`]); each is stored like the first. Measurements the
+    /// database refused are written to a JSON file beside it (or returned
+    /// as text).
     pub async fn execute<E: Engine>(
         &mut self,
         catalog: &Catalog,
@@ -219,18 +224,28 @@ impl Session {
         events: Option<UnboundedSender<RunEvent>>,
         cancel: CancellationToken,
     ) -> Finished {
-        let outcome = orchestrate::execute(
-            &self.plan,
-            catalog,
-            engine,
-            &mut self.store,
-            self.run_id,
-            &self.todo,
-            opts,
-            events,
-            cancel,
-        )
-        .await;
+        let mut outcome = Outcome::default();
+        loop {
+            let started = Instant::now();
+            let round = orchestrate::execute(
+                &self.plan,
+                catalog,
+                engine,
+                &mut self.store,
+                self.run_id,
+                &self.todo,
+                opts,
+                events.clone(),
+                cancel.clone(),
+            )
+            .await;
+            let repetitions: BTreeSet<u32> = self.todo.iter().map(|(_, r)| *r).collect();
+            merge(&mut outcome, round);
+            let complete = outcome.status == Some(RunStatus::Complete) && outcome.unsaved.is_empty();
+            if !complete || !self.another_round(started.elapsed(), repetitions.len() as u32, events.as_ref()) {
+                break;
+            }
+        }
         let mut status = outcome.status.unwrap_or(RunStatus::Failed);
         // Measurements missing from the database leave the run unfinished:
         // `--resume` (or `protobench import`) completes it.
@@ -245,6 +260,48 @@ impl Session {
             unsaved,
             status_error,
         }
+    }
+
+    /// After a complete round of `--until-decided`: judges the stored run,
+    /// and either says why it stops or adds the next round (the plan's
+    /// repetitions and the budget used, stored; the new repetitions to
+    /// measure). `took`: the round's time, over `repetitions` repetitions.
+    fn another_round(&mut self, took: Duration, repetitions: u32, events: Option<&UnboundedSender<RunEvent>>) -> bool {
+        let Some(mut rule) = self.plan.until_decided else {
+            return false;
+        };
+        rule.used_ns = rule.used_ns.saturating_add(took.as_nanos() as u64);
+        let Ok(record) = self.store.load_run(self.run_id) else {
+            return false;
+        };
+        let directions: Vec<_> = protobench_results::report::judgements(&record)
+            .iter()
+            .map(|j| j.direction)
+            .collect();
+        let done = self.plan.repetitions;
+        let used = Duration::from_nanos(rule.used_ns);
+        let next = rounds::next(&directions, done, used, took / repetitions.max(1), rule);
+        let line = next.describe(directions.len(), done, used, rule);
+        self.warn(&line);
+        if let Some(tx) = events {
+            let _ = tx.send(RunEvent::Round(line));
+        }
+        let rounds::Next::Round { from, to, .. } = next else {
+            return false;
+        };
+        self.plan.repetitions = to;
+        self.plan.until_decided = Some(rule);
+        let plan = serde_json::to_value(&self.plan).expect("a plan is plain data");
+        if let Err(e) = self.store.set_repetitions(self.run_id, to, &plan) {
+            self.warn(&format!(
+                "until decided: the next round could not be recorded ({e}); stopped"
+            ));
+            return false;
+        }
+        self.todo = (from..=to)
+            .flat_map(|r| self.plan.points.iter().map(move |p| (p.index, r)))
+            .collect();
+        true
     }
 
     /// Writes refused measurements (with the plan) to a new file
@@ -363,6 +420,23 @@ pub fn mark_abandoned(db: &Path) -> Result<Vec<i64>, StoreError> {
         return Ok(vec![]);
     }
     mark(&mut Store::open_existing(db)?)
+}
+
+/// Adds a round's outcome to the run's: counts, what is still unsaved, the
+/// last save error and status, the warnings said.
+fn merge(total: &mut Outcome, round: Outcome) {
+    total.status = round.status;
+    total.measured += round.measured;
+    total.failed += round.failed;
+    total.unsaved.extend(round.unsaved);
+    if round.save_error.is_some() {
+        total.save_error = round.save_error;
+    }
+    for w in round.warnings {
+        if !total.warnings.contains(&w) {
+            total.warnings.push(w);
+        }
+    }
 }
 
 /// How server and generator are kept apart, one line each, plus the plan's notes.
