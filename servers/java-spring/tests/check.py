@@ -773,8 +773,6 @@ def main():
         check("clear listening lines say tls=false", s.tls is False)
         check_vectors(s, "clear")
         check_rest_errors(s, "clear")
-        check_soap_errors(s, "clear")
-        check_grpc_errors(s, "clear")
         check_third_party_soap(s, "clear")
         check_grpcurl(s, "clear")
     finally:
@@ -787,8 +785,6 @@ def main():
         check_alpn(s, "tls")
         check_vectors(s, "tls")
         check_rest_errors(s, "tls")
-        check_soap_errors(s, "tls")
-        check_grpc_errors(s, "tls")
         check_third_party_soap(s, "tls")
         check_grpcurl(s, "tls")
     finally:
