@@ -2,10 +2,11 @@
 # Tests the protobench Go server end to end, on 127.0.0.1 only: builds it,
 # runs the unit tests, then starts it (clear text, then TLS with a throw-away
 # self-signed certificate) and checks every contract vector on every protocol,
-# bad input, the size limit, failure injection, service time, draining and
-# SIGTERM, with bin/check (Go), curl and grpcurl (a third-party gRPC client
-# that works from server reflection). Prints `N passed, M failed` last and
-# exits non-zero on any failure.
+# edge input (bad input and the server limits are the cross-stack probe's:
+# contract/tests/probe.sh go), the size limit, failure injection, service
+# time, draining and SIGTERM, with bin/check (Go), curl and grpcurl (a
+# third-party gRPC client that works from server reflection). Prints
+# `N passed, M failed` last and exits non-zero on any failure.
 set -euo pipefail
 cd "$(dirname "$0")"
 
