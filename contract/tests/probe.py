@@ -723,6 +723,103 @@ def probe_grpc_errors(t):
                f"grpc-status {r['grpc-status']} {text[:160]!r}" + (f" (names {leak.group(0)!r})" if leak else ""))
 
 
+# ---------------------------------------------------------------- request size limit
+
+def echo_json(size):
+    """A JSON Echo body of exactly `size` bytes."""
+    return b'{"payload":"' + b"x" * (size - len(b'{"payload":""}')) + b'"}'
+
+
+def echo_pb(size):
+    """An EchoMessage of exactly `size` bytes (tag, length varint, payload)."""
+    n = size - 2
+    while 1 + len(pb_varint(n)) + n > size:
+        n -= 1
+    return b"\x0a" + pb_varint(n) + b"x" * n
+
+
+def h1_streamed(t, path, ctype, body, chunked, within=30.0):
+    """POST `body` on HTTP/1.1 (with Content-Length, or chunked) from a thread while
+    reading the answer, so that an early 413 is read even if the server stops reading."""
+    s = connect(t, within)
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: {ctype}\r\n"
+    if chunked:
+        head += "Transfer-Encoding: chunked\r\n\r\n"
+        data = b"".join(b"%x\r\n" % len(body[i:i + 65536]) + body[i:i + 65536] + b"\r\n"
+                        for i in range(0, len(body), 65536)) + b"0\r\n\r\n"
+    else:
+        head += f"Content-Length: {len(body)}\r\n\r\n"
+        data = body
+    start = time.monotonic()
+
+    def send():
+        try:
+            s.sendall(head.encode() + data)
+        except OSError:
+            pass
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    resp, _ = read_h1(s, start, within)
+    s.close()
+    sender.join(5)
+    head, _, rest = resp.partition(b"\r\n\r\n")
+    ctype = re.search(rb"(?im)^content-type:\s*([^\r\n]*)", head)
+    return status_line(resp), (ctype.group(1).decode("latin-1") if ctype else ""), rest
+
+
+def json_error(body):
+    """(code, message) of a JSON error body, or (None, None)."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None, None
+    return (doc.get("code"), doc.get("message")) if isinstance(doc, dict) else (None, None)
+
+
+def probe_limit(targets, n):
+    cat = "limit"
+    for p in ("rest", "rest-h2"):
+        if p not in targets:
+            continue
+        t = targets[p]
+        status, _, resp = rest_ask(t, p, "POST", "/v1/echo", JSON_CT, echo_json(n))
+        report(status == 200, cat, f"{p} body of exactly the limit ({n} bytes)", "200", f"{status}")
+        cases = [("body one byte over the limit", echo_json(n + 1), True),
+                 ("body over the limit without Content-Length", echo_json(n + 1), False)]
+        for name, body, length in cases:
+            if p == "rest":
+                status, ctype, resp = h1_streamed(t, "/v1/echo", JSON_CT, body, chunked=not length)
+            else:
+                c = H2(t)
+                try:
+                    hdrs = [("content-type", JSON_CT)] + ([("content-length", str(len(body)))] if length else [])
+                    r = c.request("POST", "/v1/echo", hdrs, body, within=30)
+                    status, ctype, resp = r["status"], r["headers"].get("content-type", ""), r["data"]
+                finally:
+                    c.close()
+            code, message = json_error(resp)
+            leak = INTERNALS.search(message or "")
+            report(status == 413 and ctype.startswith("application/json") and code == 413 and bool(message) and not leak,
+                   cat, f"{p} {name}", "413 with a JSON {code, message} naming no internals",
+                   f"{status} {ctype} {resp[:120]!r}" + (f" (names {leak.group(0)!r})" if leak else ""))
+    if "soap" in targets:
+        t = targets["soap"]
+        empty = len(soap_env(f'<EchoRequest xmlns="{NS}"><payload></payload></EchoRequest>'))
+        for name, size, want in [("body of exactly the limit", n, 200), ("body one byte over the limit", n + 1, 413)]:
+            body = soap_env(f'<EchoRequest xmlns="{NS}"><payload>' + "x" * (size - empty) + "</payload></EchoRequest>")
+            status, _, _ = h1_streamed(t, "/soap", "text/xml; charset=utf-8", body, chunked=False)
+            report(status == want, cat, f"soap {name}", f"HTTP {want}", f"HTTP {status}")
+    if "grpc" in targets:
+        c = H2(targets["grpc"])
+        try:
+            r = c.grpc("/protobench.v1.Bench/Echo", grpc_frame(echo_pb(n)), within=30)
+        finally:
+            c.close()
+        report(r["grpc-status"] == "0" and len(r["data"]) == n + 5, cat, "grpc message of exactly the limit",
+               "grpc-status 0, echoed", f"grpc-status {r['grpc-status']}, {len(r['data'])} bytes")
+
+
 def probe_h2(t, protocol, idle):
     cat = "h2flood"
     for name, send in [("preface-only connection", H2_PREFACE + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"),
@@ -1062,6 +1159,10 @@ def phase_errors(targets, a):
         probe_grpc_errors(targets["grpc"])
 
 
+def phase_limit(targets, a):
+    probe_limit(targets, a.max_request_bytes)
+
+
 def phase_h2flood(targets, a):
     for p in ("rest-h2", "grpc"):
         if p in targets:
@@ -1089,6 +1190,7 @@ PHASES = {
     "xml": phase_xml,
     "grpc": phase_grpc,
     "errors": phase_errors,
+    "limit": phase_limit,
     "h2flood": phase_h2flood,
     "idle": phase_idle,
     "fds": phase_fds,
