@@ -10,8 +10,6 @@
 //                          response.pb (MessageDifferencer)
 //   bad                    edge inputs the probe does not send (it owns the
 //                          contract's status codes for bad input)
-//   limit BYTES            a request of exactly BYTES passes, BYTES+1 gets
-//                          RESOURCE_EXHAUSTED
 //   failure N              N sequential GetInteger calls (with invalid
 //                          requests in between, which must not count);
 //                          prints `sequence <0|1 per call>` (1 = injected)
@@ -298,27 +296,6 @@ void Bad(Client& c) {
   std::printf("     (no request message: %s)\n", Describe(st).c_str());
 }
 
-// ---- size limit
-
-void Limit(Client& c, long limit) {
-  // EchoMessage: tag (1 byte) + length varint + payload = limit bytes.
-  auto message_of = [](long total) {
-    for (long n = total - 2; n >= 0; n--) {
-      pb::EchoMessage m;
-      m.set_payload(std::string(n, 'x'));
-      if (static_cast<long>(m.ByteSizeLong()) == total) return m.SerializeAsString();
-    }
-    return std::string();
-  };
-  std::string at = message_of(limit), over = message_of(limit + 1), out;
-  Expect(static_cast<long>(at.size()) == limit && static_cast<long>(over.size()) == limit + 1, "limit messages built",
-         "sizes " + std::to_string(at.size()) + ", " + std::to_string(over.size()));
-  Status st = c.Raw("/protobench.v1.Bench/Echo", at, &out);
-  Expect(st.ok() && out == at, "request of exactly the limit answered", Describe(st));
-  ExpectCode(c.Raw("/protobench.v1.Bench/Echo", over, nullptr), StatusCode::RESOURCE_EXHAUSTED,
-             "request one byte over the limit -> RESOURCE_EXHAUSTED");
-}
-
 // ---- failure injection
 
 void Failure(Client& c, int n) {
@@ -416,8 +393,6 @@ int main(int argc, char** argv) {
     Vectors(c, rest[1]);
   } else if (mode == "bad") {
     Bad(c);
-  } else if (mode == "limit" && rest.size() == 2) {
-    Limit(c, std::stol(rest[1]));
   } else if (mode == "failure" && rest.size() == 2) {
     Failure(c, std::stoi(rest[1]));
   } else if (mode == "sleep" && rest.size() == 2) {
