@@ -2,7 +2,8 @@
 """Cross-stack hardening probe (issue 14): bad input and hostile connections
 against a running server's listeners, checked against the server limits of
 contract/README.md (idle and read timeouts, HTTP/2 stream limit, descriptor
-exhaustion, SOAP element bound, gRPC framing, errors that name no internals).
+exhaustion, SOAP element bound, gRPC framing, the request size limit, the
+status of each bad request, errors that name no internals).
 
 usage: probe.py --pid PID [--rest ADDR] [--rest-h2 ADDR] [--grpc ADDR]
                 [--soap ADDR] [--idle S] [--read S] [--spare-fds N]
