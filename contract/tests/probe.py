@@ -7,6 +7,7 @@ status of each bad request, errors that name no internals).
 
 usage: probe.py --pid PID [--rest ADDR] [--rest-h2 ADDR] [--grpc ADDR]
                 [--soap ADDR] [--idle S] [--read S] [--spare-fds N]
+                [--start CMD --dir DIR]
 
 PID is the server's process (its children are measured too). Prints one line
 per check, `ok|FAIL|skip category check: expected X, observed Y`, and exits 1
@@ -27,6 +28,7 @@ import select
 import socket
 import statistics
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -1121,6 +1123,46 @@ def probe_fds(targets, pid, idle, spare):
             pass
 
 
+# ---------------------------------------------------------------- configuration
+
+# (variable, value): each refused at start (contract/README.md: "an invalid
+# value of any variable makes the server exit non-zero at start, naming the
+# variable and what it accepts").
+BAD_CONFIG = [
+    ("PROTOBENCH_IDLE_TIMEOUT", "5"), ("PROTOBENCH_IDLE_TIMEOUT", "0s"), ("PROTOBENCH_READ_TIMEOUT", "soon"),
+    ("PROTOBENCH_READ_TIMEOUT", "-1s"), ("PROTOBENCH_READ_TIMEOUT", "1m"), ("PROTOBENCH_READ_TIMEOUT", "0s"),
+    ("PROTOBENCH_MAX_STREAMS", "0"), ("PROTOBENCH_MAX_STREAMS", "many"), ("PROTOBENCH_MAX_STREAMS", "4294967296"),
+    ("PROTOBENCH_WORKERS", "0"), ("PROTOBENCH_WORKERS", "abc"), ("PROTOBENCH_FAILURE_RATE", "2"),
+    ("PROTOBENCH_FAILURE_SEED", "-1"), ("PROTOBENCH_SERVICE_TIME", "nap:1ms"), ("PROTOBENCH_SERVICE_TIME", "sleep:5"),
+    ("PROTOBENCH_MAX_REQUEST_BYTES", "x"),
+]
+
+
+def probe_config(start, cwd, protocol):
+    """Starts the server (`start`, a shell command run in `cwd`) serving `protocol`
+    once per bad value: each must exit non-zero, naming the variable, without
+    listening and without naming internals."""
+    cat = "config"
+    addr_var = f"PROTOBENCH_{protocol.upper().replace('-', '_')}_ADDR"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PROTOBENCH_")}
+    base[addr_var] = "127.0.0.1:0"
+    for var, value in BAD_CONFIG:
+        env = dict(base, **{var: value})
+        proc = subprocess.Popen(start, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            out, err = (x.decode(errors="replace") for x in proc.communicate(timeout=60))
+            rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)  # the server started: its whole process group goes
+            proc.communicate()
+            rc, out, err = None, "", "still running after 60 s"
+        leak = INTERNALS.search(err)
+        ok = rc not in (0, None) and var in err + out and "listening" not in out and not leak
+        report(ok, cat, f"{var}={value}", "exit non-zero at start, naming the variable (no internals)",
+               f"exit {rc}: {(err + out).strip()[-200:]!r}" + (f" (names {leak.group(0)!r})" if leak else ""))
+
+
 def phase_http(targets, a):
     for p in ("rest", "soap"):
         if p in targets:
@@ -1184,6 +1226,13 @@ def phase_fds(targets, a):
     probe_fds(targets, a.pid, a.idle, a.spare_fds)
 
 
+def phase_config(targets, a):
+    if a.start and targets:
+        probe_config(a.start, a.dir, next(iter(targets)))
+    else:
+        skip("config", "all", "no --start command given")
+
+
 # The probe's phases in the order they run (`--only` picks some of them).
 PHASES = {
     "http": phase_http,
@@ -1195,6 +1244,7 @@ PHASES = {
     "h2flood": phase_h2flood,
     "idle": phase_idle,
     "fds": phase_fds,
+    "config": phase_config,
 }
 
 
@@ -1207,6 +1257,8 @@ def main():
     ap.add_argument("--read", type=float, default=2.0)
     ap.add_argument("--spare-fds", type=int, default=64)
     ap.add_argument("--max-request-bytes", type=int, default=8388608)
+    ap.add_argument("--start", help="the server's start command (a shell command), for the config phase")
+    ap.add_argument("--dir", default=".", help="the directory the start command runs in")
     ap.add_argument("--only", metavar="PHASE,...", help=f"run only these phases (of: {', '.join(PHASES)})")
     ap.add_argument("--repeat", type=int, default=1, metavar="N", help="run the phases N times in a row (each check reported each time)")
     ap.add_argument(
