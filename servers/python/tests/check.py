@@ -864,10 +864,8 @@ def check_max_streams(server: Server, c: Clients, tag: str, want: int):
 
 def check_config_errors(tag: str):
     py = str(HERE / ".venv" / "bin" / "python")
-    for var, value in (("PROTOBENCH_IDLE_TIMEOUT", "5"), ("PROTOBENCH_IDLE_TIMEOUT", "1.5s"),
-                       ("PROTOBENCH_IDLE_TIMEOUT", "0s"), ("PROTOBENCH_READ_TIMEOUT", "soon"),
-                       ("PROTOBENCH_MAX_STREAMS", "many"), ("PROTOBENCH_MAX_STREAMS", "0"),
-                       ("PROTOBENCH_PYTHON_REST", "django")):
+    # the probe's config phase refuses the other bad values (1.5s is not among them: rust takes it)
+    for var, value in (("PROTOBENCH_IDLE_TIMEOUT", "1.5s"), ("PROTOBENCH_PYTHON_REST", "django")):
         rc, out = lim.run_config_error(py, HERE, {var: value})
         check(f"{tag} {var}={value} refused at start", rc != 0 and var in out, f"exit {rc}: {out[-300:]!r}")
     rc, out = lim.run_config_error(py, HERE, {"PROTOBENCH_PYTHON_REST": "django"})
