@@ -2,10 +2,12 @@
 """Cross-stack hardening probe (issue 14): bad input and hostile connections
 against a running server's listeners, checked against the server limits of
 contract/README.md (idle and read timeouts, HTTP/2 stream limit, descriptor
-exhaustion, SOAP element bound, gRPC framing, errors that name no internals).
+exhaustion, SOAP element bound, gRPC framing, the request size limit, the
+status of each bad request, errors that name no internals).
 
 usage: probe.py --pid PID [--rest ADDR] [--rest-h2 ADDR] [--grpc ADDR]
                 [--soap ADDR] [--idle S] [--read S] [--spare-fds N]
+                [--start CMD --dir DIR]
 
 PID is the server's process (its children are measured too). Prints one line
 per check, `ok|FAIL|skip category check: expected X, observed Y`, and exits 1
@@ -26,6 +28,7 @@ import select
 import socket
 import statistics
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -349,14 +352,16 @@ def probe_soap(t, pid):
         ("not UTF-8", ENVELOPE.format("<payload>\xff\xfe</payload>").encode("latin-1")),
     ]
     for name, body in cases:
-        status, _, resp, secs, _ = h1_request(t, "POST", "/soap", body, "text/xml; charset=utf-8")
+        status, head, resp, secs, _ = h1_request(t, "POST", "/soap", body, "text/xml; charset=utf-8")
         code, string = soap_fault(resp)
         leak = INTERNALS.search(string or "")
-        ok = status == 500 and bool(code and client.match(code)) and bool(string) and not leak and b"root:" not in resp
-        observed = f"{status} {code} {string!r} after {secs:.1f} s"
+        xml = re.search(r"(?im)^content-type:\s*text/xml", head) is not None
+        ok = (status == 500 and xml and bool(code and client.match(code)) and bool(string) and not leak
+              and b"root:" not in resp and secs < 5)
+        observed = f"{status}{'' if xml else ' not text/xml'} {code} {string!r} after {secs:.1f} s"
         if leak:
             observed += f" (names {leak.group(0)!r})"
-        report(ok, cat, name, "soap:Client fault naming no internals", observed[:300])
+        report(ok, cat, name, "soap:Client fault (text/xml) naming no internals within 5 s", observed[:300])
 
     # 8 MB of empty sibling elements: refused, and the server's RSS stays small.
     # Just under the default request limit of 8 MiB, so that it is parsed, not refused as too large.
@@ -519,8 +524,8 @@ def probe_grpc(t, max_bytes):
         report(r["status"] == 415, cat, name, "HTTP 415", f"HTTP {r['status']}, grpc-status {r['grpc-status']}")
     one = H2(t).grpc(path, grpc_frame(b""))
     two = H2(t).grpc(path, grpc_frame(b"") * 2)
-    report(one["grpc-status"] == "0" and two["grpc-status"] not in (None, "0"), cat, "two messages on a unary call",
-           "non-OK grpc-status (one message: OK)",
+    report(one["grpc-status"] == "0" and two["grpc-status"] in ("13", "12"), cat, "two messages on a unary call",
+           "grpc-status 13 (INTERNAL) or 12 (UNIMPLEMENTED) (one message: OK)",
            f"grpc-status {two['grpc-status']} {two['headers'].get('grpc-message', '')!r} (one message: {one['grpc-status']})")
     msg = two["headers"].get("grpc-message", "")
     big = H2(t).grpc(path, grpc_frame(b"\x0a" + b"\x00" * (max_bytes + 1)), within=30)
@@ -535,6 +540,289 @@ def probe_grpc(t, max_bytes):
            f"grpc-status {garbage['grpc-status']}, messages {texts!r}"[:300])
 
 
+# ---------------------------------------------------------------- status codes of bad requests
+
+JSON_CT = "application/json"
+# (check, method, path, content-type, body, status, Allow must name): the
+# contract's status for each bad REST request, asked on rest and rest-h2.
+REST_ERRORS = [
+    ("malformed JSON", "POST", "/v1/echo", JSON_CT, b'{"payload": ', 400, None),
+    ("unknown member", "POST", "/v1/echo", JSON_CT, b'{"payload":"a","x":1}', 400, None),
+    ("number for a string", "POST", "/v1/echo", JSON_CT, b'{"payload":5}', 400, None),
+    ("data after the value", "POST", "/v1/echo", JSON_CT, b'{"payload":"x"} {}', 400, None),
+    ("empty body", "POST", "/v1/echo", JSON_CT, b"", 400, None),
+    ("array body", "POST", "/v1/echo", JSON_CT, b"[1]", 400, None),
+    ("string for an int32", "POST", "/v1/products/echo", JSON_CT, b'{"id":"abc"}', 400, None),
+    ("fraction for an int32", "POST", "/v1/products/echo", JSON_CT, b'{"id":1.5}', 400, None),
+    ("int32 out of range", "POST", "/v1/products/echo", JSON_CT, b'{"id":2147483648}', 400, None),
+    ("float beyond float32", "POST", "/v1/greeter/hello", JSON_CT, b'{"request":{"f":3.4028236e38}}', 400, None),
+    ("unknown enum name", "POST", "/v1/greeter/hello", JSON_CT,
+     b'{"request":{"pets":[{"name":"a","color":"PURPLE"}]}}', 400, None),
+    ("two oneof members", "POST", "/v1/greeter/hello", JSON_CT, b'{"request":{"c1":"a","c2":true}}', 400, None),
+    ("clone times 100001", "POST", "/v1/tasks/clone", JSON_CT, b'{"text":"a","times":100001}', 400, None),
+    ("clone times -1", "POST", "/v1/tasks/clone", JSON_CT, b'{"text":"a","times":-1}', 400, None),
+    ("clone over 64 MiB", "POST", "/v1/tasks/clone", JSON_CT,
+     b'{"text":"' + b"x" * 1000 + b'","times":100000}', 400, None),
+    ("unknown path", "GET", "/v1/nope", None, b"", 404, None),
+    ("unknown file", "GET", "/v1/tasks/files/nope", None, b"", 404, None),
+    ("wrong method", "DELETE", "/v1/inventory/s", None, b"", 405, "GET"),
+    ("POST on a GET path", "POST", "/v1/tasks/integer", JSON_CT, b"{}", 405, "GET"),
+    ("GET on a POST path", "GET", "/v1/echo", None, b"", 405, "POST"),
+    ("text/plain body", "POST", "/v1/echo", "text/plain", b'{"payload":"a"}', 415, None),
+]
+
+
+def rest_ask(t, protocol, method, path, ctype, body):
+    """One request on rest (HTTP/1.1) or rest-h2 (h2c); returns (status, {lower-case header: value}, body)."""
+    if protocol == "rest":
+        status, head, resp, _, _ = h1_request(t, method, path, body, ctype)
+        headers = {}
+        for line in head.split("\r\n")[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        return status, headers, resp
+    c = H2(t)
+    try:
+        hdrs = [("content-type", ctype)] if ctype else []
+        if body:
+            hdrs.append(("content-length", str(len(body))))
+        r = c.request(method, path, hdrs, body)
+        return r["status"], {k.lower(): v for k, v in r["headers"].items()}, r["data"]
+    finally:
+        c.close()
+
+
+def probe_rest_errors(t, protocol):
+    cat = "errors"
+    for name, method, path, ctype, body, want, allow in REST_ERRORS:
+        status, headers, resp = rest_ask(t, protocol, method, path, ctype, body)
+        try:
+            doc = json.loads(resp)
+        except ValueError:
+            doc = None
+        message = doc.get("message") if isinstance(doc, dict) else None
+        leak = INTERNALS.search(message or "")
+        ok = (status == want and headers.get("content-type", "").startswith("application/json")
+              and doc.get("code") == want and isinstance(message, str) and bool(message) and not leak)
+        if allow is not None:
+            ok = ok and allow in headers.get("allow", "")
+        expected = f"{want} with a JSON {{code, message}} naming no internals" + (f", Allow {allow}" if allow else "")
+        observed = f"{status} {headers.get('content-type')} {resp[:120]!r}" + (f" Allow {headers.get('allow')!r}" if allow else "")
+        if leak:
+            observed += f" (names {leak.group(0)!r})"
+        report(ok, cat, f"{protocol} {name}", expected, observed)
+
+
+NS = "urn:protobench:v1"
+
+
+def soap_env(inner):
+    return ('<?xml version="1.0" encoding="utf-8"?><soap:Envelope xmlns:soap="' + SOAP_NS + '"><soap:Body>'
+            + inner + "</soap:Body></soap:Envelope>").encode()
+
+
+# (check, body): each gets a soap:Client fault (HTTP 500) naming no internals.
+SOAP_FAULTS = [
+    ("unknown body element", soap_env(f'<NopeRequest xmlns="{NS}"/>')),
+    ("empty Body", soap_env("")),
+    ("not an Envelope", f'<EchoRequest xmlns="{NS}"><payload>x</payload></EchoRequest>'.encode()),
+    ("not XML", b'{"payload":"x"}'),
+    ("truncated", soap_env(f'<EchoRequest xmlns="{NS}"><payload>x</payload></EchoRequest>')[:150]),
+    ("DOCTYPE without entities", b'<?xml version="1.0"?><!DOCTYPE soap:Envelope SYSTEM "http://127.0.0.1:1/x.dtd">'
+     + soap_env(f'<EchoRequest xmlns="{NS}"><payload>x</payload></EchoRequest>').split(b"?>", 1)[1]),
+    ("undefined entity", soap_env(f'<EchoRequest xmlns="{NS}"><payload>&undefined;</payload></EchoRequest>')),
+    ("unknown enum", soap_env(f'<SayHelloRequest xmlns="{NS}"><request><pets><name>a</name><color>PURPLE</color>'
+                              "</pets></request></SayHelloRequest>")),
+    ("clone times 100001", soap_env(f'<CloneTextRequest xmlns="{NS}"><text>a</text><times>100001</times></CloneTextRequest>')),
+    ("clone times -1", soap_env(f'<CloneTextRequest xmlns="{NS}"><text>a</text><times>-1</times></CloneTextRequest>')),
+    ("unknown file", soap_env(f'<GetFileRequest xmlns="{NS}"><name>nope</name></GetFileRequest>')),
+]
+
+
+def probe_soap_errors(t):
+    cat = "errors"
+    client = re.compile(r"^(?:[\w.-]+:)?Client$")
+    xml_ct = "text/xml; charset=utf-8"
+    for name, body in SOAP_FAULTS:
+        status, head, resp, _, _ = h1_request(t, "POST", "/soap", body, xml_ct)
+        code, string = soap_fault(resp)
+        leak = INTERNALS.search(string or "")
+        xml = re.search(r"(?im)^content-type:\s*text/xml", head) is not None
+        ok = status == 500 and xml and bool(code and client.match(code)) and bool(string) and not leak
+        report(ok, cat, f"soap {name}", "soap:Client fault (text/xml) naming no internals",
+               f"{status}{'' if xml else ' not text/xml'} {code} {string!r}"[:300]
+               + (f" (names {leak.group(0)!r})" if leak else ""))
+
+    # The element bound: 4 elements (Envelope, Body, EchoRequest, payload) + siblings.
+    def siblings(n):
+        return soap_env(f'<EchoRequest xmlns="{NS}"><payload>x</payload>' + "<a/>" * n + "</EchoRequest>")
+    status, _, resp, _, _ = h1_request(t, "POST", "/soap", siblings(10_000 - 4), xml_ct)
+    code, string = soap_fault(resp)
+    report("too many" not in (string or ""), cat, "soap 10,000 elements", "not refused for their number",
+           f"{status} {code} {(string or '')[:120]!r}")
+    status, _, resp, _, _ = h1_request(t, "POST", "/soap", siblings(10_001 - 4), xml_ct)
+    code, string = soap_fault(resp)
+    report(status == 500 and bool(code and client.match(code)) and string == "too many XML elements: more than 10000",
+           cat, "soap 10,001 elements", "soap:Client 'too many XML elements: more than 10000'",
+           f"{status} {code} {(string or '')[:120]!r}")
+
+    echo = soap_env(f'<EchoRequest xmlns="{NS}"><payload>no action</payload></EchoRequest>')
+    status, _, resp, _, _ = h1_request(t, "POST", "/soap", echo, xml_ct)
+    report(status == 200 and b"no action" in resp, cat, "soap without SOAPAction", "200 echoing the payload",
+           f"{status} {resp[:120]!r}")
+    for name, method, path, ctype, body, want in [
+            ("wrong content type", "POST", "/soap", JSON_CT, echo, 415),
+            ("GET without ?wsdl", "GET", "/soap", None, b"", 405),
+            ("PUT", "PUT", "/soap", "text/xml", b"<x/>", 405),
+            ("other path", "POST", "/other", "text/xml", soap_env(""), 404)]:
+        status = h1_request(t, method, path, body, ctype)[0]
+        report(status == want, cat, f"soap {name}", f"HTTP {want}", f"HTTP {status}")
+    status, _, resp, _, _ = h1_request(t, "GET", "/soap?wsdl")
+    m = re.search(rb'<(?:\w+:)?address location="([^"]*)"', resp)
+    want = f"http://{t[0]}:{t[1]}/soap"
+    report(status == 200 and b"definitions" in resp and m is not None and m.group(1).decode() == want, cat,
+           "soap WSDL address", f"200, the WSDL with location {want}", f"{status} location {m.group(1) if m else None!r}")
+
+
+def pb_varint(v):
+    out = b""
+    while True:
+        b, v = v & 0x7F, v >> 7
+        out += bytes([b | (0x80 if v else 0)])
+        if not v:
+            return out
+
+
+def pb_clone(text, times):
+    """CloneRequest{text, times} (times as int32: a negative one is 10 bytes)."""
+    return b"\x0a" + pb_varint(len(text)) + text + b"\x10" + pb_varint(times & ((1 << 64) - 1))
+
+
+# (check, path, message, grpc-status): the contract's code for each bad call.
+GRPC_ERRORS = [
+    ("garbage", "/protobench.v1.Bench/Echo", b"\xff\xff\xff\xff", "3"),
+    ("truncated message", "/protobench.v1.Bench/Echo", b"\x0a\x05hi", "3"),
+    ("invalid UTF-8 string", "/protobench.v1.Bench/Echo", b"\x0a\x02\xc3\x28", "3"),
+    ("unknown method", "/protobench.v1.Bench/Nope", b"", "12"),
+    ("unknown service", "/nope.Service/Nope", b"", "12"),
+    ("unknown file", "/protobench.v1.Bench/GetFile", b"\x0a\x04nope", "5"),
+    ("clone times 100001", "/protobench.v1.Bench/CloneText", pb_clone(b"a", 100001), "3"),
+    ("clone times -1", "/protobench.v1.Bench/CloneText", pb_clone(b"a", -1), "3"),
+    ("clone over 64 MiB", "/protobench.v1.Bench/CloneText", pb_clone(b"x" * 1024, 65537), "3"),
+]
+
+
+def probe_grpc_errors(t):
+    cat = "errors"
+    for name, path, message, want in GRPC_ERRORS:
+        c = H2(t)
+        try:
+            r = c.grpc(path, grpc_frame(message))
+        finally:
+            c.close()
+        text = r["headers"].get("grpc-message", "")
+        leak = INTERNALS.search(text)
+        report(r["grpc-status"] == want and not leak, cat, f"grpc {name}", f"grpc-status {want}, message naming no internals",
+               f"grpc-status {r['grpc-status']} {text[:160]!r}" + (f" (names {leak.group(0)!r})" if leak else ""))
+
+
+# ---------------------------------------------------------------- request size limit
+
+def echo_json(size):
+    """A JSON Echo body of exactly `size` bytes."""
+    return b'{"payload":"' + b"x" * (size - len(b'{"payload":""}')) + b'"}'
+
+
+def echo_pb(size):
+    """An EchoMessage of exactly `size` bytes (tag, length varint, payload)."""
+    n = size - 2
+    while 1 + len(pb_varint(n)) + n > size:
+        n -= 1
+    return b"\x0a" + pb_varint(n) + b"x" * n
+
+
+def h1_streamed(t, path, ctype, body, chunked, within=30.0):
+    """POST `body` on HTTP/1.1 (with Content-Length, or chunked) from a thread while
+    reading the answer, so that an early 413 is read even if the server stops reading."""
+    s = connect(t, within)
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: {ctype}\r\n"
+    if chunked:
+        head += "Transfer-Encoding: chunked\r\n\r\n"
+        data = b"".join(b"%x\r\n" % len(body[i:i + 65536]) + body[i:i + 65536] + b"\r\n"
+                        for i in range(0, len(body), 65536)) + b"0\r\n\r\n"
+    else:
+        head += f"Content-Length: {len(body)}\r\n\r\n"
+        data = body
+    start = time.monotonic()
+
+    def send():
+        try:
+            s.sendall(head.encode() + data)
+        except OSError:
+            pass
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    resp, _ = read_h1(s, start, within)
+    s.close()
+    sender.join(5)
+    head, _, rest = resp.partition(b"\r\n\r\n")
+    ctype = re.search(rb"(?im)^content-type:\s*([^\r\n]*)", head)
+    return status_line(resp), (ctype.group(1).decode("latin-1") if ctype else ""), rest
+
+
+def json_error(body):
+    """(code, message) of a JSON error body, or (None, None)."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None, None
+    return (doc.get("code"), doc.get("message")) if isinstance(doc, dict) else (None, None)
+
+
+def probe_limit(targets, n):
+    cat = "limit"
+    for p in ("rest", "rest-h2"):
+        if p not in targets:
+            continue
+        t = targets[p]
+        status, _, resp = rest_ask(t, p, "POST", "/v1/echo", JSON_CT, echo_json(n))
+        report(status == 200, cat, f"{p} body of exactly the limit ({n} bytes)", "200", f"{status}")
+        cases = [("body one byte over the limit", echo_json(n + 1), True),
+                 ("body over the limit without Content-Length", echo_json(n + 1), False)]
+        for name, body, length in cases:
+            if p == "rest":
+                status, ctype, resp = h1_streamed(t, "/v1/echo", JSON_CT, body, chunked=not length)
+            else:
+                c = H2(t)
+                try:
+                    hdrs = [("content-type", JSON_CT)] + ([("content-length", str(len(body)))] if length else [])
+                    r = c.request("POST", "/v1/echo", hdrs, body, within=30)
+                    status, ctype, resp = r["status"], r["headers"].get("content-type", ""), r["data"]
+                finally:
+                    c.close()
+            code, message = json_error(resp)
+            leak = INTERNALS.search(message or "")
+            report(status == 413 and ctype.startswith("application/json") and code == 413 and bool(message) and not leak,
+                   cat, f"{p} {name}", "413 with a JSON {code, message} naming no internals",
+                   f"{status} {ctype} {resp[:120]!r}" + (f" (names {leak.group(0)!r})" if leak else ""))
+    if "soap" in targets:
+        t = targets["soap"]
+        empty = len(soap_env(f'<EchoRequest xmlns="{NS}"><payload></payload></EchoRequest>'))
+        for name, size, want in [("body of exactly the limit", n, 200), ("body one byte over the limit", n + 1, 413)]:
+            body = soap_env(f'<EchoRequest xmlns="{NS}"><payload>' + "x" * (size - empty) + "</payload></EchoRequest>")
+            status, _, _ = h1_streamed(t, "/soap", "text/xml; charset=utf-8", body, chunked=False)
+            report(status == want, cat, f"soap {name}", f"HTTP {want}", f"HTTP {status}")
+    if "grpc" in targets:
+        c = H2(targets["grpc"])
+        try:
+            r = c.grpc("/protobench.v1.Bench/Echo", grpc_frame(echo_pb(n)), within=30)
+        finally:
+            c.close()
+        report(r["grpc-status"] == "0" and len(r["data"]) == n + 5, cat, "grpc message of exactly the limit",
+               "grpc-status 0, echoed", f"grpc-status {r['grpc-status']}, {len(r['data'])} bytes")
+
+
 def probe_h2(t, protocol, idle):
     cat = "h2flood"
     for name, send in [("preface-only connection", H2_PREFACE + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"),
@@ -544,12 +832,25 @@ def probe_h2(t, protocol, idle):
             s.sendall(send)
         _, secs, closed = read_until_closed(s, idle + 3)
         s.close()
-        report(closed, cat, f"{protocol} {name}", f"closed within {idle + 3:.0f} s",
+        report(closed and secs >= idle / 2, cat, f"{protocol} {name}", f"closed {idle / 2:.0f}..{idle + 3:.0f} s after it opened",
                f"closed after {secs:.1f} s" if closed else f"still open after {secs:.1f} s")
     c = H2(t)
     value = c.settings().get(h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS)
     c.close()
     report(value == 1000, cat, f"{protocol} many streams", "SETTINGS_MAX_CONCURRENT_STREAMS 1000", f"{value}")
+    # A client that made one call and then stays idle (answering PINGs): GOAWAY or close at the idle timeout.
+    c = H2(t)
+    c.settings()
+    answered = ask_on(c, protocol)
+    start = time.monotonic()
+    while not c.closed and time.monotonic() - start < idle + 3:
+        c.pump(idle + 3 - (time.monotonic() - start))
+    secs = time.monotonic() - start
+    c.close()
+    report(answered and c.closed and secs >= idle / 2, cat, f"{protocol} idle after a finished stream",
+           f"answered, then GOAWAY or closed {idle / 2:.0f}..{idle + 3:.0f} s later",
+           f"{'answered' if answered else 'not answered'}, then "
+           + (f"closed after {secs:.1f} s" if c.closed else f"still open after {secs:.1f} s"))
     # Rapid reset: open and cancel streams as fast as the socket takes them.
     c = H2(t)
     c.settings()
@@ -583,8 +884,16 @@ def probe_idle(t, protocol, idle, read):
     s = connect(t)
     _, secs, closed = read_until_closed(s, idle + 3)
     s.close()
-    report(closed, cat, f"{protocol} idle connection", f"closed within {idle + 3:.0f} s",
+    report(closed and secs >= idle / 2, cat, f"{protocol} idle connection", f"closed {idle / 2:.0f}..{idle + 3:.0f} s after it opened",
            f"closed after {secs:.1f} s" if closed else f"still open after {secs:.1f} s")
+    s = connect(t)
+    answered = ask_on(s, protocol)
+    _, secs, closed = read_until_closed(s, idle + 3)
+    s.close()
+    report(answered and closed and secs >= idle / 2, cat, f"{protocol} idle after a response",
+           f"answered, then closed {idle / 2:.0f}..{idle + 3:.0f} s later",
+           f"{'answered' if answered else 'not answered'}, then "
+           + (f"closed after {secs:.1f} s" if closed else f"still open after {secs:.1f} s"))
     path, ctype = ("/soap", "text/xml; charset=utf-8") if protocol == "soap" else ("/v1/echo", "application/json")
     s = connect(t)
     s.sendall(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\nContent-Length: 1000\r\n\r\n".encode()
@@ -782,6 +1091,7 @@ def probe_fds(targets, pid, idle, spare):
         except (OSError, ValueError) as e:
             skip(cat, "descriptor limit", f"cannot set the limit of pid {p}: {e}")
             return
+    tree = set(limits)
     voids = []
     for _ in range(FDS_ROUNDS):
         results, void = fds_round(targets, pid, idle, spare)
@@ -803,11 +1113,54 @@ def probe_fds(targets, pid, idle, spare):
             ok = health(t, protocol)
         report(ok, cat, f"{protocol} served again", f"a new connection answered within {idle + 3:.0f} s",
                "answered" if ok else "not answered")
+    gone = sorted(p for p in tree if not os.path.exists(f"/proc/{p}"))
+    report(not gone, cat, "no process exited", f"the {len(tree)} processes of the server's tree all still running",
+           f"exited: {gone}" if gone else "all running")
     for p, _ in limits.items():
         try:
             resource.prlimit(p, resource.RLIMIT_NOFILE, (soft, resource.prlimit(p, resource.RLIMIT_NOFILE)[1]))
         except OSError:
             pass
+
+
+# ---------------------------------------------------------------- configuration
+
+# (variable, value): each refused at start (contract/README.md: "an invalid
+# value of any variable makes the server exit non-zero at start, naming the
+# variable and what it accepts").
+BAD_CONFIG = [
+    ("PROTOBENCH_IDLE_TIMEOUT", "5"), ("PROTOBENCH_IDLE_TIMEOUT", "0s"), ("PROTOBENCH_READ_TIMEOUT", "soon"),
+    ("PROTOBENCH_READ_TIMEOUT", "-1s"), ("PROTOBENCH_READ_TIMEOUT", "1m"), ("PROTOBENCH_READ_TIMEOUT", "0s"),
+    ("PROTOBENCH_MAX_STREAMS", "0"), ("PROTOBENCH_MAX_STREAMS", "many"), ("PROTOBENCH_MAX_STREAMS", "4294967296"),
+    ("PROTOBENCH_WORKERS", "0"), ("PROTOBENCH_WORKERS", "abc"), ("PROTOBENCH_FAILURE_RATE", "2"),
+    ("PROTOBENCH_FAILURE_SEED", "-1"), ("PROTOBENCH_SERVICE_TIME", "nap:1ms"), ("PROTOBENCH_SERVICE_TIME", "sleep:5"),
+    ("PROTOBENCH_MAX_REQUEST_BYTES", "x"),
+]
+
+
+def probe_config(start, cwd, protocol):
+    """Starts the server (`start`, a shell command run in `cwd`) serving `protocol`
+    once per bad value: each must exit non-zero, naming the variable, without
+    listening and without naming internals."""
+    cat = "config"
+    addr_var = f"PROTOBENCH_{protocol.upper().replace('-', '_')}_ADDR"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PROTOBENCH_")}
+    base[addr_var] = "127.0.0.1:0"
+    for var, value in BAD_CONFIG:
+        env = dict(base, **{var: value})
+        proc = subprocess.Popen(start, shell=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            out, err = (x.decode(errors="replace") for x in proc.communicate(timeout=60))
+            rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)  # the server started: its whole process group goes
+            proc.communicate()
+            rc, out, err = None, "", "still running after 60 s"
+        leak = INTERNALS.search(err)
+        ok = rc not in (0, None) and var in err + out and "listening" not in out and not leak
+        report(ok, cat, f"{var}={value}", "exit non-zero at start, naming the variable (no internals)",
+               f"exit {rc}: {(err + out).strip()[-200:]!r}" + (f" (names {leak.group(0)!r})" if leak else ""))
 
 
 def phase_http(targets, a):
@@ -839,6 +1192,20 @@ def phase_grpc(targets, a):
         skip("grpc", "all", "the server does not serve grpc")
 
 
+def phase_errors(targets, a):
+    for p in ("rest", "rest-h2"):
+        if p in targets:
+            probe_rest_errors(targets[p], p)
+    if "soap" in targets:
+        probe_soap_errors(targets["soap"])
+    if "grpc" in targets:
+        probe_grpc_errors(targets["grpc"])
+
+
+def phase_limit(targets, a):
+    probe_limit(targets, a.max_request_bytes)
+
+
 def phase_h2flood(targets, a):
     for p in ("rest-h2", "grpc"):
         if p in targets:
@@ -859,15 +1226,25 @@ def phase_fds(targets, a):
     probe_fds(targets, a.pid, a.idle, a.spare_fds)
 
 
+def phase_config(targets, a):
+    if a.start and targets:
+        probe_config(a.start, a.dir, next(iter(targets)))
+    else:
+        skip("config", "all", "no --start command given")
+
+
 # The probe's phases in the order they run (`--only` picks some of them).
 PHASES = {
     "http": phase_http,
     "json": phase_json,
     "xml": phase_xml,
     "grpc": phase_grpc,
+    "errors": phase_errors,
+    "limit": phase_limit,
     "h2flood": phase_h2flood,
     "idle": phase_idle,
     "fds": phase_fds,
+    "config": phase_config,
 }
 
 
@@ -880,6 +1257,8 @@ def main():
     ap.add_argument("--read", type=float, default=2.0)
     ap.add_argument("--spare-fds", type=int, default=64)
     ap.add_argument("--max-request-bytes", type=int, default=8388608)
+    ap.add_argument("--start", help="the server's start command (a shell command), for the config phase")
+    ap.add_argument("--dir", default=".", help="the directory the start command runs in")
     ap.add_argument("--only", metavar="PHASE,...", help=f"run only these phases (of: {', '.join(PHASES)})")
     ap.add_argument("--repeat", type=int, default=1, metavar="N", help="run the phases N times in a row (each check reported each time)")
     ap.add_argument(

@@ -3,7 +3,8 @@
 # manifest (build steps first) with PROTOBENCH_WORKERS=1, every protocol it
 # serves on 127.0.0.1:0, PROTOBENCH_IDLE_TIMEOUT=2s and
 # PROTOBENCH_READ_TIMEOUT=2s, then run probe.py against its listeners and
-# process tree. probe.py lowers the server's descriptor limit (prlimit) to
+# process tree (and, for the config phase, the same start command once per bad
+# variable value, which must exit at once). probe.py lowers the server's descriptor limit (prlimit) to
 # what it has open once listening plus a spare of 64 before its descriptor
 # checks, so the limit suits every stack. Prints one line per check; exit 1
 # if any failed, 2 if the server could not be built or started.
@@ -55,7 +56,7 @@ for _ in $(seq 1 "$timeout_s"); do
   kill -0 $pid 2>/dev/null || break
   sleep 1
 done
-args=(--pid "$pid" --idle 2 --read 2)
+args=(--pid "$pid" --idle 2 --read 2 --start "$start" --dir "$dir")
 # Known deviations of the stack's libraries, declared in its manifest:
 #   [probe]
 #   deviations = { "grpc no content-type" = "grpcio 1.85 has no hook below the handler" }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the java-spring server if needed, then checks it with tests/check.py: every workload
-# in contract/vectors over rest, rest-h2, soap and grpc, clear text and TLS, plus the
-# contract's error, size-limit, failure-injection, service-time and shutdown rules.
+# in contract/vectors over rest, rest-h2, soap and grpc, clear text and TLS, plus Spring's own
+# error cases, TLS handshakes, stalled requests, the size-limit, failure-injection, service-time
+# and shutdown rules (bad input and the other server limits: contract/tests/probe.sh java-spring).
 # Ends with "N passed, M failed"; exits non-zero on any failure.
 set -euo pipefail
 

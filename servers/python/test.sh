@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds the Python server if needed, then runs tests/check.py: every workload
 # in contract/vectors on rest, rest-h2, grpc and soap (clear text, then TLS
-# with a throw-away certificate), the error cases, the failure draw, the
-# service time, SIGTERM, zeep against the served WSDL, and gRPC reflection
-# (grpcurl too when it is on PATH). Ends with `N passed, M failed`.
+# with a throw-away certificate), the errors only this stack is checked on,
+# the failure draw, the service time, SIGTERM, zeep against the served WSDL,
+# gRPC reflection (grpcurl too when it is on PATH) and the Flask variant (bad
+# input and the server limits: contract/tests/probe.sh python). Ends with
+# `N passed, M failed`.
 set -euo pipefail
 cd "$(dirname "$0")"
 

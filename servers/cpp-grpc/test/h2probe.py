@@ -12,10 +12,6 @@
       MODE: `nothing` (TCP connected, not a byte sent; with TLS: no
       handshake either), `preface` (TLS handshake if CA.pem, then the HTTP/2
       preface and SETTINGS, and the SETTINGS ACK; no stream).
-  h2probe.py exhaust HOST:PORT PID N SECONDS
-      opens N connections and holds them SECONDS, printing the CPU time the
-      server process PID used meanwhile (`cpu_ticks T`, 1/100 s each), then
-      closes them.
 """
 import socket
 import ssl
@@ -120,30 +116,12 @@ def idle(addr, mode, max_s, ca):
             goaway = 1
 
 
-def exhaust(addr, pid, n, seconds):
-    host, port = addr.rsplit(":", 1)
-
-    def ticks():
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
-
-    socks = [socket.create_connection((host, int(port)), timeout=5) for _ in range(n)]
-    time.sleep(0.5)
-    t0 = ticks()
-    time.sleep(seconds)
-    print(f"cpu_ticks {ticks() - t0}")
-    for s in socks:
-        s.close()
-
-
 def main():
     args = sys.argv[1:]
     if len(args) >= 2 and args[0] == "settings":
         settings(args[1], args[2] if len(args) > 2 else None)
     elif len(args) >= 4 and args[0] == "idle" and args[2] in ("nothing", "preface"):
         idle(args[1], args[2], float(args[3]), args[4] if len(args) > 4 else None)
-    elif len(args) == 5 and args[0] == "exhaust":
-        exhaust(args[1], args[2], int(args[3]), float(args[4]))
     else:
         sys.exit(__doc__)
 

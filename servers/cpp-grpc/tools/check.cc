@@ -8,9 +8,8 @@
 //   vectors CONTRACT_DIR   every workload of workloads.json: the request.pb
 //                          sent as is, the answer compared as a message with
 //                          response.pb (MessageDifferencer)
-//   bad                    bad input gets the contract's status codes
-//   limit BYTES            a request of exactly BYTES passes, BYTES+1 gets
-//                          RESOURCE_EXHAUSTED
+//   bad                    edge inputs the probe does not send (it owns the
+//                          contract's status codes for bad input)
 //   failure N              N sequential GetInteger calls (with invalid
 //                          requests in between, which must not count);
 //                          prints `sequence <0|1 per call>` (1 = injected)
@@ -19,7 +18,6 @@
 //   spin MS N              N concurrent calls take >= N x MS (one worker:
 //                          spin holds the handling thread)
 //   call                   one GetInteger call; prints its status
-//   call2 MS               two GetInteger calls on one connection, MS apart
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -244,38 +242,17 @@ void ExpectCode(const Status& st, StatusCode want, const std::string& name, cons
   Expect(ok, name, "got " + Describe(st) + ", want " + CodeName(want));
 }
 
+// The refusals (garbage, truncated and invalid UTF-8 messages, unknown
+// methods, services and files, CloneText out of bounds) are the cross-stack
+// probe's (contract/tests/probe.sh cpp-grpc, errors phase); these are the
+// answers at the edges and the refusals it does not send.
 void Bad(Client& c) {
   const std::string bench = "/protobench.v1.Bench/";
-  // Field 1 (payload) as length-delimited with a length past the end.
-  ExpectCode(c.Raw(bench + "Echo", std::string("\x0a\x05hi", 4), nullptr), StatusCode::INVALID_ARGUMENT,
-             "truncated message -> INVALID_ARGUMENT");
-  ExpectCode(c.Raw(bench + "Echo", std::string("\xff\xff\xff\xff", 4), nullptr), StatusCode::INVALID_ARGUMENT,
-             "garbage bytes -> INVALID_ARGUMENT");
-  ExpectCode(c.Raw(bench + "Echo", std::string("\x0a\x02\xc3\x28", 4), nullptr), StatusCode::INVALID_ARGUMENT,
-             "invalid UTF-8 in a string -> INVALID_ARGUMENT");
   ExpectCode(c.Raw(bench + "ModifyProduct", std::string("\x1a\x01\xff", 3), nullptr), StatusCode::INVALID_ARGUMENT,
              "invalid UTF-8 in ModifyProduct.description -> INVALID_ARGUMENT");
-  ExpectCode(c.Raw(bench + "Nope", "", nullptr), StatusCode::UNIMPLEMENTED, "unknown method -> UNIMPLEMENTED");
-  ExpectCode(c.Raw("/protobench.v1.Nope/Echo", "", nullptr), StatusCode::UNIMPLEMENTED,
-             "unknown service -> UNIMPLEMENTED");
-
-  pb::FileRequest file;
-  file.set_name("nope");
-  ExpectCode(c.Raw(bench + "GetFile", file.SerializeAsString(), nullptr), StatusCode::NOT_FOUND,
-             "unknown file -> NOT_FOUND");
   pb::CloneRequest clone;
-  clone.set_text("a");
-  clone.set_times(100001);
-  ExpectCode(c.Raw(bench + "CloneText", clone.SerializeAsString(), nullptr), StatusCode::INVALID_ARGUMENT,
-             "CloneText times 100001 -> INVALID_ARGUMENT");
-  clone.set_times(-1);
-  ExpectCode(c.Raw(bench + "CloneText", clone.SerializeAsString(), nullptr), StatusCode::INVALID_ARGUMENT,
-             "CloneText times -1 -> INVALID_ARGUMENT");
   clone.set_text(std::string(1024, 'x'));
-  clone.set_times(65537);  // 64 MiB + 1 KiB of text
-  ExpectCode(c.Raw(bench + "CloneText", clone.SerializeAsString(), nullptr), StatusCode::INVALID_ARGUMENT,
-             "CloneText over 64 MiB -> INVALID_ARGUMENT");
-  clone.set_times(65536);  // exactly 64 MiB: allowed
+  clone.set_times(65536);  // exactly 64 MiB: allowed (65537 is refused: the probe)
   std::string out;
   Status st = c.Raw(bench + "CloneText", clone.SerializeAsString(), &out);
   pb::CloneResponse cr;
@@ -307,43 +284,16 @@ void Bad(Client& c) {
   Expect(st.ok() && echo.ParseFromString(out) && echo.payload() == "x", "unknown request field ignored",
          Describe(st));
 
-  // A unary call whose request stream carries a second message.
+  // A unary call's request stream with one message and with none (two: the
+  // probe's grpc phase, a declared deviation of grpc 1.51.1).
   int responses = 0;
   echo.set_payload("one");
   std::string m1 = echo.SerializeAsString();
-  echo.set_payload("two");
-  st = c.Stream(bench + "Echo", {m1, echo.SerializeAsString()}, &responses);
-  // grpc 1.51.1 reads only the first message of a unary call and answers it
-  // (a deviation of the library, documented in the README): reported, not
-  // counted.
-  std::printf("note: unary call with two request messages: %s with %d responses (non-OK wanted; see README)\n",
-              Describe(st).c_str(), responses);
   st = c.Stream(bench + "Echo", {m1}, &responses);
   Expect(st.ok() && responses == 1, "the same call with one message is OK", Describe(st));
   st = c.Stream(bench + "Echo", {}, &responses);
   Expect(!st.ok(), "unary call with no request message is not OK", Describe(st));
   std::printf("     (no request message: %s)\n", Describe(st).c_str());
-}
-
-// ---- size limit
-
-void Limit(Client& c, long limit) {
-  // EchoMessage: tag (1 byte) + length varint + payload = limit bytes.
-  auto message_of = [](long total) {
-    for (long n = total - 2; n >= 0; n--) {
-      pb::EchoMessage m;
-      m.set_payload(std::string(n, 'x'));
-      if (static_cast<long>(m.ByteSizeLong()) == total) return m.SerializeAsString();
-    }
-    return std::string();
-  };
-  std::string at = message_of(limit), over = message_of(limit + 1), out;
-  Expect(static_cast<long>(at.size()) == limit && static_cast<long>(over.size()) == limit + 1, "limit messages built",
-         "sizes " + std::to_string(at.size()) + ", " + std::to_string(over.size()));
-  Status st = c.Raw("/protobench.v1.Bench/Echo", at, &out);
-  Expect(st.ok() && out == at, "request of exactly the limit answered", Describe(st));
-  ExpectCode(c.Raw("/protobench.v1.Bench/Echo", over, nullptr), StatusCode::RESOURCE_EXHAUSTED,
-             "request one byte over the limit -> RESOURCE_EXHAUSTED");
 }
 
 // ---- failure injection
@@ -443,21 +393,12 @@ int main(int argc, char** argv) {
     Vectors(c, rest[1]);
   } else if (mode == "bad") {
     Bad(c);
-  } else if (mode == "limit" && rest.size() == 2) {
-    Limit(c, std::stol(rest[1]));
   } else if (mode == "failure" && rest.size() == 2) {
     Failure(c, std::stoi(rest[1]));
   } else if (mode == "sleep" && rest.size() == 2) {
     Sleep(c, std::stod(rest[1]));
   } else if (mode == "spin" && rest.size() == 3) {
     Spin(c, std::stod(rest[1]), std::stoi(rest[2]));
-  } else if (mode == "call2" && rest.size() == 2) {
-    // Two calls on one connection, MS apart.
-    Status first = c.GetInteger();
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(rest[1])));
-    Status second = c.GetInteger();
-    std::printf("status %s then %s\n", Describe(first).c_str(), Describe(second).c_str());
-    return first.ok() && second.ok() ? 0 : 1;
   } else if (mode == "call") {
     Status st = c.GetInteger();
     std::printf("status %s\n", Describe(st).c_str());

@@ -313,6 +313,10 @@ class StrictSoap11(Soap11):
         root = parse_counted(data, self.parser_kwargs)
         if root.getroottree().docinfo.doctype:
             raise Fault("Client", "DTDs (<!DOCTYPE>) are not allowed")
+        # spyne reads the Body's first element without checking there is one.
+        body = root.find(f"{{{NS_SOAP11_ENV}}}Body")
+        if body is not None and not any(isinstance(c.tag, str) for c in body):
+            raise Fault("Client", "the soap:Body holds no operation element")
         xmlids = {}
         for el in root.iter(etree.Element):
             xml_id = el.get("id")

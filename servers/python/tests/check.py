@@ -4,9 +4,14 @@ Starts the server (python -m pbserver) on port 0 for every protocol, clear
 text and TLS, and checks every workload in contract/vectors on every protocol
 (JSON compared as values with null treated as absent, protobuf as messages,
 XML by decoding into messages plus a presence check of non-optional fields),
-the error cases, the failure draw, the service time, SIGTERM, a stock SOAP
-client (zeep) reading the served WSDL, and gRPC reflection (plus grpcurl when
-it is on PATH). Prints `N passed, M failed`; exits non-zero on any failure.
+what lxml/spyne make of bad XML, the failure draw, the service time,
+SIGTERM, the timeouts over TLS and slow requests, the configuration errors, a
+stock SOAP client (zeep) reading the served WSDL, gRPC reflection (plus
+grpcurl when it is on PATH) and the Flask variant. The cross-stack probe
+(contract/tests/probe.sh python) owns the rest: bad HTTP/JSON/XML/gRPC input
+and the contract's error statuses, HTTP/2 floods and stream limit, idle
+connections, the request size limit, the SOAP element bound, descriptor
+exhaustion. Prints `N passed, M failed`; exits non-zero on any failure.
 """
 
 from __future__ import annotations
@@ -81,23 +86,16 @@ def guard(name: str, fn, *args, **kwargs):
 # ---------------------------------------------------------------- server
 
 class Server:
-    def __init__(self, env_extra: dict, protocols=("rest", "rest-h2", "grpc", "soap"), workers=2,
-                 nofile: int | None = None):
+    def __init__(self, env_extra: dict, protocols=("rest", "rest-h2", "grpc", "soap"), workers=2):
         env = {k: v for k, v in os.environ.items() if not k.startswith("PROTOBENCH_")}
         for p in protocols:
             env[f"PROTOBENCH_{p.upper().replace('-', '_')}_ADDR"] = "127.0.0.1:0"
         env["PROTOBENCH_WORKERS"] = str(workers)
         env.update(env_extra)
         self.tls = "PROTOBENCH_TLS_CERT" in env
-        def limit_fds():
-            if nofile is not None:
-                import resource
-                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
-
         self.proc = subprocess.Popen(
             [str(HERE / ".venv" / "bin" / "python"), "-m", "pbserver"],
             cwd=HERE, env=env, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-            preexec_fn=limit_fds if nofile is not None else None,
         )
         self.lines: queue.Queue = queue.Queue()
         self.extra_stdout: list[str] = []
@@ -443,43 +441,18 @@ def rest_error(c: Clients, name, status_want, method, path, body=None, headers=N
         check(f"{name} Allow header", allow in hdrs.get("allow", ""), hdrs.get("allow", "<none>"))
 
 
-def check_rest_errors(c: Clients, tag: str):
+def check_rest_accepts(c: Clients, tag: str):
+    """Edge values that must be accepted (the probe's errors phase checks the refusals; the Flask
+    variant answers those byte for byte as FastAPI does, check_flask_same_as_fastapi)."""
     j = {"Content-Type": "application/json"}
-    rest_error(c, f"{tag} rest malformed JSON", 400, "POST", "/v1/echo", b'{"payload": ', j)
-    rest_error(c, f"{tag} rest wrong type", 400, "POST", "/v1/echo", b'{"payload": 5}', j)
-    rest_error(c, f"{tag} rest unknown member", 400, "POST", "/v1/echo", b'{"payload": "a", "x": 1}', j)
-    rest_error(c, f"{tag} rest int32 out of range", 400, "POST", "/v1/products/echo", b'{"id": 2147483648}', j)
     # float: 3.4028235e38 (the largest float32's shortest form) rounds to it; 3.4028236e38 overflows.
-    rest_error(c, f"{tag} rest float beyond float32", 400, "POST", "/v1/greeter/hello",
-               b'{"request": {"f": 3.4028236e38}}', j)
     status, _, out = c.http("rest", "POST", "/v1/greeter/hello", b'{"request": {"f": 3.4028235e38}}', j)
     check(f"{tag} rest largest float32 accepted", status == 200 and json.loads(out)["response"]["f"] == 3.4028235e38,
           f"got {status}: {out[:200]!r}")
-    rest_error(c, f"{tag} rest clone times too large", 400, "POST", "/v1/tasks/clone",
-               b'{"text": "a", "times": 100001}', j)
-    rest_error(c, f"{tag} rest clone times negative", 400, "POST", "/v1/tasks/clone",
-               b'{"text": "a", "times": -1}', j)
-    rest_error(c, f"{tag} rest unknown path", 404, "GET", "/v1/nope")
-    rest_error(c, f"{tag} rest unknown file", 404, "GET", "/v1/tasks/files/nope")
-    rest_error(c, f"{tag} rest wrong method", 405, "DELETE", "/v1/inventory/s", allow="GET")
-    rest_error(c, f"{tag} rest wrong method POST", 405, "POST", "/v1/tasks/integer", b"{}", j, allow="GET")
-    rest_error(c, f"{tag} rest GET on POST path", 405, "GET", "/v1/echo", allow="POST")
-    rest_error(c, f"{tag} rest wrong content type", 415, "POST", "/v1/echo", b'{"payload": "a"}',
-               {"Content-Type": "text/plain"})
     # null is absent; a charset parameter is allowed
     status, _, out = c.http("rest", "POST", "/v1/echo", b'{"payload": null}',
                             {"Content-Type": "application/json; charset=utf-8"})
     check(f"{tag} rest null is absent", status == 200 and json.loads(out) == {"payload": ""}, repr(out[:100]))
-
-
-def check_rest_too_large(c: Clients, limit: int, tag: str):
-    big = json.dumps({"payload": "x" * (limit + 10)}).encode()
-    rest_error(c, f"{tag} rest oversized body", 413, "POST", "/v1/echo", big, {"Content-Type": "application/json"})
-    ok = json.dumps({"payload": "x" * (limit - 20)}).encode()
-    status, _, _ = c.http("rest", "POST", "/v1/echo", ok, {"Content-Type": "application/json"})
-    check(f"{tag} rest body under the limit accepted", status == 200, f"status {status}")
-    status, _, out = c.h2("POST", "/v1/echo", big, {"Content-Type": "application/json"})
-    check(f"{tag} rest-h2 oversized body 413", status == 413, f"status {status}")
 
 
 def soap_post(c: Clients, body: bytes, ctype="text/xml; charset=utf-8", path="/soap", method="POST"):
@@ -507,9 +480,10 @@ def envelope(inner: str) -> bytes:
 
 
 def check_soap_errors(c: Clients, tag: str):
-    status, _, out = soap_post(c, b"<soap:Envelope xmlns:soap=")
-    expect_fault(f"{tag} soap malformed XML", status, out, "Client")
-    # each malformed document's fault names its own problem (not an earlier one's)
+    """What lxml/spyne make of bad XML beyond the probe's faults: each
+    malformed document's faultstring names its own problem (not an earlier
+    parse's), a DOCTYPE hidden in UTF-16 is refused, and the WSDL's address
+    carries this listener's scheme (https with TLS)."""
     status, _, out = soap_post(c, envelope(f'<EchoRequest xmlns="{NS}"><payload>x</wrong></EchoRequest>'))
     f = expect_fault(f"{tag} soap mismatched tags", status, out, "Client")
     check(f"{tag} soap mismatched tags named", f is not None and "mismatch" in f[2] and "wrong" in f[2], repr(f))
@@ -518,52 +492,17 @@ def check_soap_errors(c: Clients, tag: str):
     f = expect_fault(f"{tag} soap invalid UTF-8", status, out, "Client")
     check(f"{tag} soap invalid UTF-8 named", f is not None and "encoding" in f[2] and "mismatch" not in f[2],
           repr(f))
-    status, _, out = soap_post(c, envelope(f'<NopeRequest xmlns="{NS}"/>'))
-    expect_fault(f"{tag} soap unknown body element", status, out, "Client")
-    status, _, out = soap_post(c, envelope(f'<CloneTextRequest xmlns="{NS}"><text>a</text><times>x</times></CloneTextRequest>'))
-    expect_fault(f"{tag} soap invalid value", status, out, "Client")
-    status, _, out = soap_post(c, envelope(f'<CloneTextRequest xmlns="{NS}"><text>a</text><times>100001</times></CloneTextRequest>'))
-    expect_fault(f"{tag} soap clone times too large", status, out, "Client")
-    status, _, out = soap_post(c, envelope(f'<GetFileRequest xmlns="{NS}"><name>nope</name></GetFileRequest>'))
-    expect_fault(f"{tag} soap unknown file", status, out, "Client")
-    # DTDs: an internal entity (expansion, billion laughs style) and an external one (XXE)
-    marker = "XXE-EXPANDED-MARKER"
-    internal = (f'<?xml version="1.0"?><!DOCTYPE soap:Envelope [<!ENTITY e "{marker}">'
-                f'<!ENTITY e2 "&e;&e;&e;&e;&e;&e;&e;&e;">]>'
-                f'<soap:Envelope xmlns:soap="{SOAP_ENV}"><soap:Body><EchoRequest xmlns="{NS}">'
-                f"<payload>&e2;</payload></EchoRequest></soap:Body></soap:Envelope>").encode()
-    status, _, out = soap_post(c, internal)
-    expect_fault(f"{tag} soap DOCTYPE internal entity", status, out, "Client")
-    check(f"{tag} soap DOCTYPE entity not expanded", marker.encode() not in out, repr(out[:300]))
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as tf:
         tf.write("SECRET-FILE-CONTENT")
     try:
-        external = (f'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY xxe SYSTEM "file://{tf.name}">]>'
+        external = (f'<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE x [<!ENTITY xxe SYSTEM "file://{tf.name}">]>'
                     f'<soap:Envelope xmlns:soap="{SOAP_ENV}"><soap:Body><EchoRequest xmlns="{NS}">'
-                    f"<payload>&xxe;</payload></EchoRequest></soap:Body></soap:Envelope>").encode()
+                    f"<payload>&xxe;</payload></EchoRequest></soap:Body></soap:Envelope>").encode("utf-16")
         status, _, out = soap_post(c, external)
-        expect_fault(f"{tag} soap XXE", status, out, "Client")
-        check(f"{tag} soap XXE file not read", b"SECRET-FILE-CONTENT" not in out, repr(out[:300]))
-        # the same in UTF-16, which a byte scan for "<!DOCTYPE" cannot see
-        status, _, out = soap_post(c, external.decode().replace('encoding="utf-8"', "")
-                                   .replace('<?xml version="1.0"?>', '<?xml version="1.0" encoding="UTF-16"?>')
-                                   .encode("utf-16"))
         check(f"{tag} soap XXE utf-16 refused", status == 500 and b"SECRET-FILE-CONTENT" not in out,
               f"{status} {out[:200]!r}")
     finally:
         os.unlink(tf.name)
-    status, _, out = soap_post(c, envelope(f'<EchoRequest xmlns="{NS}"><payload>a</payload></EchoRequest>'),
-                               ctype="application/json")
-    check(f"{tag} soap wrong content type 415", status == 415, f"got {status}")
-    status, _, out = soap_post(c, None, method="GET")
-    check(f"{tag} soap GET without ?wsdl 405", status == 405, f"got {status}")
-    status, _, out = soap_post(c, b"x", method="PUT")
-    check(f"{tag} soap PUT 405", status == 405, f"got {status}")
-    status, _, out = soap_post(c, envelope(""), path="/nope")
-    check(f"{tag} soap unknown path 404", status == 404, f"got {status}")
-    # missing SOAPAction is fine (dispatch on the body element)
-    status, _, out = soap_post(c, envelope(f'<GetIntegerRequest xmlns="{NS}"/>'))
-    check(f"{tag} soap without SOAPAction", status == 200, f"got {status}")
     status, hdrs, out = c.http("soap", "GET", "/soap?wsdl")
     ok = status == 200
     if ok:
@@ -576,43 +515,12 @@ def check_soap_errors(c: Clients, tag: str):
         check(f"{tag} soap WSDL served", False, f"status {status}")
 
 
-def check_soap_too_large(c: Clients, limit: int, tag: str):
-    big = envelope(f'<EchoRequest xmlns="{NS}"><payload>{"x" * (limit + 10)}</payload></EchoRequest>')
-    status, _, _ = soap_post(c, big)
-    check(f"{tag} soap oversized body 413", status == 413, f"got {status}")
-
-
 def grpc_code(fn):
     try:
         fn()
     except grpc.RpcError as e:
         return e.code(), e.details()
     return grpc.StatusCode.OK, ""
-
-
-def check_grpc_errors(c: Clients, tag: str):
-    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/Echo", b"\xff\xff\xff\xff"))
-    check(f"{tag} grpc garbage INVALID_ARGUMENT", code == grpc.StatusCode.INVALID_ARGUMENT, str(code))
-    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/Echo", b"\x0a\x02\xc3\x28"))
-    check(f"{tag} grpc invalid UTF-8 INVALID_ARGUMENT", code == grpc.StatusCode.INVALID_ARGUMENT, str(code))
-    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/Nope", b""))
-    check(f"{tag} grpc unknown method UNIMPLEMENTED", code == grpc.StatusCode.UNIMPLEMENTED, str(code))
-    code, _ = grpc_code(lambda: c.grpc_raw("/nope.Service/Nope", b""))
-    check(f"{tag} grpc unknown service UNIMPLEMENTED", code == grpc.StatusCode.UNIMPLEMENTED, str(code))
-    pb = protos.protobench_pb2
-    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/GetFile",
-                                           pb.FileRequest(name="nope").SerializeToString()))
-    check(f"{tag} grpc unknown file NOT_FOUND", code == grpc.StatusCode.NOT_FOUND, str(code))
-    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/CloneText",
-                                           pb.CloneRequest(text="a", times=100001).SerializeToString()))
-    check(f"{tag} grpc clone times INVALID_ARGUMENT", code == grpc.StatusCode.INVALID_ARGUMENT, str(code))
-
-
-def check_grpc_too_large(c: Clients, limit: int, tag: str):
-    pb = protos.protobench_pb2
-    big = pb.EchoMessage(payload="x" * (limit + 10)).SerializeToString()
-    code, _ = grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/Echo", big))
-    check(f"{tag} grpc oversized RESOURCE_EXHAUSTED", code == grpc.StatusCode.RESOURCE_EXHAUSTED, str(code))
 
 
 def check_reflection(c: Clients, tag: str):
@@ -954,39 +862,10 @@ def check_max_streams(server: Server, c: Clients, tag: str, want: int):
             check(f"{tag} {proto} SETTINGS_MAX_CONCURRENT_STREAMS = {want}", got == want, f"got {got}")
 
 
-def check_grpc_framing(server: Server, c: Clients, tag: str):
-    """The gRPC HTTP/2 spec wants 415 for a missing/wrong content-type and a
-    non-OK status for a second message on a unary call. grpcio (C-core) 1.85.1
-    does neither and its API cannot (README, Notable points): these checks pin
-    the documented behaviour, so a grpcio that starts doing it shows up here."""
-    def call(content_type, messages):
-        s = lim.connect(server.addrs["grpc"], _h2_ctx(c))
-        try:
-            conn, preface = lim.h2_preface()
-            s.sendall(preface)
-            return lim.h2_exchange(s, conn, lim.grpc_headers("/protobench.v1.Bench/GetInteger", content_type,
-                                                             _scheme(c)), lim.grpc_frame(*messages))
-        finally:
-            s.close()
-
-    out = call("application/grpc", [b""])
-    check(f"{tag} grpc raw HTTP/2 call OK", out["status"] == "200" and out["trailers"].get("grpc-status") == "0",
-          repr(out)[:300])
-    for ct in (None, "text/plain"):
-        out = call(ct, [b""])
-        check(f"{tag} grpc content-type {ct}: grpcio 1.85.1 serves it (documented deviation, not 415)",
-              out["status"] == "200", repr(out)[:300])
-    out = call("application/grpc", [b"", b""])
-    check(f"{tag} grpc two messages on a unary call: grpcio 1.85.1 answers OK (documented deviation)",
-          out["trailers"].get("grpc-status") == "0", repr(out)[:300])
-
-
 def check_config_errors(tag: str):
     py = str(HERE / ".venv" / "bin" / "python")
-    for var, value in (("PROTOBENCH_IDLE_TIMEOUT", "5"), ("PROTOBENCH_IDLE_TIMEOUT", "1.5s"),
-                       ("PROTOBENCH_IDLE_TIMEOUT", "0s"), ("PROTOBENCH_READ_TIMEOUT", "soon"),
-                       ("PROTOBENCH_MAX_STREAMS", "many"), ("PROTOBENCH_MAX_STREAMS", "0"),
-                       ("PROTOBENCH_PYTHON_REST", "django")):
+    # the probe's config phase refuses the other bad values (1.5s is not among them: rust takes it)
+    for var, value in (("PROTOBENCH_IDLE_TIMEOUT", "1.5s"), ("PROTOBENCH_PYTHON_REST", "django")):
         rc, out = lim.run_config_error(py, HERE, {var: value})
         check(f"{tag} {var}={value} refused at start", rc != 0 and var in out, f"exit {rc}: {out[-300:]!r}")
     rc, out = lim.run_config_error(py, HERE, {"PROTOBENCH_PYTHON_REST": "django"})
@@ -994,69 +873,20 @@ def check_config_errors(tag: str):
           out[-300:])
 
 
-def check_soap_elements(server: Server, c: Clients, tag: str):
-    """More than 10,000 elements: soap:Client fault before any tree of the
-    whole document; an 8 MB request of <a/> siblings grows the worker's RSS by
-    well under 48 MB (measured on the one SOAP worker; peak reset first)."""
-    def with_siblings(n: int) -> bytes:
-        return envelope(f'<EchoRequest xmlns="{NS}"><payload>x</payload>' + "<a/>" * n + "</EchoRequest>")
-
-    # 3 (Envelope, Body, EchoRequest) + 1 (payload) + n
-    status, _, out = soap_post(c, with_siblings(10_000 - 4))
-    check(f"{tag} soap 10,000 elements accepted", status == 200, f"{status} {out[:200]!r}")
-    status, _, out = soap_post(c, with_siblings(10_000 - 3))
-    expect_fault(f"{tag} soap 10,001 elements", status, out, "Client", "too many XML elements: more than 10000")
-    pids = lim.worker_pids(server.proc.pid)
-    if len(pids) != 1:
-        check(f"{tag} soap one worker to measure", False, repr(pids))
-        return
-    pid = pids[0]
-    big = with_siblings((8_000_000 - 200) // 4)
-    with open(f"/proc/{pid}/clear_refs", "w") as f:
-        f.write("5")  # reset the peak RSS (VmHWM)
-    before = lim.rss_bytes(pid)
-    status, _, out = soap_post(c, big)
-    peak = 0
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                peak = int(line.split()[1]) * 1024
-    growth = peak - before
-    print(f"note: {tag}: one {len(big) / 1e6:.1f} MB request of <a/> siblings: SOAP worker RSS "
-          f"{before / 2**20:.1f} MiB before, peak {peak / 2**20:.1f} MiB (+{growth / 2**20:.1f} MiB)", flush=True)
-    expect_fault(f"{tag} soap 8 MB of <a/>", status, out, "Client", "too many XML elements: more than 10000")
-    check(f"{tag} soap 8 MB of <a/> grows RSS by less than 48 MB", growth < 48 * 10**6,
-          f"+{growth / 2**20:.1f} MiB")
-
-
 def check_error_texts(server: Server, c: Clients, tag: str):
-    """Error bodies, faultstrings and grpc-messages say what was wrong with the
-    input, never our code or a library's."""
+    """Error bodies and faultstrings say what was wrong with the input, never
+    our code or a library's: the bad requests the probe does not send (the
+    Flask variant answers the probe's ones as FastAPI does, byte for byte)."""
     texts = []
     j = {"Content-Type": "application/json"}
-    if "rest" in server.addrs:
-        for method, path, body, headers in (
-                ("POST", "/v1/echo", b'{"payload": ', j), ("POST", "/v1/echo", b'{"payload": 5}', j),
-                ("POST", "/v1/echo", b"[1]", j), ("POST", "/v1/echo", b"null", j), ("POST", "/v1/echo", b"", j),
-                ("POST", "/v1/echo", b"\xff\xfe\x00", j), ("POST", "/v1/echo", b'{"payload": "\\ud800"}', j),
-                ("POST", "/v1/products/echo", b'{"id": "x"}', j), ("POST", "/v1/products/echo", b'{"id": 1.5}', j),
-                ("POST", "/v1/greeter/hello", b'{"request": {"c1": {}, "c2": {}}}', j),
-                ("POST", "/v1/greeter/hello", b'{"request": {"f": "NaN"}}', j),
-                ("POST", "/v1/tasks/clone", b'{"text": "a", "times": 100001}', j),
-                ("POST", "/v1/echo", b"{}", {"Content-Type": "text/plain"}),
-                ("GET", "/v1/nope", None, {}), ("DELETE", "/v1/echo", None, {}),
-                ("GET", "/v1/tasks/files/nope", None, {})):
-            status, _, out = c.http("rest", method, path, body, headers)
-            texts.append((f"rest {method} {path} {body!r:.40}", status, out.decode("utf-8", "replace")))
+    rest = [("POST", "/v1/echo", b"null", j), ("POST", "/v1/echo", b"\xff\xfe\x00", j),
+            ("POST", "/v1/echo", b'{"payload": "\\ud800"}', j), ("POST", "/v1/greeter/hello", b'{"request": {"f": "NaN"}}', j)]
+    for method, path, body, headers in rest:
+        status, _, out = c.http("rest", method, path, body, headers)
+        texts.append((f"rest {method} {path} {body!r:.40}", status, out.decode("utf-8", "replace")))
     if "soap" in server.addrs:
-        for body in (b"<soap:Envelope xmlns:soap=", b"", b"<a/>", b"\xff\xfe<x", b"<a>&undefined;</a>",
-                     envelope(f'<NopeRequest xmlns="{NS}"/>'), envelope("<EchoRequest/>"),
-                     envelope(f'<CloneTextRequest xmlns="{NS}"><text>a</text><times>x</times></CloneTextRequest>'),
-                     envelope(f'<GetFileRequest xmlns="{NS}"><name>nope</name></GetFileRequest>'),
-                     envelope(f'<EchoProductRequest xmlns="{NS}"><id>1</id><state>NOPE</state></EchoProductRequest>'),
-                     envelope(f'<SayHelloRequest xmlns="{NS}"><request><d>zz</d></request></SayHelloRequest>'),
-                     f'<soap:Envelope xmlns:soap="{SOAP_ENV}"></soap:Envelope>'.encode(),
-                     b'<?xml version="1.0"?><!DOCTYPE a [<!ENTITY e "x">]><a>&e;</a>'):
+        for body in (b"", envelope("<EchoRequest/>"), f'<soap:Envelope xmlns:soap="{SOAP_ENV}"></soap:Envelope>'.encode(),
+                     envelope(f'<SayHelloRequest xmlns="{NS}"><request><d>zz</d></request></SayHelloRequest>')):
             status, _, out = soap_post(c, body)
             try:
                 f = soap_fault(out)
@@ -1064,76 +894,10 @@ def check_error_texts(server: Server, c: Clients, tag: str):
             except Exception:  # noqa: BLE001
                 text = out.decode("utf-8", "replace")
             texts.append((f"soap {body[:40]!r}", status, text))
-    if "grpc" in server.addrs:
-        for path, payload in (("/protobench.v1.Bench/Echo", b"\xff\xff\xff\xff"),
-                              ("/protobench.v1.Bench/Echo", b"\x0a\x02\xc3\x28"),
-                              ("/protobench.v1.Bench/Nope", b""), ("/nope.Service/Nope", b"")):
-            code, details = grpc_code(lambda: c.grpc_raw(path, payload))
-            texts.append((f"grpc {path} {payload!r}", code, details or ""))
     for name, status, text in texts:
         bad = lim.internals_in(text)
         check(f"{tag} {name}: error text names no internals", bad is None, f"{status} {bad!r} in {text[:300]!r}")
-        check(f"{tag} {name}: is an error", status not in (200, grpc.StatusCode.OK), f"{status}")
-
-
-def check_emfile(server: Server, c: Clients, tag: str, nofile: int):
-    """Descriptor exhaustion: with every worker at its descriptor limit, accept
-    loops back off (little CPU), nothing exits, an open connection is still
-    served, and new connections are served again once descriptors free up."""
-    pids = lim.worker_pids(server.proc.pid)
-    for proto in server.addrs:
-        addr = server.addrs[proto]
-        h2 = proto in ("rest-h2", "grpc")
-        keep = lim.connect(addr, _h2_ctx(c) if h2 else _h1_ctx(c))
-        conn = None
-
-        def served() -> bool:
-            nonlocal conn
-            if h2:
-                if conn is None:
-                    conn, preface = lim.h2_preface()
-                    keep.sendall(preface)
-                headers, body = _h2_request(c, proto)
-                return lim.h2_exchange(keep, conn, headers, body)["status"] == "200"
-            return _h1_exchange(keep, proto) == 200
-
-        check(f"{tag} {proto} kept connection served", served())
-        flood = []
-        try:
-            for _ in range(nofile + 50):
-                flood.append(socket.create_connection(addr, timeout=10))
-            time.sleep(1.0)  # the server has reached EMFILE by now
-            cpu0 = sum(lim.cpu_seconds(p) for p in pids)
-            time.sleep(2.0)
-            cpu = sum(lim.cpu_seconds(p) for p in pids) - cpu0
-            check(f"{tag} {proto} at EMFILE the workers back off (CPU {cpu:.2f} s in 2 s)", cpu < 0.6,
-                  f"{cpu:.2f} s of CPU in 2 s")
-            full = max(lim.open_fds(p) for p in pids)
-            check(f"{tag} {proto} a worker reached its descriptor limit", full >= nofile - 2,
-                  f"most descriptors open in one worker: {full} of {nofile}")
-            check(f"{tag} {proto} open connection still served at EMFILE", guard(f"{tag} {proto} kept", served) is True)
-        finally:
-            for s in flood:
-                s.close()
-        keep.close()
-        alive = all(os.path.exists(f"/proc/{p}") for p in pids) and server.proc.poll() is None
-        check(f"{tag} {proto} no process exited", alive)
-        deadline = time.monotonic() + 10
-        ok = False
-        while time.monotonic() < deadline and not ok:
-            try:
-                s = lim.connect(addr, _h2_ctx(c) if h2 else _h1_ctx(c), timeout=3)
-                if h2:
-                    conn2, preface = lim.h2_preface()
-                    s.sendall(preface)
-                    headers, body = _h2_request(c, proto)
-                    ok = lim.h2_exchange(s, conn2, headers, body, limit=3)["status"] == "200"
-                else:
-                    ok = _h1_exchange(s, proto) == 200
-                s.close()
-            except Exception:  # noqa: BLE001
-                time.sleep(0.5)
-        check(f"{tag} {proto} new connections served again after EMFILE", ok)
+        check(f"{tag} {name}: is an error", status != 200, f"{status}")
 
 
 # ---------------------------------------------------------------- Flask variant (PROTOBENCH_PYTHON_REST=flask)
@@ -1303,12 +1067,11 @@ def make_cert(d: pathlib.Path) -> tuple[str, str, str]:
     return str(d / "cert.pem"), str(d / "key.pem"), str(d / "ca.pem")
 
 
-def run_phase(tag, env, fn, workers=2, protocols=("rest", "rest-h2", "grpc", "soap"), cafile=None,
-              nofile=None):
+def run_phase(tag, env, fn, workers=2, protocols=("rest", "rest-h2", "grpc", "soap"), cafile=None):
     if ONLY is not None and tag not in ONLY:
         return
     try:
-        server = Server(env, protocols=protocols, workers=workers, nofile=nofile)
+        server = Server(env, protocols=protocols, workers=workers)
     except Exception as e:  # noqa: BLE001
         check(f"{tag} server starts", False, str(e))
         return
@@ -1326,7 +1089,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--quick", action="store_true", help="skip the TLS phases")
-    ap.add_argument("--only", help="comma-separated phases to run (e.g. timeouts,emfile,config)")
+    ap.add_argument("--only", help="comma-separated phases to run (e.g. timeouts,config,flask)")
     args = ap.parse_args()
     VERBOSE = args.verbose
     global ONLY
@@ -1340,14 +1103,11 @@ def main() -> int:
 
     def clear(server, c):
         check_all_workloads(c, "clear", all4)
-        guard("clear rest errors", check_rest_errors, c, "clear")
+        guard("clear rest accepts", check_rest_accepts, c, "clear")
         guard("clear soap errors", check_soap_errors, c, "clear")
-        guard("clear grpc errors", check_grpc_errors, c, "clear")
         guard("clear reflection", check_reflection, c, "clear")
         guard("clear zeep", check_zeep, c, "clear")
-        guard("clear max streams", check_max_streams, server, c, "clear", 1000)
         guard("clear error texts", check_error_texts, server, c, "clear")
-        guard("clear grpc framing", check_grpc_framing, server, c, "clear")
 
     run_phase("clear", {}, clear)
     if ONLY is None or "config" in ONLY:
@@ -1356,25 +1116,20 @@ def main() -> int:
     short = {"PROTOBENCH_IDLE_TIMEOUT": "2s", "PROTOBENCH_READ_TIMEOUT": "2s", "PROTOBENCH_MAX_STREAMS": "77"}
 
     def timeouts(server, c):
-        guard("timeouts idle", check_idle_timeouts, server, c, server_tag(server, "timeouts"))
+        if server.tls:  # in clear text the probe's idle and h2flood phases check these
+            guard("timeouts idle", check_idle_timeouts, server, c, server_tag(server, "timeouts"))
         guard("timeouts read", check_read_timeouts, server, c, server_tag(server, "timeouts"))
         guard("timeouts max streams", check_max_streams, server, c, server_tag(server, "timeouts"), 77)
 
     run_phase("timeouts", short, timeouts, workers=1)
-    run_phase("soap-elements", {}, lambda s, c: check_soap_elements(s, c, "soap-elements"),
-              workers=1, protocols=("soap",))
-    nofile = 64
-    run_phase("emfile", {}, lambda s, c: check_emfile(s, c, "emfile", nofile), workers=1, nofile=nofile)
-
     with tempfile.TemporaryDirectory() as d:
         cert, key, ca = make_cert(pathlib.Path(d))
 
         def tls(server, c):
             guard("tls alpn", check_alpn, c, "tls")
             check_all_workloads(c, "tls", all4)
-            guard("tls rest errors", check_rest_errors, c, "tls")
+            guard("tls rest accepts", check_rest_accepts, c, "tls")
             guard("tls soap errors", check_soap_errors, c, "tls")
-            guard("tls grpc errors", check_grpc_errors, c, "tls")
             guard("tls reflection", check_reflection, c, "tls")
             guard("tls zeep", check_zeep, c, "tls")
             guard("tls max streams", check_max_streams, server, c, "tls", 1000)
@@ -1383,15 +1138,6 @@ def main() -> int:
             run_phase("tls", {"PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key}, tls, cafile=ca)
             run_phase("timeouts-tls", {"PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key, **short},
                       timeouts, workers=1, cafile=ca)
-
-    limit = 4096
-
-    def small(server, c):
-        guard("limit rest", check_rest_too_large, c, limit, "limit")
-        guard("limit soap", check_soap_too_large, c, limit, "limit")
-        guard("limit grpc", check_grpc_too_large, c, limit, "limit")
-
-    run_phase("limit", {"PROTOBENCH_MAX_REQUEST_BYTES": str(limit)}, small, workers=1)
 
     seed = 20240917
     run_phase("failure-1worker", {"PROTOBENCH_FAILURE_RATE": "0.2", "PROTOBENCH_FAILURE_SEED": str(seed)},
@@ -1420,7 +1166,7 @@ def flask_phases(cert_dir_phase: bool):
     def main_phase(server, c):
         check_flask_process_model(server, 2, "flask")
         check_all_workloads(c, "flask", ("rest", "grpc"))
-        guard("flask rest errors", check_rest_errors, c, "flask")
+        guard("flask rest accepts", check_rest_accepts, c, "flask")
         guard("flask error texts", check_error_texts, server, c, "flask")
         try:
             fastapi = Server({}, protocols=("rest",), workers=1)

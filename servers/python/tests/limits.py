@@ -1,7 +1,7 @@
-"""Checks of the server limits (contract: PROTOBENCH_IDLE_TIMEOUT,
-PROTOBENCH_READ_TIMEOUT, PROTOBENCH_MAX_STREAMS, descriptor exhaustion, the
-SOAP element limit, gRPC framing, error texts). Used by check.py; every wait
-is bounded."""
+"""Helpers of check.py for the server limits it checks itself (the timeouts
+over TLS, slow requests, PROTOBENCH_MAX_STREAMS, the configuration errors,
+the Flask variant; the cross-stack probe, contract/tests/probe.py, owns the
+rest). Every wait is bounded."""
 
 from __future__ import annotations
 
@@ -178,36 +178,6 @@ def cmdline(pid: int) -> str:
             return f.read().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
-
-
-def cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_bytes(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
-def open_fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def worker_pids(server_pid: int) -> list[int]:
-    """The supervisor's worker processes (not multiprocessing's resource
-    tracker), with their own children (gunicorn's workers)."""
-    out = []
-    for p in children(server_pid):
-        if "resource_tracker" in cmdline(p):
-            continue
-        out.append(p)
-        out += children(p)
-    return out
 
 
 def run_config_error(python: str, cwd, env_extra: dict, timeout: float = 30) -> tuple[int, str]:

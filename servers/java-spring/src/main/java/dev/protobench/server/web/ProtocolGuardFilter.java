@@ -53,14 +53,14 @@ public final class ProtocolGuardFilter extends OncePerRequestFilter {
 
         long length = request.getContentLengthLong();
         if (length > maxRequestBytes) {
-            response.setHeader("Connection", "close");
+            closeAfter(request, response);
             error(response, 413, "request body larger than " + maxRequestBytes + " bytes");
             return;
         }
         if (length < 0 && ("POST".equals(method) || "PUT".equals(method) || "PATCH".equals(method))) {
             byte[] body = readAtMost(request.getInputStream(), maxRequestBytes + 1);
             if (body.length > maxRequestBytes) {
-                response.setHeader("Connection", "close");
+                closeAfter(request, response);
                 error(response, 413, "request body larger than " + maxRequestBytes + " bytes");
                 return;
             }
@@ -72,6 +72,17 @@ public final class ProtocolGuardFilter extends OncePerRequestFilter {
             return;
         }
         chain.doFilter(request, response);
+    }
+
+    /**
+     * HTTP/1.1: close the connection after this answer (the rest of the body is not read). Not on
+     * HTTP/2, where a Connection header makes the response malformed (RFC 9113 8.2.2) and only
+     * the stream ends.
+     */
+    private static void closeAfter(HttpServletRequest request, HttpServletResponse response) {
+        if (!"HTTP/2.0".equals(request.getProtocol())) {
+            response.setHeader("Connection", "close");
+        }
     }
 
     private static boolean isTextXml(String contentType) {
