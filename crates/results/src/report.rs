@@ -225,16 +225,21 @@ pub fn decided_after(run: &RunRecord) -> Vec<Option<u32>> {
 /// `until decided: ... #1 round 2, #2 round 1, #3 undecided` (runs measured
 /// `--until-decided`), or `None`.
 pub fn decided_after_line(run: &RunRecord) -> Option<String> {
+    use protobench_model::findings::Direction;
     let after = decided_after(run);
     if after.is_empty() {
         return None;
     }
+    // Claims no round could decide say why, not "undecided".
+    let now = judgements(run);
     let parts: Vec<String> = after
         .iter()
+        .zip(&now)
         .enumerate()
-        .map(|(i, a)| match a {
-            Some(r) => format!("#{} round {r}", i + 1),
-            None => format!("#{} undecided", i + 1),
+        .map(|(i, (a, j))| match (a, j.direction) {
+            (Some(r), _) => format!("#{} round {r}", i + 1),
+            (None, d @ (Direction::NotMeasured | Direction::NotReproducible)) => format!("#{} {}", i + 1, d.name()),
+            (None, _) => format!("#{} undecided", i + 1),
         })
         .collect();
     Some(format!(

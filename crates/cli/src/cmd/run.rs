@@ -471,9 +471,11 @@ mod live {
                     total,
                     estimate_s,
                 } => {
-                    todo = t;
+                    // An --until-decided round begins again: its
+                    // measurements come after those already taken.
+                    todo = bar.position() as u32 + t;
                     estimate = estimate_s;
-                    bar.set_length(t as u64);
+                    bar.set_length(u64::from(todo));
                     eta(&bar, todo, estimate);
                     if !tty {
                         eprintln!("measuring {t} of {total} measurements (about {:.0} s)", estimate_s);
