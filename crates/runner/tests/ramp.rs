@@ -8,6 +8,8 @@
 //! - a ramp that keeps rising ends at its maximum
 //! - `stepped = true` keeps the old separate runs
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -26,21 +28,6 @@ use protobench_runner::preset::{self, Context};
 use protobench_runner::units::CpuSet;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-
-/// A fake server: one listening line per protocol asked for, then sleeps.
-const FAKE_SERVER: &str = r#"#!/bin/sh
-port=40000
-for p in REST REST_H2 GRPC SOAP; do
-  eval addr=\$PROTOBENCH_${p}_ADDR
-  if [ -n "$addr" ]; then
-    name=$(echo $p | tr 'A-Z_' 'a-z-')
-    port=$((port+1))
-    echo "listening protocol=$name addr=127.0.0.1:$port tls=false"
-  fi
-done
-trap 'exit 0' TERM
-while true; do sleep 0.05; done
-"#;
 
 /// Engine double of a continuous ramp: each simulated second has the
 /// schedule's users at its end and `rate_at(users)` successes and errors;
@@ -124,15 +111,7 @@ fn preset_text(ramp: &str) -> String {
 
 fn setup(ramp: &str) -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let sdir = dir.path().join("servers/fake");
-    std::fs::create_dir_all(&sdir).unwrap();
-    std::fs::write(sdir.join("server.sh"), FAKE_SERVER).unwrap();
-    std::fs::write(
-        sdir.join("manifest.toml"),
-        "name = \"fake\"\nlanguage = \"sh\"\nstack = \"a shell script\"\nprotocols = [\"rest\", \"grpc\"]\ntoolchain = []\nstart = [\"sh\", \"server.sh\"]\nstart_timeout_s = 10\n",
-    )
-    .unwrap();
-    let catalog = Catalog::load(Some(&dir.path().join("servers")));
+    let catalog = common::fake_catalog(dir.path());
     let ctx = Context {
         catalog: catalog.clone(),
         cpus: CpuSet::parse("0-1").unwrap(),

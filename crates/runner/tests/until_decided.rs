@@ -9,6 +9,8 @@
 //! - a budget too small for a second round stops after the first, saying so
 //! - the rounds are stored: the run has 6 repetitions, nothing is missing
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -18,28 +20,12 @@ use protobench_model::run::RunStatus;
 use protobench_model::testing;
 use protobench_runner::engine::{Engine, Event};
 use protobench_runner::error::{MeasureError, VerifyError};
-use protobench_runner::manifest::Catalog;
 use protobench_runner::orchestrate::RunOptions;
 use protobench_runner::preset::{self, CommandLine, Context};
 use protobench_runner::session::Session;
 use protobench_runner::units::CpuSet;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-
-/// A fake server: one listening line per protocol asked for, then sleeps.
-const FAKE_SERVER: &str = r#"#!/bin/sh
-port=40000
-for p in REST REST_H2 GRPC SOAP; do
-  eval addr=\$PROTOBENCH_${p}_ADDR
-  if [ -n "$addr" ]; then
-    name=$(echo $p | tr 'A-Z_' 'a-z-')
-    port=$((port+1))
-    echo "listening protocol=$name addr=127.0.0.1:$port tls=false"
-  fi
-done
-trap 'exit 0' TERM
-while true; do sleep 0.05; done
-"#;
 
 /// REST answers 1,000 calls/s every time; gRPC's k-th measurement is
 /// e^x times that, x = 0.30, 0.02, 0.30 (the first round: the paired log
@@ -97,15 +83,7 @@ expect = ">"
 
 async fn run(budget: Duration) -> (protobench_model::run::RunRecord, u32) {
     let dir = tempfile::tempdir().unwrap();
-    let sdir = dir.path().join("servers/fake");
-    std::fs::create_dir_all(&sdir).unwrap();
-    std::fs::write(sdir.join("server.sh"), FAKE_SERVER).unwrap();
-    std::fs::write(
-        sdir.join("manifest.toml"),
-        "name = \"fake\"\nlanguage = \"sh\"\nstack = \"a shell script\"\nprotocols = [\"rest\", \"grpc\"]\ntoolchain = []\nstart = [\"sh\", \"server.sh\"]\nstart_timeout_s = 10\n",
-    )
-    .unwrap();
-    let catalog = Catalog::load(Some(&dir.path().join("servers")));
+    let catalog = common::fake_catalog(dir.path());
     let ctx = Context {
         catalog: catalog.clone(),
         cpus: CpuSet::parse("0-1").unwrap(),
