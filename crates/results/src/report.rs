@@ -207,7 +207,8 @@ pub fn decided_after(run: &RunRecord) -> Vec<Option<u32>> {
     };
     let number = |k: &str| rule.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0) as u32;
     let (first, round) = (number("first").max(1), number("round").max(1));
-    let mut out: Vec<Option<u32>> = vec![None; judgements(run).len()];
+    let claims = protobench_model::findings::stored(run).map_or(0, |f| f.len());
+    let mut out: Vec<Option<u32>> = vec![None; claims];
     let (mut n, mut reps) = (1, first);
     while reps <= run.repetitions {
         let mut so_far = run.clone();

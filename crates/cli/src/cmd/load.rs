@@ -452,7 +452,7 @@ fn prepare(args: &Args) -> Result<Prepared, ExitCode> {
     }
     let plan = args.plan().map_err(usage)?;
     protobench_load::validate(&plan).map_err(usage)?;
-    let thresholds = super::threshold::parse_flags(&args.thresholds, false).map_err(usage)?;
+    let thresholds = super::threshold::parse_flags(&args.thresholds).map_err(usage)?;
     // Every output file must be writable before the run, not after it.
     let mut files = Vec::new();
     for (path, flag) in [

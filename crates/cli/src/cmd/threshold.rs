@@ -12,10 +12,11 @@ pub(crate) const HELP: &str = "Gate checked after the run, repeatable: p50|p90|p
 rate>CALLS_PER_S, error_rate<PERCENT% (e.g. --threshold 'p99<5ms' --threshold 'error_rate<0.1%'); \
 a failed one exits with 4";
 
-/// Parses `--threshold` flags; `run_only` metrics are refused unless `in_run`.
-pub(crate) fn parse_flags(written: &[String], in_run: bool) -> Result<Vec<Threshold>, String> {
+/// Parses `load`'s `--threshold` flags, refusing the metrics only a run
+/// measures (`run`'s are parsed with its preset, `preset::resolve_command`).
+pub(crate) fn parse_flags(written: &[String]) -> Result<Vec<Threshold>, String> {
     let parsed = parse_all(written).map_err(|e| e.to_string())?;
-    if !in_run && let Some(t) = parsed.iter().find(|t| t.metric == Metric::CpuPerCall) {
+    if let Some(t) = parsed.iter().find(|t| t.metric == Metric::CpuPerCall) {
         return Err(format!(
             "threshold {t:?}: cpu_per_call is the server's CPU, which only `protobench run` measures",
             t = t.to_string()
