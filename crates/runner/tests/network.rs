@@ -187,9 +187,14 @@ fn rate_of_100_mbit_is_measured_within_10_percent() {
     assert_eq!(l.plan().mechanisms.rate, Mechanism::TcTbf);
     let a = l.measure(&MeasureOptions::default()).unwrap();
     eprintln!("100mbit: {}", network::measure::describe(&a));
+    // Goodput is TCP payload: a 100 Mbit/s wire carries 1448 of every
+    // 1514 bytes as payload (95.6 Mbit/s), the figure the product's own
+    // far-from-profile rule compares with. Judging against the raw 100
+    // failed a correct link at 89.6 Mbit/s (6% under its payload).
+    let payload = 100e6 * network::measure::PAYLOAD_SHARE;
     for (side, d) in [("up", &a.up), ("down", &a.down)] {
         assert!(d.complete, "{side}: {d:?}");
-        let off = d.goodput_bps / 100e6 - 1.0;
+        let off = d.goodput_bps / payload - 1.0;
         assert!(off.abs() <= 0.10, "{side}: {:.1} Mbit/s", d.goodput_bps / 1e6);
     }
     let report = l.report(a);
