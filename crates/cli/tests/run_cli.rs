@@ -73,9 +73,18 @@ fn quick_preset_runs_stores_and_reports() {
         text(&out.stderr)
     );
     assert!(started.elapsed() < Duration::from_secs(170), "{:?}", started.elapsed());
-    let rows = stdout.lines().filter(|l| l.starts_with("rust ")).count();
+    let (table, relative_section) = stdout
+        .split_once("Relative to the reference protocol")
+        .unwrap_or_else(|| panic!("no relative table: {stdout}"));
+    let rows = table.lines().filter(|l| l.starts_with("rust ")).count();
     assert_eq!(rows, 16, "{stdout}");
     assert!(stdout.contains("run 1 complete: 16 measurements"), "{stdout}");
+    // each of rest-h2, grpc and soap relative to rest on each of 4 workloads
+    let relative = relative_section
+        .lines()
+        .filter(|l| l.starts_with("rust ") && l.contains(" rest ") && l.contains("x (1 repetition)"))
+        .count();
+    assert_eq!(relative, 12, "{stdout}");
     assert!(
         stdout
             .lines()

@@ -183,6 +183,29 @@ impl PointConfig {
         }
     }
 
+    /// What this point shares with the points that differ from it only by
+    /// protocol (and the connections its protocol implies: HTTP/1.1 has one
+    /// per caller): server, workload, load, TLS, injected failures and
+    /// service time, limits and network. Points with the same key are
+    /// **peers**: the runner measures them back to back in each repetition
+    /// and the report shows each relative to the first of them.
+    pub fn peer_key(&self) -> String {
+        format!(
+            "{}\u{1f}{}\u{1f}{:?}\u{1f}{}\u{1f}{:?}\u{1f}{}\u{1f}{}\u{1f}{:?}\u{1f}{:?}\u{1f}{:?}\u{1f}{:?}",
+            self.server,
+            self.workload,
+            self.kind,
+            self.concurrency,
+            self.rate,
+            self.tls,
+            self.failure_rate,
+            self.service_time,
+            self.cpu_limit,
+            self.memory_limit_bytes,
+            self.network
+        )
+    }
+
     /// `server protocol workload variant`: the point's name in progress lines
     /// and reports.
     pub fn label(&self) -> String {

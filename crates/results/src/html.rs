@@ -93,6 +93,7 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
     }
     let layout = Layout::of(&aggs);
     let mut out = summary_charts(&aggs, &layout);
+    out.extend(crate::relative::rate_chart(&crate::relative::relative_of(&aggs)));
     if !crate::charts::any_failed_call(run)
         && let Some(errors) = out.iter_mut().find(|c| c.id == "errors")
     {
@@ -501,6 +502,26 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
          measured capacity the point used; <em>link-bound</em>: 90% or more, so the link, not the server, limited \
          the rate (compare encoded sizes there, not servers).</p></section>",
     );
+    let relative = crate::relative::relative(run);
+    if !relative.is_empty() {
+        let _ = write!(
+            h,
+            "<section id=\"relative\"><h2>Relative to the reference protocol</h2><p>Each protocol divided by the first protocol of its peers (same server, workload and load), measured back to back in every repetition, so that drift of the machine cancels; 95% interval, paired by repetition. {}</p><table><thead><tr>",
+            esc(&crate::relative::precision_line(&relative).unwrap_or_default())
+        );
+        for col in crate::relative::HEADER {
+            let _ = write!(h, "<th>{}</th>", esc(col));
+        }
+        h.push_str("</tr></thead><tbody>");
+        for row in crate::relative::rows(&relative) {
+            h.push_str("<tr>");
+            for cell in row {
+                let _ = write!(h, "<td>{}</td>", esc(&cell));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</tbody></table></section>");
+    }
     if let Some(e) = report::findings_error(run) {
         let _ = write!(
             h,

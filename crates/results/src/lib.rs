@@ -21,6 +21,7 @@ pub mod html;
 pub mod load_summary;
 pub mod png;
 pub mod regression;
+pub mod relative;
 pub mod report;
 pub mod store;
 pub mod svg;

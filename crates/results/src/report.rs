@@ -27,14 +27,20 @@ pub struct JsonReport<'a> {
     /// The study's claims judged against this run (study presets only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<Judgement>,
+    /// Each protocol relative to the reference protocol of its peers
+    /// ([`crate::relative`]); absent when no point has a peer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub relative: Vec<crate::relative::Relative>,
 }
 
 /// The run as pretty JSON.
 pub fn json(run: &RunRecord) -> String {
+    let aggregates = run.aggregates();
     let report = JsonReport {
         schema_version: REPORT_SCHEMA_VERSION,
         run,
-        aggregates: run.aggregates(),
+        relative: crate::relative::relative_of(&aggregates),
+        aggregates,
         findings: judgements(run),
     };
     serde_json::to_string_pretty(&report).expect("serializing plain data cannot fail")
@@ -464,6 +470,23 @@ pub fn markdown(run: &RunRecord) -> String {
     for row in table_rows(run) {
         let cells: Vec<String> = row.iter().map(|c| md_escape(c)).collect();
         let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    let relative = crate::relative::relative(run);
+    if !relative.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## Relative to the reference protocol\n\nEach protocol divided by the first protocol of its peers (same server, workload and load), measured back to back in every repetition; 95% interval, paired by repetition. {}\n",
+            crate::relative::precision_line(&relative).unwrap_or_default()
+        );
+        let _ = writeln!(
+            out,
+            "| {} |\n|---|---|---|---:|---:|---:|",
+            crate::relative::HEADER.join(" | ")
+        );
+        for row in crate::relative::rows(&relative) {
+            let cells: Vec<String> = row.iter().map(|c| md_escape(c)).collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
     }
     let findings = findings_rows(run);
     if !findings.is_empty() {

@@ -390,17 +390,43 @@ impl Plan {
     /// The order measurements run in: repetition by repetition (so repetitions
     /// of a point are never back to back), and within a repetition group by
     /// group, rotating the first group each repetition so no configuration
-    /// always runs first.
+    /// always runs first. Within a group, [`Plan::interleaved`].
     pub fn schedule(&self) -> Vec<(u32, u32, Vec<u32>)> {
         let mut out = Vec::new();
         let n = self.groups.len();
         for rep in 1..=self.repetitions {
             for k in 0..n {
                 let g = &self.groups[(k + (rep as usize - 1)) % n];
-                out.push((rep, g.index, g.points.clone()));
+                out.push((rep, g.index, self.interleaved(g, rep)));
             }
         }
         out
+    }
+
+    /// A group's points in the order repetition `rep` measures them: peers
+    /// (points that differ only by protocol, [`PointConfig::peer_key`]) back
+    /// to back, so the ratios the report forms between them see the machine
+    /// in the same state (drift of a shared machine moves rates 30-50% from
+    /// one minute to the next); the order of the peer sets, and of the peers
+    /// within each, drawn anew each repetition (randomized interleaved
+    /// trials, Abedi & Brecht 2017), so no protocol always runs first or
+    /// right after a given other. Seeded by the repetition and the group:
+    /// the same plan always runs in the same order.
+    pub fn interleaved(&self, group: &ServerGroup, rep: u32) -> Vec<u32> {
+        let mut sets: Vec<(String, Vec<u32>)> = Vec::new();
+        for &p in &group.points {
+            let key = self.points.get(p as usize).map(|c| c.peer_key()).unwrap_or_default();
+            match sets.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, members)) => members.push(p),
+                None => sets.push((key, vec![p])),
+            }
+        }
+        let mut rng = fastrand::Rng::with_seed(u64::from(rep) << 32 | u64::from(group.index));
+        rng.shuffle(&mut sets);
+        for (_, members) in &mut sets {
+            rng.shuffle(members);
+        }
+        sets.into_iter().flat_map(|(_, members)| members).collect()
     }
 
     /// A rough duration estimate in seconds (for the progress ETA before any point ran).

@@ -319,6 +319,41 @@ fn repetitions_are_interleaved_and_rotated() {
 }
 
 #[test]
+fn peers_run_back_to_back_in_an_order_drawn_anew_each_repetition() {
+    let text = "servers = [\"rust\"]\nprotocols = [\"rest\", \"rest-h2\", \"grpc\", \"soap\"]\nworkloads = [\"inventory.xs\", \"inventory.m\", \"echo.8k\"]\nrepetitions = 6\n[load]\nconcurrency = 16\n";
+    let plan = preset::resolve(text, "t.toml", &ctx()).unwrap();
+    let schedule = plan.schedule();
+    assert_eq!(schedule.len(), 6);
+    let mut orders = Vec::new();
+    for (_, _, order) in &schedule {
+        // every point once per repetition
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..12).collect::<Vec<u32>>());
+        // the four protocols of one workload are measured back to back
+        let workloads: Vec<&str> = order
+            .iter()
+            .map(|&p| plan.points[p as usize].workload.as_str())
+            .collect();
+        for block in workloads.chunks(4) {
+            assert!(block.iter().all(|w| *w == block[0]), "{workloads:?}");
+        }
+        orders.push(order.clone());
+    }
+    // drawn anew: no two repetitions in the same order, and not always the
+    // same protocol first
+    for i in 0..orders.len() {
+        for j in i + 1..orders.len() {
+            assert_ne!(orders[i], orders[j], "repetitions {} and {}", i + 1, j + 1);
+        }
+    }
+    let firsts: std::collections::BTreeSet<_> = orders.iter().map(|o| plan.points[o[0] as usize].protocol).collect();
+    assert!(firsts.len() > 1, "{firsts:?}");
+    // and the same plan always runs in the same order
+    assert_eq!(plan.schedule(), schedule);
+}
+
+#[test]
 fn open_loop_rates_become_points() {
     let text = format!("kind = \"rate\"\n{BASE}[load]\nrate = [1, 10, 100]\n");
     let plan = preset::resolve(&text, "t.toml", &ctx()).unwrap();

@@ -351,6 +351,7 @@ fn report(session: &mut Session, finished: &Finished, args: &Args, started: Inst
     }
     let record = session.record().with_context(|| format!("reading run {run_id} back"))?;
     print!("{}", protobench_results::report::text_table(&record));
+    print!("{}", protobench_results::relative::text(&record));
     print!("{}", protobench_results::report::findings_text(&record));
     for w in &record.warnings {
         eprintln!("warning: {w}");

@@ -38,6 +38,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     println!();
     print!("{}", report::text_table(&record));
+    print!("{}", protobench_results::relative::text(&record));
     print!("{}", report::findings_text(&record));
     let failures: Vec<_> = record.measurements.iter().filter(|m| m.failure.is_some()).collect();
     if !failures.is_empty() {

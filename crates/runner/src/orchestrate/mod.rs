@@ -12,7 +12,9 @@
 //!   ([`crate::session::Writer`]) is the one writer of the store.
 //!
 //! Order: repetition by repetition; within one, server group by server group
-//! (rotated each repetition); within a group, its points in plan order. One
+//! (rotated each repetition); within a group, peers (points that differ
+//! only by protocol) back to back in a seeded order drawn anew each
+//! repetition ([`crate::plan::Plan::interleaved`]). One
 //! server process serves a group for one repetition, so repetitions of a
 //! point are never back to back and each sees a fresh server.
 //!
