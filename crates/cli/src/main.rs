@@ -9,6 +9,7 @@ use clap::{CommandFactory as _, Parser, Subcommand};
 mod cmd;
 mod exit;
 mod pipe;
+mod web;
 
 /// Measure what API protocols really cost.
 #[derive(Parser)]

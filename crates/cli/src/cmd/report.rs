@@ -39,12 +39,23 @@ pub(crate) struct Args {
     /// Results database.
     #[arg(long, default_value = DEFAULT_DB)]
     db: PathBuf,
+    /// Serve the report as a page from this binary until Ctrl-C, on ADDR
+    /// (default 127.0.0.1:0, any free port; the address is printed). Read-only.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    web: Option<std::net::SocketAddr>,
+    /// With --web on an address other than loopback: allow it, and require
+    /// the one-time token printed at start on every request.
+    #[arg(long, requires = "web")]
+    web_public: bool,
 }
 
 /// Runs `protobench report`.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let store = super::common::open_read(&args.db)?;
     let record = store.load_run(super::show::run_id(&store, &args.run)?)?;
+    if let Some(addr) = args.web {
+        return serve_web(record, addr, args.web_public);
+    }
     let (text, file) = match args.format {
         Format::Html => {
             let dir = args
@@ -69,4 +80,37 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::from(Exit::Success))
+}
+
+/// `--web`: the stored report as a page until Ctrl-C.
+fn serve_web(
+    record: protobench_model::run::RunRecord,
+    addr: std::net::SocketAddr,
+    public: bool,
+) -> anyhow::Result<ExitCode> {
+    let access = crate::web::Access::for_address(addr, public).map_err(anyhow::Error::msg)?;
+    let html = protobench_results::html::render(&record, &protobench_results::html::charts(&record));
+    let page: crate::web::Page = std::sync::Arc::new(move || html.clone());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("starting the page's runtime")?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("--web {addr}: cannot listen"))?;
+        let bound = listener.local_addr().context("--web: the bound address")?;
+        println!(
+            "serving run {} at {} (read-only; Ctrl-C stops)",
+            record.id,
+            crate::web::url(bound, &access)
+        );
+        let stop = tokio_util::sync::CancellationToken::new();
+        let server = tokio::spawn(crate::web::serve(listener, access, page, stop.clone()));
+        let _ = tokio::signal::ctrl_c().await;
+        stop.cancel();
+        let _ = server.await;
+        Ok(ExitCode::from(Exit::Success))
+    })
 }
