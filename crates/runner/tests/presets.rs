@@ -3,14 +3,18 @@
 //!
 //! - every shipped preset resolves on a 2-CPU machine
 //! - every claim of a study says where the study says so
+//! - grpcbench judges the write-up on its 100 B string; its 2-CPU claims are
+//!   refused on a server with one CPU
 //! - the quick preset is what the issue asks for
 //! - a table of broken presets and their exact messages
 //! - matrix expansion, server groups and the interleaved schedule
 
 use std::path::Path;
 
+use protobench_model::findings::{self, Operand};
 use protobench_model::load::Protocol;
-use protobench_model::run::PointKind;
+use protobench_model::run::{PointAggregate, PointKind};
+use protobench_model::testing;
 use protobench_runner::manifest::Catalog;
 use protobench_runner::preset::{self, Context};
 use protobench_runner::units::CpuSet;
@@ -80,6 +84,100 @@ fn every_shipped_claim_says_where_the_study_says_so() {
     assert!(claims >= 100, "{claims} claims");
 }
 
+/// Issue 29, item 7: the write-up's default request was a 100 B string, so
+/// its claims are judged there; a claim on another workload must say that it
+/// is protobench's addition, in its text and its source.
+#[test]
+fn grpcbench_judges_the_write_up_on_its_100_byte_string() {
+    let plan = preset::load(&presets_dir().join("grpcbench.toml"), &shipped()).unwrap_or_else(|e| panic!("{e}"));
+    let addition = "protobench addition, not in the write-up";
+    for f in &plan.findings {
+        let mut sides = vec![&f.a];
+        if let Operand::Point(b) = &f.b {
+            sides.push(b);
+        }
+        sides.extend(f.a2.iter().chain(f.b2.iter()));
+        let workloads: Vec<Option<&str>> = sides.iter().map(|s| s.workload.as_deref()).collect();
+        if workloads.iter().all(|w| *w == Some("grpcbench.string-100b")) {
+            continue;
+        }
+        assert!(
+            f.claim.contains(addition) && f.source.contains(addition),
+            "`{}` is judged on {workloads:?}, not the write-up's grpcbench.string-100b, and does not say it is protobench's addition",
+            f.claim
+        );
+    }
+    // The headline claims the write-up makes are there: the 2-CPU memory
+    // column and Python among the last at 1 CPU.
+    let claims: Vec<&str> = plan.findings.iter().map(|f| f.claim.as_str()).collect();
+    for want in [
+        "2 CPUs: Java about 200 MB",
+        "2 CPUs: C++ and Rust",
+        "1 CPU: Python is among the last",
+    ] {
+        assert!(
+            claims.iter().any(|c| c.starts_with(want)),
+            "no claim `{want}...` in {claims:#?}"
+        );
+    }
+}
+
+/// On a 2-core machine the server gets one CPU, so every claim with a point
+/// at `cpu_limit = 2` is "not reproducible here" and the 1-CPU claims are
+/// judged: the same measurements at every point, judged as a run would.
+#[test]
+fn grpcbench_two_cpu_claims_are_refused_on_a_server_with_one_cpu() {
+    let plan = preset::load(&presets_dir().join("grpcbench.toml"), &shipped()).unwrap_or_else(|e| panic!("{e}"));
+    let server_cpus = plan.server_cpus.as_ref().map(CpuSet::len);
+    assert_eq!(server_cpus, Some(1), "a 2-core machine pins the server to one CPU");
+    let points: Vec<PointAggregate> = plan
+        .points
+        .iter()
+        .map(|p| {
+            let ms: Vec<_> = (1..=3)
+                .map(|r| testing::measurement(p, r, 1000.0 * f64::from(r)))
+                .collect();
+            PointAggregate::of(p, &ms.iter().collect::<Vec<_>>(), 0.1)
+        })
+        .collect();
+    let judged = findings::judge(&plan.findings, &points, &findings::Conditions { server_cpus });
+    let mut two = 0;
+    for j in &judged {
+        let f = &j.finding;
+        let mut sides = vec![&f.a];
+        if let Operand::Point(b) = &f.b {
+            sides.push(b);
+        }
+        if sides.iter().any(|s| s.cpu_limit == Some(2.0)) {
+            two += 1;
+            assert_eq!(
+                j.verdict,
+                findings::Verdict::NotReproducible,
+                "`{}`: {}",
+                f.claim,
+                j.reason
+            );
+            assert!(j.reason.ends_with("asks for 2 CPUs; the server had 1"), "{}", j.reason);
+            assert!(
+                f.claim.starts_with("2 CPUs"),
+                "`{}` needs 2 CPUs and should say so",
+                f.claim
+            );
+        } else {
+            assert_ne!(
+                j.verdict,
+                findings::Verdict::NotReproducible,
+                "`{}`: {}",
+                f.claim,
+                j.reason
+            );
+            assert_ne!(j.verdict, findings::Verdict::NotMeasured, "`{}`: {}", f.claim, j.reason);
+        }
+    }
+    // Go, Node, Rust's p99 and the three memory claims of the 2-CPU series.
+    assert_eq!(two, 6);
+}
+
 /// The studies' main conclusions compare ratios (issue 29): each study
 /// preset of Berg, CMPT453 and Hedelin encodes one as a trend.
 #[test]
@@ -124,7 +222,7 @@ fn each_study_preset_expands_to_its_studys_matrix() {
         // the same three x c=20/50/100 at 20% failures
         ("cmpt453-failures", 3 * 3, 4),
         // 6 gRPC stacks x 5 messages x 1 and 2 CPUs
-        ("grpcbench", 6 * 5 * 2, 9),
+        ("grpcbench", 6 * 5 * 2, 13),
         // SOAP/REST/gRPC x 4 shapes x 50/100/200 users
         ("hedelin2024", 3 * 4 * 3, 23),
         // SOAP/REST/gRPC, one ramp each
