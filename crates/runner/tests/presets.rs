@@ -5,6 +5,7 @@
 //! - every claim of a study says where the study says so
 //! - grpcbench judges the write-up on its 100 B string; its 2-CPU claims are
 //!   refused on a server with one CPU
+//! - Bolanowski: every task I-V has its clear and TLS claim
 //! - the quick preset is what the issue asks for
 //! - a table of broken presets and their exact messages
 //! - matrix expansion, server groups and the interleaved schedule
@@ -178,6 +179,34 @@ fn grpcbench_two_cpu_claims_are_refused_on_a_server_with_one_cpu() {
     assert_eq!(two, 6);
 }
 
+/// Bolanowski's tasks I-V each have a clear and a TLS claim with a new
+/// connection per call, with the study's two medians beside it.
+#[test]
+fn bolanowski_claims_every_small_task_clear_and_tls() {
+    let plan = preset::load(&presets_dir().join("bolanowski2022.toml"), &shipped()).unwrap_or_else(|e| panic!("{e}"));
+    for workload in [
+        "tasks.clone-hello",
+        "tasks.clone-lorem",
+        "tasks.int",
+        "tasks.ints",
+        "tasks.objects",
+    ] {
+        for tls in [false, true] {
+            let n = plan
+                .findings
+                .iter()
+                .filter(|f| {
+                    f.a.workload.as_deref() == Some(workload)
+                        && f.a.tls == Some(tls)
+                        && f.study.len() == 2
+                        && matches!(&f.b, Operand::Point(b) if b.workload.as_deref() == Some(workload) && b.protocol != f.a.protocol)
+                })
+                .count();
+            assert_eq!(n, 1, "{workload} tls={tls}: one REST vs gRPC claim");
+        }
+    }
+}
+
 /// The studies' main conclusions compare ratios (issue 29): each study
 /// preset of Berg, CMPT453 and Hedelin encodes one as a trend.
 #[test]
@@ -212,7 +241,7 @@ fn each_study_preset_expands_to_its_studys_matrix() {
         // the same on loopback and lan-1g
         ("berg2023-lan", 3 * 2 * 4 * 2, 15),
         // REST/gRPC x tasks I-VII x clear/TLS x per-call/reused
-        ("bolanowski2022", 2 * 7 * 2 * 2, 11),
+        ("bolanowski2022", 2 * 7 * 2 * 2, 15),
         // REST/gRPC x tasks I, III, V x clear/TLS x loopback/2 ms
         ("bolanowski2022-rtt", 2 * 3 * 2 * 2, 7),
         // Flask REST, FastAPI REST, grpc.aio x concurrency 1/10/50/100
