@@ -5,6 +5,7 @@
 //! - every claim of a study says where the study says so
 //! - grpcbench judges the write-up on its 100 B string; its 2-CPU claims are
 //!   refused on a server with one CPU
+//! - Berg's Python claims name the servers the study ran
 //! - Bolanowski: every task I-V has its clear and TLS claim
 //! - the quick preset is what the issue asks for
 //! - a table of broken presets and their exact messages
@@ -179,6 +180,45 @@ fn grpcbench_two_cpu_claims_are_refused_on_a_server_with_one_cpu() {
     assert_eq!(two, 6);
 }
 
+/// Berg & Mebrahtu Redi ran FastAPI on 10 uvicorn workers with
+/// ORJSONResponse and grpcio's thread-pool server: the Python claims name
+/// those variants, and the stack's default python server is not measured.
+#[test]
+fn berg_python_claims_name_the_servers_the_study_ran() {
+    let shipped = shipped();
+    for name in ["berg2023", "berg2023-lan"] {
+        let plan =
+            preset::load(&presets_dir().join(format!("{name}.toml")), &shipped).unwrap_or_else(|e| panic!("{e}"));
+        let mut python = 0;
+        for f in &plan.findings {
+            let mut sides = vec![&f.a];
+            if let Operand::Point(b) = &f.b {
+                sides.push(b);
+            }
+            sides.extend(f.a2.iter().chain(f.b2.iter()));
+            for s in sides
+                .iter()
+                .filter(|s| s.server.as_deref().is_some_and(|n| n.starts_with("python")))
+            {
+                let want = match s.protocol {
+                    Some(Protocol::Rest) => "python:uvicorn-workers",
+                    Some(Protocol::Grpc) => "python:grpcio-sync",
+                    other => panic!("{name}: `{}` names python with {other:?}", f.claim),
+                };
+                assert_eq!(s.server.as_deref(), Some(want), "{name}: `{}`", f.claim);
+                python += 1;
+            }
+        }
+        // XS, S, M, L (a and b each) and the trend's four points
+        assert_eq!(python, 4 * 2 + 4, "{name}");
+        let servers: Vec<&str> = plan.points.iter().map(|p| p.server.as_str()).collect();
+        assert!(
+            !servers.contains(&"python"),
+            "{name}: the stack's default python server is not the study's"
+        );
+    }
+}
+
 /// Bolanowski's tasks I-V each have a clear and a TLS claim with a new
 /// connection per call, with the study's two medians beside it.
 #[test]
@@ -236,7 +276,8 @@ fn each_study_preset_expands_to_its_studys_matrix() {
     // (preset, points, claims): each count is the product of the study's
     // dimensions, so a preset that drops or adds a case fails here.
     let table = [
-        // 3 stacks x REST/gRPC x inventory XS..L
+        // 3 stacks x REST/gRPC x inventory XS..L (python's REST and gRPC
+        // are two variants, one protocol each)
         ("berg2023", 3 * 2 * 4, 15),
         // the same on loopback and lan-1g
         ("berg2023-lan", 3 * 2 * 4 * 2, 15),
