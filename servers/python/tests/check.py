@@ -7,7 +7,8 @@ XML by decoding into messages plus a presence check of non-optional fields),
 what lxml/spyne make of bad XML, the failure draw, the service time,
 SIGTERM, the timeouts over TLS and slow requests, the configuration errors, a
 stock SOAP client (zeep) reading the served WSDL, gRPC reflection (plus
-grpcurl when it is on PATH) and the Flask variant. The cross-stack probe
+grpcurl when it is on PATH), the Flask variant and Berg's variants
+(uvicorn-workers, grpcio-sync). The cross-stack probe
 (contract/tests/probe.sh python) owns the rest: bad HTTP/JSON/XML/gRPC input
 and the contract's error statuses, HTTP/2 floods and stream limit, idle
 connections, the request size limit, the SOAP element bound, descriptor
