@@ -730,7 +730,7 @@ fn a_scaled_down_study_prints_its_findings() {
     assert_eq!(out.status.code(), Some(0), "{}\n{stdout}", text(&out.stderr));
     assert!(stdout.contains("Findings vs the study"), "{stdout}");
     let rows: Vec<&str> = stdout.lines().filter(|l| l.contains("[p50: a ")).collect();
-    assert_eq!(rows.len(), 11, "{stdout}");
+    assert_eq!(rows.len(), 15, "{stdout}");
     let judged: Vec<&&str> = rows
         .iter()
         .filter(|l| l.contains("III,") || l.contains("TLS makes REST"))

@@ -3,14 +3,20 @@
 //!
 //! - every shipped preset resolves on a 2-CPU machine
 //! - every claim of a study says where the study says so
+//! - grpcbench judges the write-up on its 100 B string; its 2-CPU claims are
+//!   refused on a server with one CPU
+//! - Berg's Python claims name the servers the study ran
+//! - Bolanowski: every task I-V has its clear and TLS claim
 //! - the quick preset is what the issue asks for
 //! - a table of broken presets and their exact messages
 //! - matrix expansion, server groups and the interleaved schedule
 
 use std::path::Path;
 
+use protobench_model::findings::{self, Operand};
 use protobench_model::load::Protocol;
-use protobench_model::run::PointKind;
+use protobench_model::run::{PointAggregate, PointKind};
+use protobench_model::testing;
 use protobench_runner::manifest::Catalog;
 use protobench_runner::preset::{self, Context};
 use protobench_runner::units::CpuSet;
@@ -80,6 +86,167 @@ fn every_shipped_claim_says_where_the_study_says_so() {
     assert!(claims >= 100, "{claims} claims");
 }
 
+/// Issue 29, item 7: the write-up's default request was a 100 B string, so
+/// its claims are judged there; a claim on another workload must say that it
+/// is protobench's addition, in its text and its source.
+#[test]
+fn grpcbench_judges_the_write_up_on_its_100_byte_string() {
+    let plan = preset::load(&presets_dir().join("grpcbench.toml"), &shipped()).unwrap_or_else(|e| panic!("{e}"));
+    let addition = "protobench addition, not in the write-up";
+    for f in &plan.findings {
+        let mut sides = vec![&f.a];
+        if let Operand::Point(b) = &f.b {
+            sides.push(b);
+        }
+        sides.extend(f.a2.iter().chain(f.b2.iter()));
+        let workloads: Vec<Option<&str>> = sides.iter().map(|s| s.workload.as_deref()).collect();
+        if workloads.iter().all(|w| *w == Some("grpcbench.string-100b")) {
+            continue;
+        }
+        assert!(
+            f.claim.contains(addition) && f.source.contains(addition),
+            "`{}` is judged on {workloads:?}, not the write-up's grpcbench.string-100b, and does not say it is protobench's addition",
+            f.claim
+        );
+    }
+    // The headline claims the write-up makes are there: the 2-CPU memory
+    // column and Python among the last at 1 CPU.
+    let claims: Vec<&str> = plan.findings.iter().map(|f| f.claim.as_str()).collect();
+    for want in [
+        "2 CPUs: Java about 200 MB",
+        "2 CPUs: C++ and Rust",
+        "1 CPU: Python is among the last",
+    ] {
+        assert!(
+            claims.iter().any(|c| c.starts_with(want)),
+            "no claim `{want}...` in {claims:#?}"
+        );
+    }
+}
+
+/// On a 2-core machine the server gets one CPU, so every claim with a point
+/// at `cpu_limit = 2` is "not reproducible here" and the 1-CPU claims are
+/// judged: the same measurements at every point, judged as a run would.
+#[test]
+fn grpcbench_two_cpu_claims_are_refused_on_a_server_with_one_cpu() {
+    let plan = preset::load(&presets_dir().join("grpcbench.toml"), &shipped()).unwrap_or_else(|e| panic!("{e}"));
+    let server_cpus = plan.server_cpus.as_ref().map(CpuSet::len);
+    assert_eq!(server_cpus, Some(1), "a 2-core machine pins the server to one CPU");
+    let points: Vec<PointAggregate> = plan
+        .points
+        .iter()
+        .map(|p| {
+            let ms: Vec<_> = (1..=3)
+                .map(|r| testing::measurement(p, r, 1000.0 * f64::from(r)))
+                .collect();
+            PointAggregate::of(p, &ms.iter().collect::<Vec<_>>(), 0.1)
+        })
+        .collect();
+    let judged = findings::judge(&plan.findings, &points, &findings::Conditions { server_cpus });
+    let mut two = 0;
+    for j in &judged {
+        let f = &j.finding;
+        let mut sides = vec![&f.a];
+        if let Operand::Point(b) = &f.b {
+            sides.push(b);
+        }
+        if sides.iter().any(|s| s.cpu_limit == Some(2.0)) {
+            two += 1;
+            assert_eq!(
+                j.verdict,
+                findings::Verdict::NotReproducible,
+                "`{}`: {}",
+                f.claim,
+                j.reason
+            );
+            assert!(j.reason.ends_with("asks for 2 CPUs; the server had 1"), "{}", j.reason);
+            assert!(
+                f.claim.starts_with("2 CPUs"),
+                "`{}` needs 2 CPUs and should say so",
+                f.claim
+            );
+        } else {
+            assert_ne!(
+                j.verdict,
+                findings::Verdict::NotReproducible,
+                "`{}`: {}",
+                f.claim,
+                j.reason
+            );
+            assert_ne!(j.verdict, findings::Verdict::NotMeasured, "`{}`: {}", f.claim, j.reason);
+        }
+    }
+    // Go, Node, Rust's p99 and the three memory claims of the 2-CPU series.
+    assert_eq!(two, 6);
+}
+
+/// Berg & Mebrahtu Redi ran FastAPI on 10 uvicorn workers with
+/// ORJSONResponse and grpcio's thread-pool server: the Python claims name
+/// those variants, and the stack's default python server is not measured.
+#[test]
+fn berg_python_claims_name_the_servers_the_study_ran() {
+    let shipped = shipped();
+    for name in ["berg2023", "berg2023-lan"] {
+        let plan =
+            preset::load(&presets_dir().join(format!("{name}.toml")), &shipped).unwrap_or_else(|e| panic!("{e}"));
+        let mut python = 0;
+        for f in &plan.findings {
+            let mut sides = vec![&f.a];
+            if let Operand::Point(b) = &f.b {
+                sides.push(b);
+            }
+            sides.extend(f.a2.iter().chain(f.b2.iter()));
+            for s in sides
+                .iter()
+                .filter(|s| s.server.as_deref().is_some_and(|n| n.starts_with("python")))
+            {
+                let want = match s.protocol {
+                    Some(Protocol::Rest) => "python:uvicorn-workers",
+                    Some(Protocol::Grpc) => "python:grpcio-sync",
+                    other => panic!("{name}: `{}` names python with {other:?}", f.claim),
+                };
+                assert_eq!(s.server.as_deref(), Some(want), "{name}: `{}`", f.claim);
+                python += 1;
+            }
+        }
+        // XS, S, M, L (a and b each) and the trend's four points
+        assert_eq!(python, 4 * 2 + 4, "{name}");
+        let servers: Vec<&str> = plan.points.iter().map(|p| p.server.as_str()).collect();
+        assert!(
+            !servers.contains(&"python"),
+            "{name}: the stack's default python server is not the study's"
+        );
+    }
+}
+
+/// Bolanowski's tasks I-V each have a clear and a TLS claim with a new
+/// connection per call, with the study's two medians beside it.
+#[test]
+fn bolanowski_claims_every_small_task_clear_and_tls() {
+    let plan = preset::load(&presets_dir().join("bolanowski2022.toml"), &shipped()).unwrap_or_else(|e| panic!("{e}"));
+    for workload in [
+        "tasks.clone-hello",
+        "tasks.clone-lorem",
+        "tasks.int",
+        "tasks.ints",
+        "tasks.objects",
+    ] {
+        for tls in [false, true] {
+            let n = plan
+                .findings
+                .iter()
+                .filter(|f| {
+                    f.a.workload.as_deref() == Some(workload)
+                        && f.a.tls == Some(tls)
+                        && f.study.len() == 2
+                        && matches!(&f.b, Operand::Point(b) if b.workload.as_deref() == Some(workload) && b.protocol != f.a.protocol)
+                })
+                .count();
+            assert_eq!(n, 1, "{workload} tls={tls}: one REST vs gRPC claim");
+        }
+    }
+}
+
 /// The studies' main conclusions compare ratios (issue 29): each study
 /// preset of Berg, CMPT453 and Hedelin encodes one as a trend.
 #[test]
@@ -109,12 +276,13 @@ fn each_study_preset_expands_to_its_studys_matrix() {
     // (preset, points, claims): each count is the product of the study's
     // dimensions, so a preset that drops or adds a case fails here.
     let table = [
-        // 3 stacks x REST/gRPC x inventory XS..L
+        // 3 stacks x REST/gRPC x inventory XS..L (python's REST and gRPC
+        // are two variants, one protocol each)
         ("berg2023", 3 * 2 * 4, 15),
         // the same on loopback and lan-1g
         ("berg2023-lan", 3 * 2 * 4 * 2, 15),
         // REST/gRPC x tasks I-VII x clear/TLS x per-call/reused
-        ("bolanowski2022", 2 * 7 * 2 * 2, 11),
+        ("bolanowski2022", 2 * 7 * 2 * 2, 15),
         // REST/gRPC x tasks I, III, V x clear/TLS x loopback/2 ms
         ("bolanowski2022-rtt", 2 * 3 * 2 * 2, 7),
         // Flask REST, FastAPI REST, grpc.aio x concurrency 1/10/50/100
@@ -124,7 +292,7 @@ fn each_study_preset_expands_to_its_studys_matrix() {
         // the same three x c=20/50/100 at 20% failures
         ("cmpt453-failures", 3 * 3, 4),
         // 6 gRPC stacks x 5 messages x 1 and 2 CPUs
-        ("grpcbench", 6 * 5 * 2, 9),
+        ("grpcbench", 6 * 5 * 2, 13),
         // SOAP/REST/gRPC x 4 shapes x 50/100/200 users
         ("hedelin2024", 3 * 4 * 3, 23),
         // SOAP/REST/gRPC, one ramp each

@@ -1,8 +1,8 @@
 """The supervisor: `python -m pbserver`.
 
 Binds every configured listener (so port 0 resolves once), starts
-PROTOBENCH_WORKERS worker processes per protocol (multiprocessing "spawn", as
-uvicorn --workers does), prints one `listening ...` line per protocol once all
+PROTOBENCH_WORKERS worker processes per protocol (PROTOBENCH_PYTHON_REST_WORKERS
+for `rest` when set; multiprocessing "spawn", as uvicorn --workers does), prints one `listening ...` line per protocol once all
 its workers accept connections, and on SIGTERM/SIGINT stops the workers
 (each drains for up to 10 s) and exits 0.
 """
@@ -75,8 +75,8 @@ class Supervisor:
                 sock = _listen(host, port)
                 endpoint = sock
             self.sockets[proto] = sock
-            # Flask: one gunicorn arbiter, which forks PROTOBENCH_WORKERS workers
-            procs = 1 if proto == "rest" and self.cfg.rest_impl == "flask" else self.cfg.workers
+            # Flask: one gunicorn arbiter, which forks the workers itself
+            procs = 1 if proto == "rest" and self.cfg.rest_impl == "flask" else self.cfg.processes(proto)
             for i in range(procs):
                 p = self.ctx.Process(
                     target=worker_main,
@@ -87,7 +87,7 @@ class Supervisor:
                 self.procs.append((proto, p))
 
     def wait_ready(self) -> bool:
-        pending = {proto: self.cfg.workers for proto in self.sockets}
+        pending = {proto: self.cfg.processes(proto) for proto in self.sockets}
         deadline = time.monotonic() + START_TIMEOUT_S
         while pending:
             if self.stopping or time.monotonic() > deadline:

@@ -43,10 +43,20 @@ class Config:
     read_timeout: float = 30.0  # seconds
     max_streams: int = 1000
     rest_impl: str = "fastapi"  # PROTOBENCH_PYTHON_REST
+    rest_workers: int | None = None  # PROTOBENCH_PYTHON_REST_WORKERS (None: `workers`)
+    rest_json: str = "pydantic"  # PROTOBENCH_PYTHON_REST_JSON
+    grpc_impl: str = "aio"  # PROTOBENCH_PYTHON_GRPC
 
     @property
     def tls(self) -> bool:
         return self.tls_cert is not None
+
+    def processes(self, proto: str) -> int:
+        """Worker processes serving `proto`: PROTOBENCH_WORKERS, except for
+        `rest` when PROTOBENCH_PYTHON_REST_WORKERS sets its own count."""
+        if proto == "rest" and self.rest_workers is not None:
+            return self.rest_workers
+        return self.workers
 
 
 def parse_addr(value: str) -> tuple[str, int]:
@@ -77,6 +87,8 @@ def parse_service_time(value: str) -> ServiceTime | None:
 
 
 REST_IMPLS = ("fastapi", "flask")
+REST_JSONS = ("pydantic", "orjson")
+GRPC_IMPLS = ("aio", "sync")
 
 
 def parse_duration(var: str, value: str) -> float:
@@ -88,6 +100,27 @@ def parse_duration(var: str, value: str) -> float:
             f"{var} {value!r} is not a positive duration: an integer followed by ns, us, ms or s (e.g. 60s, 500ms)"
         )
     return int(m.group(1)) * _UNITS_NS[m.group(2)] / 1e9
+
+
+def _choice(env, var: str, accepted: tuple[str, ...]) -> str:
+    """The variable's value, one of `accepted` (unset or empty: the first)."""
+    value = env.get(var, "").strip() or accepted[0]
+    if value not in accepted:
+        raise ConfigError(f"{var} {value!r} is not one of: {', '.join(accepted)}")
+    return value
+
+
+def _positive_int(env, var: str) -> int | None:
+    value = env.get(var, "").strip()
+    if not value:
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        raise ConfigError(f"{var} {value!r} is not an integer") from None
+    if n < 1:
+        raise ConfigError(f"{var} must be at least 1")
+    return n
 
 
 def _cpus() -> int:
@@ -156,10 +189,12 @@ def load(env=os.environ) -> Config:
     if not 1 <= streams <= 2**31 - 1:
         raise ConfigError("PROTOBENCH_MAX_STREAMS must be within 1..2147483647")
 
-    rest_impl = env.get("PROTOBENCH_PYTHON_REST", "").strip() or "fastapi"
-    if rest_impl not in REST_IMPLS:
-        raise ConfigError(
-            f"PROTOBENCH_PYTHON_REST {rest_impl!r} is not one of: {', '.join(REST_IMPLS)}"
-        )
+    rest_impl = _choice(env, "PROTOBENCH_PYTHON_REST", REST_IMPLS)
+    rest_workers = _positive_int(env, "PROTOBENCH_PYTHON_REST_WORKERS")
+    rest_json = _choice(env, "PROTOBENCH_PYTHON_REST_JSON", REST_JSONS)
+    if rest_json == "orjson" and rest_impl != "fastapi":
+        raise ConfigError("PROTOBENCH_PYTHON_REST_JSON=orjson needs PROTOBENCH_PYTHON_REST=fastapi "
+                          "(ORJSONResponse is FastAPI's)")
+    grpc_impl = _choice(env, "PROTOBENCH_PYTHON_GRPC", GRPC_IMPLS)
     return Config(addrs, workers, cert, key, rate, seed, service_time, max_bytes, dataset,
-                  idle, read, streams, rest_impl)
+                  idle, read, streams, rest_impl, rest_workers, rest_json, grpc_impl)

@@ -131,12 +131,12 @@ def gunicorn_settings(cfg: Config, fd: int, ready, index: int) -> dict:
     def post_worker_init(worker):
         # the supervisor prints the listening line once every first-generation
         # worker accepts (restarted workers have a higher age)
-        if worker.age <= cfg.workers:
+        if worker.age <= cfg.processes("rest"):
             ready.put(("rest", worker.age - 1, None))
 
     settings = {
         "bind": [f"fd://{fd}"],
-        "workers": cfg.workers,
+        "workers": cfg.processes("rest"),
         "threads": 1,
         # sync workers: a request (from accepting the connection to the end of
         # the response) taking longer than this gets its worker killed and

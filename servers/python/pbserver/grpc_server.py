@@ -1,6 +1,6 @@
-"""The gRPC form: a grpc.aio server with protobench.v1.Bench and
-helloworld.Greeter (handlers over the generated message classes) and server
-reflection."""
+"""The gRPC form: a grpc.aio server (or, with PROTOBENCH_PYTHON_GRPC=sync,
+grpcio's thread-pool server) with protobench.v1.Bench and helloworld.Greeter
+(handlers over the generated message classes) and server reflection."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from .common import (
     INTEGERS,
     Gate,
     InvalidInput,
+    NotFound,
     build_files,
     check_clone,
     load_dataset,
@@ -50,7 +51,10 @@ def _deserializer(cls):
 
 
 class Bench:
-    """protobench.v1.Bench and helloworld.Greeter."""
+    """protobench.v1.Bench and helloworld.Greeter: each operation takes the
+    decoded, admitted request and returns the response message (or raises
+    NotFound). The same objects serve the asyncio server and the thread-pool
+    one; only admission (service time, failure draw) and aborting differ."""
 
     def __init__(self, cfg: Config):
         data = load_dataset(cfg.dataset)
@@ -61,79 +65,107 @@ class Bench:
         self.files = build_files()
         self.gate = Gate(cfg)
 
-    async def _admit(self, request, context, validate=None) -> None:
-        """Decoded? valid? then service time and the failure draw."""
-        if request is UNDECODABLE:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the request message could not be decoded")
-        if validate is not None:
-            try:
-                validate(request)
-            except InvalidInput as e:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
-        if not await self.gate.apass():
-            await context.abort(grpc.StatusCode.UNAVAILABLE, INJECTED_FAILURE)
-
-    async def GetInventoryXs(self, request, context):
-        await self._admit(request, context)
+    def GetInventoryXs(self, request):
         return pb.Empty()
 
-    async def GetInventoryS(self, request, context):
-        await self._admit(request, context)
+    def GetInventoryS(self, request):
         return self.status
 
-    async def GetInventoryM(self, request, context):
-        await self._admit(request, context)
+    def GetInventoryM(self, request):
         return self.devices
 
-    async def GetInventoryL(self, request, context):
-        await self._admit(request, context)
+    def GetInventoryL(self, request):
         return self.items
 
-    async def EchoProduct(self, request, context):
-        await self._admit(request, context)
+    def EchoProduct(self, request):
         return request
 
-    async def ModifyProduct(self, request, context):
-        await self._admit(request, context)
+    def ModifyProduct(self, request):
         request.description = reverse_scalars(request.description)
         return request
 
-    async def CloneText(self, request, context):
-        await self._admit(request, context, lambda r: check_clone(r.text, r.times))
+    def CloneText(self, request):
         return pb.CloneResponse(texts=[request.text] * request.times)
 
-    async def GetInteger(self, request, context):
-        await self._admit(request, context)
+    def GetInteger(self, request):
         return pb.IntegerValue(value=INTEGER_VALUE)
 
-    async def GetIntegers(self, request, context):
-        await self._admit(request, context)
+    def GetIntegers(self, request):
         return pb.IntegerList(values=INTEGERS)
 
-    async def GetObjects(self, request, context):
-        await self._admit(request, context)
+    def GetObjects(self, request):
         return self.people
 
-    async def GetFile(self, request, context):
-        await self._admit(request, context)
+    def GetFile(self, request):
         content = self.files.get(request.name)
         if content is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f"unknown file {request.name!r}")
+            raise NotFound(f"unknown file {request.name!r}")
         return pb.FileContent(name=request.name, content=content)
 
-    async def Echo(self, request, context):
-        await self._admit(request, context)
+    def Echo(self, request):
         return request
 
-    async def SayHello(self, request, context):
-        await self._admit(request, context)
+    def SayHello(self, request):
         return hw.HelloReply(response=request.request) if request.HasField("request") else hw.HelloReply()
 
 
-def add_services(server: grpc.aio.Server, impl: Bench) -> list[str]:
-    """Registers every operation of the generated service descriptors; the
-    request deserializer is the generated class's FromString, wrapped so that
-    undecodable bytes become INVALID_ARGUMENT."""
+# Checks of a decoded request before its service time and failure draw.
+VALIDATE = {"CloneText": lambda r: check_clone(r.text, r.times)}
+
+
+def _refusal(request, validate) -> tuple[grpc.StatusCode, str] | None:
+    """Decoded? valid? None, or the status to abort with."""
+    if request is UNDECODABLE:
+        return grpc.StatusCode.INVALID_ARGUMENT, "the request message could not be decoded"
+    if validate is not None:
+        try:
+            validate(request)
+        except InvalidInput as e:
+            return grpc.StatusCode.INVALID_ARGUMENT, str(e)
+    return None
+
+
+def aio_handler(impl: Bench, name: str):
+    """The grpc.aio form of one operation (a coroutine on the event loop)."""
+    op, validate = getattr(impl, name), VALIDATE.get(name)
+
+    async def handle(request, context):
+        refused = _refusal(request, validate)
+        if refused is not None:
+            await context.abort(*refused)
+        if not await impl.gate.apass():
+            await context.abort(grpc.StatusCode.UNAVAILABLE, INJECTED_FAILURE)
+        try:
+            return op(request)
+        except NotFound as e:
+            await context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+
+    return handle
+
+
+def sync_handler(impl: Bench, name: str):
+    """The thread-pool form of one operation (grpc.server runs it on one of
+    its executor's threads; `context.abort` raises)."""
+    op, validate = getattr(impl, name), VALIDATE.get(name)
+
+    def handle(request, context):
+        refused = _refusal(request, validate)
+        if refused is not None:
+            context.abort(*refused)
+        if not impl.gate.pass_blocking():
+            context.abort(grpc.StatusCode.UNAVAILABLE, INJECTED_FAILURE)
+        try:
+            return op(request)
+        except NotFound as e:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(e))
+
+    return handle
+
+
+def add_services(server, impl: Bench, handler) -> list[str]:
+    """Registers every operation of the generated service descriptors, each as
+    `handler(impl, name)`; the request deserializer is the generated class's
+    FromString, wrapped so that undecodable bytes become INVALID_ARGUMENT."""
     names = []
     for svc in protos.SERVICES:
         handlers = {}
@@ -141,7 +173,7 @@ def add_services(server: grpc.aio.Server, impl: Bench) -> list[str]:
             in_cls = getattr(_module(m.input_type), m.input_type.name)
             out_cls = getattr(_module(m.output_type), m.output_type.name)
             handlers[m.name] = grpc.unary_unary_rpc_method_handler(
-                getattr(impl, m.name),
+                handler(impl, m.name),
                 request_deserializer=_deserializer(in_cls),
                 response_serializer=out_cls.SerializeToString,
             )
@@ -160,8 +192,13 @@ def _ms(seconds: float) -> int:
     return max(1, round(seconds * 1000))
 
 
-def create_server(cfg: Config) -> grpc.aio.Server:
-    server = grpc.aio.server(options=[
+# Threads of the thread-pool server's executor, in each worker process: the
+# figure of grpcio's own examples (`futures.ThreadPoolExecutor(max_workers=10)`).
+SYNC_THREADS = 10
+
+
+def _options(cfg: Config) -> list[tuple[str, int]]:
+    return [
         ("grpc.max_receive_message_length", cfg.max_request_bytes),
         ("grpc.max_send_message_length", -1),
         ("grpc.so_reuseport", 1),
@@ -171,7 +208,25 @@ def create_server(cfg: Config) -> grpc.aio.Server:
         ("grpc.max_connection_idle_ms", _ms(cfg.idle_timeout)),
         ("grpc.server_handshake_timeout_ms", _ms(cfg.idle_timeout)),
         ("grpc.max_concurrent_streams", cfg.max_streams),
-    ])
-    names = add_services(server, Bench(cfg))
+    ]
+
+
+def create_server(cfg: Config) -> grpc.aio.Server:
+    """The default: a grpc.aio server (handlers are coroutines)."""
+    server = grpc.aio.server(options=_options(cfg))
+    names = add_services(server, Bench(cfg), aio_handler)
+    reflection.enable_server_reflection((*names, reflection.SERVICE_NAME), server)
+    return server
+
+
+def create_sync_server(cfg: Config) -> grpc.Server:
+    """PROTOBENCH_PYTHON_GRPC=sync: grpcio's thread-pool server (grpc.server
+    with a ThreadPoolExecutor of SYNC_THREADS threads), the API of grpcio's
+    examples and of Berg & Mebrahtu Redi's server."""
+    from concurrent import futures
+
+    executor = futures.ThreadPoolExecutor(max_workers=SYNC_THREADS, thread_name_prefix="grpc")
+    server = grpc.server(executor, options=_options(cfg))
+    names = add_services(server, Bench(cfg), sync_handler)
     reflection.enable_server_reflection((*names, reflection.SERVICE_NAME), server)
     return server

@@ -78,9 +78,30 @@ def create_app(cfg: Config):
     return DeclaredLengthLimit(create_fastapi_app(cfg), cfg.max_request_bytes)
 
 
+def _response_class(cfg: Config) -> dict:
+    """PROTOBENCH_PYTHON_REST_JSON=orjson: responses rendered by FastAPI's
+    ORJSONResponse (the model dumped to Python objects, then orjson), as
+    Berg & Mebrahtu Redi's server did. The default leaves FastAPI's own path,
+    which dumps the response model to JSON in pydantic-core; FastAPI 0.165
+    deprecates ORJSONResponse in its favour, so its warnings are silenced (they
+would be written to stderr from the request path)."""
+    if cfg.rest_json != "orjson":
+        return {}
+    import warnings
+
+    # typing_extensions' DeprecationWarning on use, and FastAPI's own
+    # FastAPIDeprecationWarning (a UserWarning, shown by default) on responses
+    warnings.filterwarnings("ignore", message="ORJSONResponse is deprecated")
+    from fastapi.responses import ORJSONResponse
+    import orjson  # noqa: F401  (fail at start, not on the first call, if it is missing)
+
+    return {"default_response_class": ORJSONResponse}
+
+
 def create_fastapi_app(cfg: Config) -> FastAPI:
     ops = Operations(cfg)
     app = FastAPI(
+        **_response_class(cfg),
         title="protobench",
         openapi_url=None,
         docs_url=None,

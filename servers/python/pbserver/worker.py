@@ -52,6 +52,8 @@ def worker_main(proto: str, index: int, cfg: Config, endpoint, ready, parent_pid
             from . import rest
             import uvloop
             uvloop.run(_run_hypercorn(rest.create_app(cfg), cfg, endpoint, on_ready))
+        elif proto == "grpc" and cfg.grpc_impl == "sync":
+            _run_grpc_sync(cfg, endpoint, on_ready)
         elif proto == "grpc":
             asyncio.run(_run_grpc(cfg, endpoint, on_ready))
         else:
@@ -174,13 +176,12 @@ async def _run_hypercorn(app, cfg: Config, sock, on_ready) -> None:
 
 # ---------------------------------------------------------------- grpc
 
-async def _run_grpc(cfg: Config, endpoint, on_ready) -> None:
+def _bind_grpc(server, cfg: Config, endpoint) -> None:
+    """The SO_REUSEPORT port the supervisor reserved, clear or TLS (the same
+    calls on grpc.aio's server and the thread-pool one)."""
     import grpc
 
-    from .grpc_server import create_server
-
     host, port = endpoint
-    server = create_server(cfg)
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     if cfg.tls:
         with open(cfg.tls_key, "rb") as f:
@@ -192,6 +193,13 @@ async def _run_grpc(cfg: Config, endpoint, on_ready) -> None:
         bound = server.add_insecure_port(target)
     if bound != port:
         raise OSError(f"gRPC could not bind {target}")
+
+
+async def _run_grpc(cfg: Config, endpoint, on_ready) -> None:
+    from .grpc_server import create_server
+
+    server = create_server(cfg)
+    _bind_grpc(server, cfg, endpoint)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -200,3 +208,24 @@ async def _run_grpc(cfg: Config, endpoint, on_ready) -> None:
     on_ready()
     await stop.wait()
     await server.stop(grace=10)
+
+
+def _run_grpc_sync(cfg: Config, endpoint, on_ready) -> None:
+    """grpcio's thread-pool server: C-core's threads poll the sockets, each
+    call's handler runs on one of the executor's threads."""
+    import threading
+
+    from .grpc_server import create_sync_server
+
+    server = create_sync_server(cfg)
+    _bind_grpc(server, cfg, endpoint)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    server.start()
+    on_ready()
+    # The signal handler runs in this (the main) thread; a bounded wait makes
+    # sure it gets to run and the loop sees the event.
+    while not stop.wait(1.0):
+        pass
+    server.stop(grace=10).wait()

@@ -7,7 +7,8 @@ XML by decoding into messages plus a presence check of non-optional fields),
 what lxml/spyne make of bad XML, the failure draw, the service time,
 SIGTERM, the timeouts over TLS and slow requests, the configuration errors, a
 stock SOAP client (zeep) reading the served WSDL, gRPC reflection (plus
-grpcurl when it is on PATH) and the Flask variant. The cross-stack probe
+grpcurl when it is on PATH), the Flask variant and Berg's variants
+(uvicorn-workers, grpcio-sync). The cross-stack probe
 (contract/tests/probe.sh python) owns the rest: bad HTTP/JSON/XML/gRPC input
 and the contract's error statuses, HTTP/2 floods and stream limit, idle
 connections, the request size limit, the SOAP element bound, descriptor
@@ -1033,16 +1034,16 @@ def find_protobench() -> str | None:
     return None
 
 
-def check_protobench_verify(server: Server, c: Clients, tag: str):
+def check_protobench_verify(server: Server, c: Clients, tag: str, protocol: str = "rest"):
     pb = find_protobench()
     if pb is None:
         print(f"note: {tag}: no protobench binary ($PROTOBENCH or target/debug/protobench); verify skipped")
         return
-    args = [pb, "verify", "--protocol", "rest", "--target", server.addr("rest")]
+    args = [pb, "verify", "--protocol", protocol, "--target", server.addr(protocol)]
     if server.tls:
         args += ["--cacert", c.cafile, "--server-name", "localhost"]
     res = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    check(f"{tag} protobench verify --protocol rest", res.returncode == 0,
+    check(f"{tag} protobench verify --protocol {protocol}", res.returncode == 0,
           (res.stdout + res.stderr)[-800:])
 
 
@@ -1154,6 +1155,7 @@ def main() -> int:
               workers=1, protocols=("rest", "grpc", "soap"))
 
     flask_phases(cert_dir_phase=args.quick)
+    berg_phases(quick=args.quick)
 
     print(f"{PASSED} passed, {FAILED} failed")
     return 0 if FAILED == 0 else 1
@@ -1224,6 +1226,129 @@ def flask_phases(cert_dir_phase: bool):
 
         run_phase("flask-tls", {**flask, **short, "PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key},
                   tls_phase, workers=1, protocols=("rest",), cafile=ca)
+
+
+# ---------------------------------------------------------------- Berg's variants
+# uvicorn-workers (PROTOBENCH_PYTHON_REST_WORKERS, PROTOBENCH_PYTHON_REST_JSON=orjson)
+# and grpcio-sync (PROTOBENCH_PYTHON_GRPC=sync)
+
+def worker_processes(server: Server) -> int:
+    """The supervisor's worker processes (multiprocessing's resource tracker
+    is not one)."""
+    return len([p for p in lim.children(server.proc.pid) if "resource_tracker" not in lim.cmdline(p)])
+
+
+def check_orjson_wiring(tag: str):
+    """With PROTOBENCH_PYTHON_REST_JSON=orjson every route answers through
+    FastAPI's ORJSONResponse (whose bytes match the default path's, so the
+    wire alone cannot tell); without it, through FastAPI's default."""
+    from fastapi.responses import ORJSONResponse
+    from fastapi.routing import APIRoute
+
+    from pbserver import config, rest
+
+    env = {"PROTOBENCH_DATASET": str(CONTRACT / "data" / "dataset.json")}
+    for value, want in (("orjson", True), ("", False)):
+        app = rest.create_fastapi_app(config.load({**env, "PROTOBENCH_PYTHON_REST_JSON": value}))
+        routes = [r for r in app.routes if isinstance(r, APIRoute)]
+        got = [r.response_class is ORJSONResponse for r in routes]
+        check(f"{tag} PROTOBENCH_PYTHON_REST_JSON={value or '(unset)'}: ORJSONResponse on every route = {want}",
+              len(routes) > 0 and all(g == want for g in got), repr(got))
+
+
+def check_grpc_concurrency(c: Clients, tag: str, n: int, min_s: float):
+    """`n` calls at once, each sleeping `min_s`, end together: the executor's
+    threads serve them side by side."""
+    results = []
+
+    def one():
+        results.append(grpc_code(lambda: c.grpc_raw("/protobench.v1.Bench/GetInteger", b""))[0])
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=one) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(CALL_TIMEOUT)
+    total = time.perf_counter() - t0
+    check(f"{tag} grpc {n} sleeping calls side by side", results.count(grpc.StatusCode.OK) == n
+          and total < n * min_s * 0.75, f"{n} calls took {total * 1000:.0f} ms: {results}")
+
+
+def berg_phases(quick: bool):
+    """The variants Berg & Mebrahtu Redi ran: FastAPI on N uvicorn workers with
+    ORJSONResponse, grpcio's thread-pool server."""
+    workers_env = {"PROTOBENCH_PYTHON_REST_WORKERS": "3", "PROTOBENCH_PYTHON_REST_JSON": "orjson"}
+
+    def workers_phase(server, c):
+        # rest: 3 processes whatever PROTOBENCH_WORKERS (1) says; grpc: 1
+        check("uvicorn-workers 3 rest + 1 grpc worker processes", worker_processes(server) == 4,
+              f"{worker_processes(server)} processes")
+        check_all_workloads(c, "uvicorn-workers", ("rest",))
+        guard("uvicorn-workers rest accepts", check_rest_accepts, c, "uvicorn-workers")
+        guard("uvicorn-workers error texts", check_error_texts, server, c, "uvicorn-workers")
+        guard("uvicorn-workers verify", check_protobench_verify, server, c, "uvicorn-workers")
+
+    run_phase("uvicorn-workers", workers_env, workers_phase, workers=1, protocols=("rest", "grpc"))
+    if ONLY is None or "uvicorn-workers" in ONLY:
+        guard("uvicorn-workers orjson wiring", check_orjson_wiring, "uvicorn-workers")
+        py = str(HERE / ".venv" / "bin" / "python")
+        for var, value in (("PROTOBENCH_PYTHON_REST_WORKERS", "0"), ("PROTOBENCH_PYTHON_REST_JSON", "ujson"),
+                           ("PROTOBENCH_PYTHON_GRPC", "threads")):
+            rc, out = lim.run_config_error(py, HERE, {var: value})
+            check(f"uvicorn-workers {var}={value} refused at start", rc != 0 and var in out,
+                  f"exit {rc}: {out[-300:]!r}")
+        rc, out = lim.run_config_error(py, HERE, {"PROTOBENCH_PYTHON_REST": "flask",
+                                                  "PROTOBENCH_PYTHON_REST_JSON": "orjson"})
+        check("uvicorn-workers orjson with flask refused at start", rc != 0 and "ORJSONResponse" in out,
+              f"exit {rc}: {out[-300:]!r}")
+
+    sync = {"PROTOBENCH_PYTHON_GRPC": "sync"}
+
+    def sync_phase(server, c):
+        check("grpcio-sync 2 grpc worker processes", worker_processes(server) == 2,
+              f"{worker_processes(server)} processes")
+        check_all_workloads(c, "grpcio-sync", ("grpc",))
+        guard("grpcio-sync reflection", check_reflection, c, "grpcio-sync")
+        guard("grpcio-sync verify", check_protobench_verify, server, c, "grpcio-sync", "grpc")
+
+    run_phase("grpcio-sync", sync, sync_phase, workers=2, protocols=("grpc",))
+    seed = 20240917
+    run_phase("grpcio-sync-failure", {**sync, "PROTOBENCH_FAILURE_RATE": "0.2", "PROTOBENCH_FAILURE_SEED": str(seed)},
+              lambda s, c: check_failure_draw(s, c, 0.2, seed, 500, True, "grpcio-sync-failure",
+                                              protocols=("grpc",)),
+              workers=1, protocols=("grpc",))
+    run_phase("grpcio-sync-sleep", {**sync, "PROTOBENCH_SERVICE_TIME": "sleep:50ms"},
+              lambda s, c: [check_service_time_single(s, c, "grpcio-sync-sleep", 0.050, protocols=("grpc",)),
+                            check_grpc_concurrency(c, "grpcio-sync-sleep", 8, 0.050)],
+              workers=1, protocols=("grpc",))
+    short = {"PROTOBENCH_IDLE_TIMEOUT": "2s", "PROTOBENCH_READ_TIMEOUT": "2s", "PROTOBENCH_MAX_STREAMS": "77"}
+
+    def sync_timeouts(server, c):
+        tag = server_tag(server, "grpcio-sync-timeouts")
+        guard(f"{tag} idle", check_idle_timeouts, server, c, tag)
+        guard(f"{tag} max streams", check_max_streams, server, c, tag, 77)
+
+    run_phase("grpcio-sync-timeouts", {**sync, **short}, sync_timeouts, workers=1, protocols=("grpc",))
+    if quick:
+        return
+    with tempfile.TemporaryDirectory() as d:
+        cert, key, ca = make_cert(pathlib.Path(d))
+        tls = {"PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key}
+
+        def sync_tls(server, c):
+            check_all_workloads(c, "grpcio-sync-tls", ("grpc",))
+            guard("grpcio-sync-tls verify", check_protobench_verify, server, c, "grpcio-sync-tls", "grpc")
+            sync_timeouts(server, c)
+
+        run_phase("grpcio-sync-tls", {**sync, **short, **tls}, sync_tls, workers=1, protocols=("grpc",), cafile=ca)
+
+        def workers_tls(server, c):
+            check_all_workloads(c, "uvicorn-workers-tls", ("rest",))
+            guard("uvicorn-workers-tls verify", check_protobench_verify, server, c, "uvicorn-workers-tls")
+
+        run_phase("uvicorn-workers-tls", {**workers_env, **tls}, workers_tls, workers=1, protocols=("rest",),
+                  cafile=ca)
 
 
 def server_tag(server: Server, tag: str) -> str:
