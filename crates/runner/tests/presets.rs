@@ -316,17 +316,18 @@ fn each_study_preset_expands_to_its_studys_matrix() {
 }
 
 #[test]
-fn quick_preset_is_four_protocols_four_workloads_three_repetitions() {
+fn quick_preset_is_four_protocols_four_workloads_six_short_repetitions() {
     let plan = preset::load(&presets_dir().join("quick.toml"), &ctx()).unwrap();
     assert_eq!(plan.kind, PointKind::Fixed);
-    assert_eq!(plan.repetitions, 3);
+    // six pairs of 1 s give the relative table's paired intervals t(0.975, 5)
+    assert_eq!(plan.repetitions, 6);
     assert_eq!(plan.points.len(), 16);
     assert_eq!(plan.groups.len(), 1, "one server process per repetition");
     assert_eq!(plan.groups[0].protocols, Protocol::ALL);
     assert!(plan.points.iter().all(|p| p.rate.is_none() && p.server == "rust"));
     assert_eq!(plan.server_cpus.as_ref().unwrap().to_string(), "0");
     assert_eq!(plan.generator_cpus.as_ref().unwrap().to_string(), "1");
-    // 48 measurements of 2.5 s each: well within 3 minutes.
+    // 96 measurements of 1.25 s each: well within 3 minutes.
     let secs = plan.total() as f64 * (plan.duration_ns + plan.warmup_ns) as f64 / 1e9;
     assert!(secs <= 150.0, "{secs} s of measurement");
 }
