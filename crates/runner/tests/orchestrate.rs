@@ -283,15 +283,20 @@ async fn every_measurement_is_stored_with_interleaved_repetitions() {
             .iter()
             .all(|m| m.status == MeasurementStatus::Ok && m.server_cost.is_some())
     );
-    // Repetitions are interleaved: all four points once before any twice.
+    // Repetitions are interleaved: all four points once before any twice,
+    // and within a repetition the two protocols of a workload back to back.
     let calls = engine.calls.lock().unwrap();
     let order: Vec<String> = calls
         .iter()
         .map(|c| format!("{} {}", c.protocol, c.workload.as_deref().unwrap()))
         .collect();
-    assert_eq!(order[..4], order[4..]);
-    let distinct: BTreeSet<&String> = order[..4].iter().collect();
-    assert_eq!(distinct.len(), 4);
+    let first: BTreeSet<&String> = order[..4].iter().collect();
+    let second: BTreeSet<&String> = order[4..].iter().collect();
+    assert_eq!((first.len(), &first), (4, &second), "{order:?}");
+    for pair in calls.chunks(2) {
+        assert_eq!(pair[0].workload, pair[1].workload, "{order:?}");
+        assert_ne!(pair[0].protocol, pair[1].protocol, "{order:?}");
+    }
     // The engine got the real ports from the listening lines.
     assert!(
         calls.iter().all(|c| c.target.starts_with("127.0.0.1:4000")),
@@ -592,7 +597,9 @@ async fn a_server_that_crashes_mid_run_fails_that_point_and_is_restarted() {
     );
     let rec = s.load_run(id).unwrap();
     let failed = rec.measurements.iter().find(|m| m.failure.is_some()).unwrap();
-    assert_eq!(rec.points[failed.point as usize].workload, "inventory.m");
+    // the point measured second (the run order is drawn per repetition)
+    let second = engine.calls.lock().unwrap()[1].workload.clone().unwrap();
+    assert_eq!(rec.points[failed.point as usize].workload, second);
     let f = failed.failure.as_ref().unwrap();
     assert_eq!(f.reason, "server `fake` exited (exit status 7) during the measurement");
     assert!(f.log_tail.as_ref().unwrap().contains("segfault in handler"));
