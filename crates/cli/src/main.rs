@@ -8,6 +8,7 @@ use clap::{CommandFactory as _, Parser, Subcommand};
 
 mod cmd;
 mod exit;
+mod live_page;
 mod pipe;
 mod web;
 

@@ -23,7 +23,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
@@ -114,8 +114,65 @@ fn loopback_host(host: &str) -> bool {
     name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-/// What the server shows: the page at `/`.
-pub(crate) type Page = Arc<dyn Fn() -> String + Send + Sync>;
+/// What a path answers.
+pub(crate) enum Reply {
+    /// A whole body.
+    Body {
+        /// Its `Content-Type`.
+        content_type: &'static str,
+        /// The body.
+        body: String,
+    },
+    /// Server-sent events: `first`, then each message of `rx` as it comes.
+    Events {
+        /// The first event (the state so far, so a late page catches up).
+        first: String,
+        /// Later events, each already framed (`data: ...\n\n`).
+        rx: tokio::sync::mpsc::Receiver<Bytes>,
+    },
+}
+
+/// What the server shows: one [`Reply`] per known path.
+pub(crate) trait Site: Send + Sync + 'static {
+    /// The reply for `path` (`None`: 404).
+    fn get(&self, path: &str) -> Option<Reply>;
+}
+
+/// A site of one page at `/`.
+pub(crate) struct OnePage(pub(crate) String);
+
+impl Site for OnePage {
+    fn get(&self, path: &str) -> Option<Reply> {
+        matches!(path, "/" | "/index.html").then(|| Reply::Body {
+            content_type: "text/html; charset=utf-8",
+            body: self.0.clone(),
+        })
+    }
+}
+
+type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+
+/// A server-sent event stream's body: `first`, then what `rx` brings,
+/// until the sender goes away.
+struct EventBody {
+    first: Option<Bytes>,
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+}
+
+impl http_body::Body for EventBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Infallible>>> {
+        if let Some(b) = self.first.take() {
+            return std::task::Poll::Ready(Some(Ok(http_body::Frame::data(b))));
+        }
+        self.rx.poll_recv(cx).map(|m| m.map(|b| Ok(http_body::Frame::data(b))))
+    }
+}
 
 /// The address to open, with the token when there is one.
 pub(crate) fn url(addr: SocketAddr, access: &Access) -> String {
@@ -125,8 +182,8 @@ pub(crate) fn url(addr: SocketAddr, access: &Access) -> String {
     }
 }
 
-/// Serves `page` on `listener` until `stop` is cancelled.
-pub(crate) async fn serve(listener: TcpListener, access: Access, page: Page, stop: CancellationToken) {
+/// Serves `site` on `listener` until `stop` is cancelled.
+pub(crate) async fn serve(listener: TcpListener, access: Access, site: Arc<dyn Site>, stop: CancellationToken) {
     let access = Arc::new(access);
     loop {
         let (stream, _) = tokio::select! {
@@ -140,10 +197,10 @@ pub(crate) async fn serve(listener: TcpListener, access: Access, page: Page, sto
                 }
             },
         };
-        let (access, page) = (access.clone(), page.clone());
+        let (access, site) = (access.clone(), site.clone());
         let service = hyper::service::service_fn(move |req| {
-            let (access, page) = (access.clone(), page.clone());
-            async move { Ok::<_, Infallible>(answer(&access, &page, &req)) }
+            let (access, site) = (access.clone(), site.clone());
+            async move { Ok::<_, Infallible>(answer(&access, &site, &req)) }
         });
         let stop = stop.clone();
         tokio::spawn(async move {
@@ -157,7 +214,7 @@ pub(crate) async fn serve(listener: TcpListener, access: Access, page: Page, sto
     }
 }
 
-fn answer(access: &Access, page: &Page, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+fn answer(access: &Access, site: &Arc<dyn Site>, req: &Request<Incoming>) -> Response<Body> {
     if let Some((status, why)) = access.refuse(req) {
         return plain(status, why);
     }
@@ -167,26 +224,42 @@ fn answer(access: &Access, page: &Page, req: &Request<Incoming>) -> Response<Ful
             .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
     }
-    match req.uri().path() {
-        "/" | "/index.html" => {
-            let body = if req.method() == Method::HEAD {
-                String::new()
-            } else {
-                page()
-            };
-            respond(StatusCode::OK, "text/html; charset=utf-8", body)
+    let head = req.method() == Method::HEAD;
+    match site.get(req.uri().path()) {
+        None => plain(StatusCode::NOT_FOUND, "not found\n"),
+        Some(Reply::Body { content_type, body }) => {
+            respond(StatusCode::OK, content_type, if head { String::new() } else { body })
         }
-        _ => plain(StatusCode::NOT_FOUND, "not found\n"),
+        Some(Reply::Events { first, rx }) => {
+            let mut r = Response::new(
+                EventBody {
+                    first: (!head).then(|| Bytes::from(first)),
+                    rx,
+                }
+                .boxed(),
+            );
+            secure(&mut r, "text/event-stream");
+            r
+        }
     }
 }
 
-fn plain(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
     respond(status, "text/plain; charset=utf-8", text.to_string())
 }
 
-fn respond(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(Bytes::from(body)));
+fn respond(status: StatusCode, content_type: &'static str, body: String) -> Response<Body> {
+    let mut r = Response::new(Full::new(Bytes::from(body)).boxed());
     *r.status_mut() = status;
+    secure(&mut r, content_type);
+    r
+}
+
+/// The headers every answer carries: its type, no caching, no referrer,
+/// no sniffing, and a policy that allows only what the page brings itself
+/// (scripts from this server, connections back to it, inline styles and
+/// SVG).
+fn secure(r: &mut Response<Body>, content_type: &'static str) {
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -195,10 +268,9 @@ fn respond(status: StatusCode, content_type: &'static str, body: String) -> Resp
     h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; form-action 'none'",
+            "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; form-action 'none'",
         ),
     );
-    r
 }
 
 #[cfg(test)]

@@ -266,9 +266,9 @@ fn command_line_overrides_change_the_plan() {
         vec![("grpc".into(), "echo.1k".into()), ("grpc".into(), "inventory.s".into())]
     );
     assert_eq!(plan["time_scale"], 0.5);
-    // quick.toml: 2 s windows, 500 ms warm-ups.
-    assert_eq!(plan["duration_ns"], 1_000_000_000u64);
-    assert_eq!(plan["warmup_ns"], 250_000_000u64);
+    // quick.toml: 1 s windows, 250 ms warm-ups.
+    assert_eq!(plan["duration_ns"], 500_000_000u64);
+    assert_eq!(plan["warmup_ns"], 125_000_000u64);
 
     let out = run_in(dir.path(), &["run", "quick", "--servers", "nope", "--db", "r.db"]);
     assert_eq!(out.status.code(), Some(2));

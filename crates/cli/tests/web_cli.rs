@@ -158,3 +158,155 @@ fn another_address_needs_the_flag_and_then_the_token() {
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("<h1>protobench run 1"), "{body}");
 }
+
+/// Reads server-sent events from `s` until `done` accepts one state or
+/// `limit` passes; every state read, in order.
+fn states_until(
+    s: &mut BufReader<TcpStream>,
+    limit: Duration,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> Vec<serde_json::Value> {
+    let deadline = std::time::Instant::now() + limit;
+    let mut out = Vec::new();
+    let mut line = String::new();
+    while std::time::Instant::now() < deadline {
+        line.clear();
+        match s.read_line(&mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+                continue;
+            }
+            Err(e) => panic!("{e}"),
+        }
+        if let Some(json) = line.trim_end().strip_prefix("data: ") {
+            let v: serde_json::Value = serde_json::from_str(json).unwrap();
+            let stop = done(&v);
+            out.push(v);
+            if stop {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Opens `/events` and reads past the response head.
+fn follow(port: u16) -> BufReader<TcpStream> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+    write!(s, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").unwrap();
+    let mut r = BufReader::new(s);
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+    loop {
+        line.clear();
+        r.read_line(&mut line).unwrap();
+        if line == "\r\n" {
+            break;
+        }
+        if line.to_ascii_lowercase().starts_with("content-type:") {
+            assert!(line.contains("text/event-stream"), "{line}");
+        }
+    }
+    r
+}
+
+#[test]
+fn a_run_with_web_is_followed_live_and_then_serves_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let preset = dir.path().join("tiny.toml");
+    std::fs::write(
+        &preset,
+        "name = \"tiny\"\nservers = [\"rust\"]\nprotocols = [\"rest\", \"grpc\"]\nworkloads = [\"inventory.xs\"]\nrepetitions = 2\nwarmup = \"0s\"\nduration = \"3s\"\n[load]\nconcurrency = 2\n",
+    )
+    .unwrap();
+    let mut child = bin()
+        .current_dir(dir.path())
+        .args(["run"])
+        .arg(&preset)
+        .args(["--db", "r.db", "--no-report", "--web"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut server = Server(child);
+    let mut line = String::new();
+    while !line.starts_with("live view: ") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "no live view line");
+    }
+    let url = line.trim_start_matches("live view: ").trim().to_string();
+    let port = port_of(&url);
+    // The rest of standard output (the table) must never fill the pipe.
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    // The page and its script come from the binary.
+    let (status, page) = request(port, "GET", "/", &format!("127.0.0.1:{port}"));
+    assert_eq!(status, 200);
+    assert!(page.contains("<script src=\"live.js\">"), "{page}");
+    assert_eq!(request(port, "GET", "/live.js", &format!("127.0.0.1:{port}")).0, 200);
+    assert_eq!(
+        request(port, "GET", "/report", &format!("127.0.0.1:{port}")).0,
+        404,
+        "no report before the end"
+    );
+
+    // A page follows the run: the running point's rate second by second.
+    let mut page1 = follow(port);
+    let states = states_until(&mut page1, Duration::from_secs(60), |s| {
+        s["current"]["seconds"].as_array().is_some_and(|v| v.len() >= 2)
+    });
+    let last = states.last().expect("a state");
+    assert_eq!(last["preset"], "tiny");
+    let seconds = last["current"]["seconds"].as_array().unwrap();
+    assert!(seconds.iter().all(|x| x["rate"].as_f64().unwrap() > 0.0), "{last}");
+    // Closed mid-run: the run goes on.
+    drop(page1);
+
+    // Reloaded mid-run: the first state already holds what finished.
+    let mut page2 = follow(port);
+    let first = states_until(&mut page2, Duration::from_secs(60), |s| {
+        s["finished"].as_array().is_some_and(|v| !v.is_empty())
+    });
+    assert!(!first.is_empty());
+    let end = states_until(&mut page2, Duration::from_secs(90), |s| s["ended"].is_string());
+    let end = end.last().expect("the end");
+    assert!(
+        end["ended"]
+            .as_str()
+            .unwrap()
+            .contains("complete: 4 measurements (0 failed)"),
+        "{end}"
+    );
+    assert_eq!(end["finished"].as_array().unwrap().len(), 4, "{end}");
+    assert_eq!(end["report"], true);
+
+    // After the run: the report, until SIGINT.
+    let (status, report) = request(port, "GET", "/report", &format!("127.0.0.1:{port}"));
+    assert_eq!(status, 200);
+    assert!(report.contains("protobench run 1 — tiny"), "{report}");
+    let pid = server.0.id() as i32;
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = server.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "still serving after SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    let rec = Store::open_read_only(&dir.path().join("r.db"))
+        .unwrap()
+        .load_run(1)
+        .unwrap();
+    assert_eq!(rec.measurements.len(), 4);
+}

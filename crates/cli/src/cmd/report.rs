@@ -90,7 +90,7 @@ fn serve_web(
 ) -> anyhow::Result<ExitCode> {
     let access = crate::web::Access::for_address(addr, public).map_err(anyhow::Error::msg)?;
     let html = protobench_results::html::render(&record, &protobench_results::html::charts(&record));
-    let page: crate::web::Page = std::sync::Arc::new(move || html.clone());
+    let page: std::sync::Arc<dyn crate::web::Site> = std::sync::Arc::new(crate::web::OnePage(html));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -80,6 +80,15 @@ pub(crate) struct Args {
     /// With --until-decided: the run's measuring time at most [default: 45m].
     #[arg(long, value_parser = parse_duration_arg, requires = "until_decided")]
     budget: Option<Duration>,
+    /// Follow the run on a live page served by this binary at ADDR (default
+    /// 127.0.0.1:0, any free port; the address is printed); after the run it
+    /// serves the finished report until Ctrl-C. Read-only.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    web: Option<std::net::SocketAddr>,
+    /// With --web on an address other than loopback: allow it, and require
+    /// the one-time token printed at start on every request.
+    #[arg(long, requires = "web")]
+    web_public: bool,
     /// Print the resolved plan and exit without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -174,10 +183,103 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(w) = session.pin_generator() {
         eprintln!("warning: {w}");
     }
+    // The live page, if asked for, before the first measurement.
+    let web = match args.web {
+        Some(addr) => match WebView::start(addr, args.web_public, &session) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(Exit::Usage));
+            }
+        },
+        None => None,
+    };
     let started = Instant::now();
-    let finished = measure(&mut session, &catalog)?;
+    let finished = measure(&mut session, &catalog, web.as_ref().map(|w| w.live.clone()))?;
     // 3. Table and report from the database (what was stored is what is shown).
-    report(&mut session, &finished, &args, started)
+    let code = report(&mut session, &finished, &args, started)?;
+    if let Some(web) = web {
+        web.serve_report_until_stopped(&mut session, &finished);
+    }
+    Ok(code)
+}
+
+/// `--web`: the live page's server, on a thread of its own so that the run
+/// never waits for it.
+struct WebView {
+    live: std::sync::Arc<crate::live_page::Live>,
+    url: String,
+    stop: CancellationToken,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl WebView {
+    /// Binds `addr` (refusing a non-loopback one without `public`) and
+    /// starts serving the live page; prints its address.
+    fn start(addr: std::net::SocketAddr, public: bool, session: &Session) -> anyhow::Result<WebView> {
+        let access = crate::web::Access::for_address(addr, public).map_err(anyhow::Error::msg)?;
+        let listener = std::net::TcpListener::bind(addr).with_context(|| format!("--web {addr}: cannot listen"))?;
+        listener.set_nonblocking(true).context("--web: a non-blocking socket")?;
+        let url = crate::web::url(listener.local_addr().context("--web: the bound address")?, &access);
+        let live = crate::live_page::Live::new(&session.plan().preset, session.run_id());
+        let stop = CancellationToken::new();
+        let site: std::sync::Arc<dyn crate::web::Site> = live.clone();
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("protobench-web".into())
+                .spawn(move || {
+                    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                        eprintln!("warning: the live page could not start its runtime");
+                        return;
+                    };
+                    rt.block_on(async move {
+                        match tokio::net::TcpListener::from_std(listener) {
+                            Ok(l) => crate::web::serve(l, access, site, stop).await,
+                            Err(e) => eprintln!("warning: the live page cannot serve: {e}"),
+                        }
+                    });
+                })
+                .context("starting the live page's thread")?
+        };
+        println!("live view: {url}");
+        Ok(WebView {
+            live,
+            url,
+            stop,
+            thread,
+        })
+    }
+
+    /// After the run: the page says how it ended and links the finished
+    /// report; served until Ctrl-C or SIGTERM.
+    fn serve_report_until_stopped(self, session: &mut Session, finished: &Finished) {
+        let line = format!(
+            "run {} {}: {} measurements ({} failed)",
+            session.run_id(),
+            finished.status.name(),
+            finished.outcome.measured,
+            finished.outcome.failed
+        );
+        let html = session
+            .record()
+            .ok()
+            .map(|r| protobench_results::html::render(&r, &protobench_results::html::charts(&r)));
+        self.live.end(&line, html);
+        println!(
+            "live view: the run has ended; serving its report at {} until Ctrl-C",
+            self.url
+        );
+        if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            rt.block_on(async {
+                if let Ok(mut signals) = super::common::ShutdownSignals::install() {
+                    let _ = signals.recv().await;
+                }
+            });
+        }
+        self.stop.cancel();
+        let _ = self.thread.join();
+    }
 }
 
 /// `--list`: one line per preset: name, where it is read from, description.
@@ -271,7 +373,11 @@ fn announce(plan: &Plan, catalog: &Catalog) {
 
 /// Measures the session on a runtime sized for the generator's CPUs, with
 /// the live view and Ctrl-C/SIGTERM handling.
-fn measure(session: &mut Session, catalog: &Catalog) -> anyhow::Result<Finished> {
+fn measure(
+    session: &mut Session,
+    catalog: &Catalog,
+    web: Option<std::sync::Arc<crate::live_page::Live>>,
+) -> anyhow::Result<Finished> {
     let workers = session.plan().generator_cpus.as_ref().map_or(2, |c| c.len().max(2));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
@@ -298,6 +404,20 @@ fn measure(session: &mut Session, catalog: &Catalog) -> anyhow::Result<Finished>
     let finished = rt.block_on(async {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let view = tokio::spawn(live::render(rx, started));
+        // With --web, every event passes the live page first (it never waits).
+        let tx = match web {
+            None => tx,
+            Some(page) => {
+                let (tee, mut events) = tokio::sync::mpsc::unbounded_channel();
+                tokio::spawn(async move {
+                    while let Some(e) = events.recv().await {
+                        page.on(&e);
+                        let _ = tx.send(e);
+                    }
+                });
+                tee
+            }
+        };
         {
             let cancel = cancel.clone();
             tokio::spawn(async move {

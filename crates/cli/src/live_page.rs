@@ -1,0 +1,463 @@
+//! `protobench run --web`: the live page of a running study (issue 33).
+//!
+//! [`Live`] keeps the state of the run as its events say it (the plan's
+//! progress, the running point second by second, every finished
+//! measurement, warnings, the decisions of `--until-decided`) and pushes
+//! the whole state to every open page as a server-sent event after each
+//! change. A page opened late, or reloaded, gets the state so far as its
+//! first event. The run never waits for a page: each page has a bounded
+//! queue, and a page that does not keep up loses intermediate states (the
+//! next one it gets is complete anyway); a closed page is forgotten at the
+//! next change.
+//!
+//! After the run the page links to the finished report, served at
+//! `/report` by the same server until Ctrl-C.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use protobench_runner::engine::Event;
+use protobench_runner::orchestrate::RunEvent;
+
+use crate::web::{Reply, Site};
+
+/// How many seconds of the running point the state keeps.
+const SECONDS_KEPT: usize = 120;
+/// States queued for one page before it loses intermediate ones.
+const PAGE_QUEUE: usize = 16;
+
+/// The state of the run, as the page draws it.
+#[derive(Debug, Default, Clone, Serialize)]
+pub(crate) struct State {
+    /// The preset's name.
+    pub(crate) preset: String,
+    /// The run's id.
+    pub(crate) run: i64,
+    /// Measurements taken (or failed) so far.
+    pub(crate) done: u32,
+    /// Measurements this invocation takes.
+    pub(crate) todo: u32,
+    /// The plan's rough estimate of the whole run, in seconds.
+    pub(crate) estimate_s: f64,
+    /// The measurement running now.
+    pub(crate) current: Option<Current>,
+    /// Every finished measurement, in the order taken.
+    pub(crate) finished: Vec<Finished>,
+    /// Warnings and notes, in order.
+    pub(crate) notes: Vec<String>,
+    /// Set once the run has ended: its last line.
+    pub(crate) ended: Option<String>,
+    /// Whether `/report` serves the finished report.
+    pub(crate) report: bool,
+}
+
+/// The running measurement.
+#[derive(Debug, Default, Clone, Serialize)]
+pub(crate) struct Current {
+    /// `server protocol workload variant`.
+    pub(crate) label: String,
+    /// Repetition.
+    pub(crate) repetition: u32,
+    /// Its closed seconds so far (the last [`SECONDS_KEPT`]).
+    pub(crate) seconds: Vec<Second>,
+}
+
+/// One closed second of the running measurement, from the interval
+/// histogram of that second (exact, not rounded).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Second {
+    /// Seconds since the measured window (or the warm-up) started.
+    pub(crate) t: f64,
+    /// Successful calls in that second.
+    pub(crate) rate: f64,
+    /// Failed calls in that second.
+    pub(crate) errors: u64,
+    /// p50, p95 and p99 corrected latency of that second, ms.
+    pub(crate) p50_ms: f64,
+    pub(crate) p95_ms: f64,
+    pub(crate) p99_ms: f64,
+    /// Callers active at its end.
+    pub(crate) users: u32,
+}
+
+/// A finished measurement.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Finished {
+    /// `server protocol workload variant`.
+    pub(crate) label: String,
+    /// Repetition.
+    pub(crate) repetition: u32,
+    /// Its rate, when measured.
+    pub(crate) rate: Option<f64>,
+    /// Why it failed.
+    pub(crate) failure: Option<String>,
+}
+
+/// The live state and the pages following it.
+pub(crate) struct Live {
+    state: Mutex<State>,
+    pages: Mutex<Vec<mpsc::Sender<Bytes>>>,
+    report: Mutex<Option<String>>,
+}
+
+impl Live {
+    /// A run of `preset` with id `run` about to start.
+    pub(crate) fn new(preset: &str, run: i64) -> Arc<Live> {
+        Arc::new(Live {
+            state: Mutex::new(State {
+                preset: preset.to_string(),
+                run,
+                ..State::default()
+            }),
+            pages: Mutex::new(Vec::new()),
+            report: Mutex::new(None),
+        })
+    }
+
+    /// The state now (a copy).
+    pub(crate) fn state(&self) -> State {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Takes in one event of the run; pushes the new state when it changed.
+    pub(crate) fn on(&self, e: &RunEvent) {
+        let changed = {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            apply(&mut s, e)
+        };
+        if changed {
+            self.push();
+        }
+    }
+
+    /// The run ended with `line`; `report` is its HTML report.
+    pub(crate) fn end(&self, line: &str, report: Option<String>) {
+        {
+            let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            s.ended = Some(line.to_string());
+            s.current = None;
+            s.report = report.is_some();
+        }
+        *self.report.lock().unwrap_or_else(|e| e.into_inner()) = report;
+        self.push();
+    }
+
+    /// Sends the state to every page that still listens; never waits.
+    fn push(&self) {
+        let frame = event_frame(&self.state());
+        let mut pages = self.pages.lock().unwrap_or_else(|e| e.into_inner());
+        pages.retain(|p| match p.try_send(frame.clone()) {
+            Ok(()) => true,
+            // Behind: it skips this state and gets a later, complete one.
+            Err(mpsc::error::TrySendError::Full(_)) => true,
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        });
+    }
+
+    /// How many pages follow the run now.
+    #[cfg(test)]
+    fn pages(&self) -> usize {
+        self.pages.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// `data: {json}\n\n`: one server-sent event.
+fn event_frame(s: &State) -> Bytes {
+    let json = serde_json::to_string(s).expect("serializing plain data cannot fail");
+    Bytes::from(format!("data: {json}\n\n"))
+}
+
+/// Applies `e` to `s`; whether the page would show something new.
+fn apply(s: &mut State, e: &RunEvent) -> bool {
+    match e {
+        RunEvent::Begin { todo, estimate_s, .. } => {
+            s.todo = *todo;
+            s.estimate_s = *estimate_s;
+        }
+        RunEvent::PointStarted {
+            label,
+            repetition,
+            done,
+            todo,
+            ..
+        } => {
+            s.done = *done;
+            s.todo = *todo;
+            s.current = Some(Current {
+                label: label.clone(),
+                repetition: *repetition,
+                seconds: Vec::new(),
+            });
+        }
+        RunEvent::Engine(Event::Progress { elapsed_ns, second, .. }) => {
+            let Some(c) = s.current.as_mut() else { return false };
+            if c.seconds.len() == SECONDS_KEPT {
+                c.seconds.remove(0);
+            }
+            c.seconds.push(Second {
+                t: *elapsed_ns as f64 / 1e9,
+                rate: second.successes as f64,
+                errors: second.errors,
+                p50_ms: second.p50_ns as f64 / 1e6,
+                p95_ms: second.p95_ns as f64 / 1e6,
+                p99_ms: second.p99_ns as f64 / 1e6,
+                users: second.users,
+            });
+        }
+        RunEvent::PointFinished {
+            label,
+            repetition,
+            rate,
+            failure,
+            ..
+        } => {
+            s.done += 1;
+            s.finished.push(Finished {
+                label: label.clone(),
+                repetition: *repetition,
+                rate: *rate,
+                failure: failure.clone(),
+            });
+        }
+        RunEvent::ServerFailed { server, reason } => s.notes.push(format!("server {server} failed: {reason}")),
+        RunEvent::Warning(w) | RunEvent::Notice(w) => s.notes.push(format!("warning: {w}")),
+        RunEvent::Round(line) => s.notes.push(format!("note: {line}")),
+        RunEvent::Link(link) => s.notes.push(format!("link {}", link.summary_line())),
+        RunEvent::ServerStarting { .. } | RunEvent::Engine(Event::Started { .. }) | RunEvent::Measured(_) => {
+            return false;
+        }
+    }
+    true
+}
+
+impl Site for Live {
+    fn get(&self, path: &str) -> Option<Reply> {
+        match path {
+            "/" | "/index.html" => Some(Reply::Body {
+                content_type: "text/html; charset=utf-8",
+                body: PAGE.to_string(),
+            }),
+            "/live.js" => Some(Reply::Body {
+                content_type: "text/javascript; charset=utf-8",
+                body: SCRIPT.to_string(),
+            }),
+            "/events" => {
+                let (tx, rx) = mpsc::channel(PAGE_QUEUE);
+                let first = String::from_utf8_lossy(&event_frame(&self.state())).into_owned();
+                self.pages.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
+                Some(Reply::Events { first, rx })
+            }
+            "/report" => self
+                .report
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+                .map(|body| Reply::Body {
+                    content_type: "text/html; charset=utf-8",
+                    body,
+                }),
+            _ => None,
+        }
+    }
+}
+
+/// The page: no script of its own inline (the policy forbids it), styles
+/// inline, everything else drawn by `live.js`.
+const PAGE: &str = r##"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<title>protobench — live</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.3em}h2{font-size:1.05em;margin-top:1.5em}
+table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+#bar{width:30em;height:10px;background:#eee}#fill{height:10px;background:#3a6ea5;width:0}
+.warn{color:#a33}svg{background:#fafafa;border:1px solid #ddd}
+</style></head><body>
+<h1 id="title">protobench — connecting…</h1>
+<p id="status"></p><div id="bar"><div id="fill"></div></div>
+<h2>Running</h2><p id="current">—</p>
+<svg id="chart" width="600" height="160" viewBox="0 0 600 160" role="img" aria-label="calls per second, last seconds"></svg>
+<table id="seconds"><thead><tr><th>s</th><th>calls/s</th><th>errors</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>users</th></tr></thead><tbody></tbody></table>
+<h2>Finished</h2>
+<table id="finished"><thead><tr><th>point</th><th>repetition</th><th>calls/s</th><th></th></tr></thead><tbody></tbody></table>
+<h2>Notes</h2><ul id="notes"></ul>
+<script src="live.js"></script>
+</body></html>
+"##;
+
+/// The page's script: follows `/events` (with the page's own query, so a
+/// token given in the address goes along) and redraws from each state.
+const SCRIPT: &str = r##""use strict";
+const $ = (id) => document.getElementById(id);
+const fmt = (v) => v == null ? "-" : Math.round(v).toLocaleString("en");
+function row(cells, numeric) {
+  const tr = document.createElement("tr");
+  cells.forEach((c, i) => {
+    const td = document.createElement("td");
+    td.textContent = c;
+    if (numeric[i]) td.className = "n";
+    tr.appendChild(td);
+  });
+  return tr;
+}
+function chart(seconds) {
+  const svg = $("chart");
+  while (svg.firstChild) svg.removeChild(svg.firstChild);
+  if (seconds.length < 2) return;
+  const max = Math.max(...seconds.map((s) => s.rate)) || 1;
+  const t0 = seconds[0].t, t1 = seconds[seconds.length - 1].t;
+  const pts = seconds.map((s) =>
+    (10 + 580 * (s.t - t0) / Math.max(t1 - t0, 1)).toFixed(1) + "," + (150 - 140 * s.rate / max).toFixed(1));
+  const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
+  line.setAttribute("points", pts.join(" "));
+  line.setAttribute("fill", "none");
+  line.setAttribute("stroke", "#3a6ea5");
+  line.setAttribute("stroke-width", "2");
+  svg.appendChild(line);
+}
+function draw(s) {
+  $("title").textContent = "protobench run " + s.run + " — " + s.preset;
+  $("status").textContent = s.ended ? s.ended : (s.done + " of " + s.todo + " measurements");
+  $("fill").style.width = (s.todo ? 100 * s.done / s.todo : 0) + "%";
+  const c = s.current;
+  $("current").textContent = c ? c.label + " (repetition " + c.repetition + ")" : (s.ended ? "the run has ended" : "—");
+  const body = $("seconds").tBodies[0];
+  body.replaceChildren(...(c ? c.seconds.slice(-10).reverse() : []).map((x) =>
+    row([x.t.toFixed(0), fmt(x.rate), x.errors, x.p50_ms.toFixed(2), x.p95_ms.toFixed(2), x.p99_ms.toFixed(2), x.users],
+        [1, 1, 1, 1, 1, 1, 1])));
+  chart(c ? c.seconds : []);
+  $("finished").tBodies[0].replaceChildren(...s.finished.slice().reverse().map((f) =>
+    row([f.label, f.repetition, fmt(f.rate), f.failure || ""], [0, 1, 1, 0])));
+  $("notes").replaceChildren(...s.notes.map((n) => {
+    const li = document.createElement("li");
+    li.textContent = n;
+    if (n.startsWith("warning")) li.className = "warn";
+    return li;
+  }));
+  if (s.report && !$("report")) {
+    const a = document.createElement("a");
+    a.id = "report";
+    a.href = "report" + location.search;
+    a.textContent = "the finished report";
+    $("status").appendChild(document.createTextNode(" — "));
+    $("status").appendChild(a);
+  }
+}
+const events = new EventSource("events" + location.search);
+events.onmessage = (m) => draw(JSON.parse(m.data));
+"##;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protobench_model::load::TimelinePoint;
+
+    fn progress(second: u32, successes: u64) -> RunEvent {
+        RunEvent::Engine(Event::Progress {
+            elapsed_ns: u64::from(second + 1) * 1_000_000_000,
+            calls: 0,
+            errors: 0,
+            rate: successes as f64,
+            p99_ns: 3_000_000,
+            second: TimelinePoint {
+                second,
+                successes,
+                errors: 0,
+                p50_ns: 1_000_000,
+                p95_ns: 2_000_000,
+                p99_ns: 3_000_000,
+                users: 4,
+            },
+        })
+    }
+
+    #[test]
+    fn the_state_follows_the_run_and_every_page_gets_it() {
+        let live = Live::new("quick", 7);
+        let Some(Reply::Events { first, mut rx }) = live.get("/events") else {
+            panic!("an event stream")
+        };
+        assert!(
+            first.starts_with("data: {") && first.contains("\"preset\":\"quick\""),
+            "{first}"
+        );
+        live.on(&RunEvent::Begin {
+            todo: 2,
+            total: 2,
+            estimate_s: 5.0,
+        });
+        live.on(&RunEvent::PointStarted {
+            point: 0,
+            repetition: 1,
+            label: "rust rest inventory.xs c=4".into(),
+            done: 0,
+            todo: 2,
+        });
+        live.on(&progress(0, 1000));
+        live.on(&progress(1, 1100));
+        live.on(&RunEvent::PointFinished {
+            point: 0,
+            label: "rust rest inventory.xs c=4".into(),
+            repetition: 1,
+            rate: Some(1050.0),
+            failure: None,
+        });
+        let s = live.state();
+        assert_eq!((s.done, s.todo, s.finished.len()), (1, 2, 1));
+        let c = s.current.as_ref().unwrap();
+        assert_eq!(c.seconds.iter().map(|x| x.rate).collect::<Vec<_>>(), [1000.0, 1100.0]);
+        assert_eq!(c.seconds[1].p95_ms, 2.0);
+        // the page got each state, the last complete
+        let mut last = String::new();
+        while let Ok(b) = rx.try_recv() {
+            last = String::from_utf8_lossy(&b).into_owned();
+        }
+        assert!(last.contains("\"done\":1") && last.contains("1050"), "{last}");
+        // a page opened late starts from the state so far
+        let Some(Reply::Events { first, .. }) = live.get("/events") else {
+            panic!()
+        };
+        assert!(
+            first.contains("\"rate\":1100.0") && first.contains("\"done\":1"),
+            "{first}"
+        );
+    }
+
+    #[test]
+    fn a_page_that_is_slow_or_gone_never_holds_the_run() {
+        let live = Live::new("quick", 1);
+        let Some(Reply::Events { rx: slow, .. }) = live.get("/events") else {
+            panic!()
+        };
+        let Some(Reply::Events { rx: gone, .. }) = live.get("/events") else {
+            panic!()
+        };
+        drop(gone);
+        // far more states than a page queues: none of them waits
+        for i in 0..(PAGE_QUEUE as u32 * 10) {
+            live.on(&RunEvent::Warning(format!("w{i}")));
+        }
+        assert_eq!(live.pages(), 1, "the closed page is forgotten");
+        assert_eq!(slow.len(), PAGE_QUEUE, "the slow page holds at most its queue");
+        live.end("run 1 complete", Some("<html>report</html>".into()));
+        let Some(Reply::Body { body, .. }) = live.get("/report") else {
+            panic!("the report after the end")
+        };
+        assert_eq!(body, "<html>report</html>");
+        assert!(live.state().report);
+    }
+
+    #[test]
+    fn no_report_before_the_end() {
+        let live = Live::new("quick", 1);
+        assert!(live.get("/report").is_none());
+        assert!(
+            matches!(live.get("/live.js"), Some(Reply::Body { content_type, .. }) if content_type.starts_with("text/javascript"))
+        );
+        assert!(live.get("/nope").is_none());
+    }
+}
