@@ -457,6 +457,32 @@ th{background:#f3f3f3}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 figure{margin:2em 0}figcaption{font-size:13px;color:#555}svg{max-width:100%;height:auto}\
 pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}.warn{color:#a40}.note{color:#555;font-style:italic}dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:bold}dd{margin:0}";
 
+/// "Relative to the reference protocol" as a section; empty without peers.
+fn relative_section(run: &RunRecord) -> String {
+    let mut h = String::new();
+    let relative = crate::relative::relative(run);
+    if !relative.is_empty() {
+        let _ = write!(
+            h,
+            "<section id=\"relative\"><h2>Relative to the reference protocol</h2><p>Each protocol divided by the first protocol of its peers (same server, workload and load), measured back to back in every repetition, so that drift of the machine cancels; 95% interval, paired by repetition. {}</p><table><thead><tr>",
+            esc(&crate::relative::precision_line(&relative).unwrap_or_default())
+        );
+        for col in crate::relative::HEADER {
+            let _ = write!(h, "<th>{}</th>", esc(col));
+        }
+        h.push_str("</tr></thead><tbody>");
+        for row in crate::relative::rows(&relative) {
+            h.push_str("<tr>");
+            for cell in row {
+                let _ = write!(h, "<td>{}</td>", esc(&cell));
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</tbody></table></section>");
+    }
+    h
+}
+
 /// Renders the HTML page with the given charts inlined.
 // Longer than the ~120-line guide: the page's sections in the order they
 // appear, each a few `write!`s; the order of the page is the order here.
@@ -502,26 +528,7 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
          measured capacity the point used; <em>link-bound</em>: 90% or more, so the link, not the server, limited \
          the rate (compare encoded sizes there, not servers).</p></section>",
     );
-    let relative = crate::relative::relative(run);
-    if !relative.is_empty() {
-        let _ = write!(
-            h,
-            "<section id=\"relative\"><h2>Relative to the reference protocol</h2><p>Each protocol divided by the first protocol of its peers (same server, workload and load), measured back to back in every repetition, so that drift of the machine cancels; 95% interval, paired by repetition. {}</p><table><thead><tr>",
-            esc(&crate::relative::precision_line(&relative).unwrap_or_default())
-        );
-        for col in crate::relative::HEADER {
-            let _ = write!(h, "<th>{}</th>", esc(col));
-        }
-        h.push_str("</tr></thead><tbody>");
-        for row in crate::relative::rows(&relative) {
-            h.push_str("<tr>");
-            for cell in row {
-                let _ = write!(h, "<td>{}</td>", esc(&cell));
-            }
-            h.push_str("</tr>");
-        }
-        h.push_str("</tbody></table></section>");
-    }
+    h.push_str(&relative_section(run));
     if let Some(e) = report::findings_error(run) {
         let _ = write!(
             h,
