@@ -19,6 +19,8 @@ use bytes::Bytes;
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use protobench_model::run::RunRecord;
+use protobench_model::stats::Summary;
 use protobench_runner::engine::Event;
 use protobench_runner::orchestrate::RunEvent;
 
@@ -46,6 +48,11 @@ pub(crate) struct State {
     pub(crate) current: Option<Current>,
     /// Every finished measurement, in the order taken.
     pub(crate) finished: Vec<Finished>,
+    /// `--baseline`: the stored run compared with, e.g. `run 3 (quick)`.
+    pub(crate) baseline: Option<String>,
+    /// With a baseline: each point measured so far against the same point
+    /// of the baseline, in the order first measured.
+    pub(crate) versus: Vec<Versus>,
     /// Warnings and notes, in order.
     pub(crate) notes: Vec<String>,
     /// Set once the run has ended: its last line.
@@ -61,6 +68,8 @@ pub(crate) struct Current {
     pub(crate) label: String,
     /// Repetition.
     pub(crate) repetition: u32,
+    /// The baseline's median rate of the same point, drawn behind the curve.
+    pub(crate) baseline_rate: Option<f64>,
     /// Its closed seconds so far (the last [`SECONDS_KEPT`]).
     pub(crate) seconds: Vec<Second>,
 }
@@ -96,22 +105,87 @@ pub(crate) struct Finished {
     pub(crate) failure: Option<String>,
 }
 
+/// One point of the run against the same point of the baseline.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Versus {
+    /// `server protocol workload variant`.
+    pub(crate) label: String,
+    /// The rates measured so far, one per repetition.
+    pub(crate) rates: Vec<f64>,
+    /// The baseline's median rate.
+    pub(crate) baseline_rate: f64,
+    /// The verdict so far: `faster 1.12x [1.05, 1.20]`, `slower ...`,
+    /// `within the noise 0.98x [0.90, 1.07]`, or the ratio alone while
+    /// either side has one repetition.
+    pub(crate) verdict: String,
+}
+
+/// A stored run to compare with: each point's rate summary by label.
+pub(crate) struct Baseline {
+    /// `run 3 (quick)`.
+    pub(crate) name: String,
+    /// Rate summaries by `PointConfig::label`.
+    pub(crate) rates: std::collections::HashMap<String, Summary>,
+}
+
+impl Baseline {
+    /// The points of `run` that have a rate.
+    pub(crate) fn of(run: &RunRecord) -> Baseline {
+        Baseline {
+            name: format!("run {} ({})", run.id, run.preset),
+            rates: run
+                .aggregates()
+                .into_iter()
+                .filter_map(|a| Some((a.config.label(), a.rate?)))
+                .collect(),
+        }
+    }
+}
+
+/// The running verdict of `rates` against `base` (two different runs: the
+/// unpaired log-scale interval of `stats::ratio`).
+fn verdict(base: &Summary, rates: &[f64]) -> String {
+    let Some(now) = Summary::of(rates) else {
+        return "-".into();
+    };
+    match protobench_model::stats::ratio(base, &now) {
+        None => "-".into(),
+        Some(r) => match r.interval() {
+            None => format!("{:.2}x (one repetition: no verdict yet)", r.ratio),
+            Some((lo, hi)) => {
+                let word = if !r.significant {
+                    "within the noise"
+                } else if r.ratio > 1.0 {
+                    "faster"
+                } else {
+                    "slower"
+                };
+                format!("{word} {:.2}x [{lo:.2}, {hi:.2}]", r.ratio)
+            }
+        },
+    }
+}
+
 /// The live state and the pages following it.
 pub(crate) struct Live {
+    baseline: Option<Baseline>,
     state: Mutex<State>,
     pages: Mutex<Vec<mpsc::Sender<Bytes>>>,
     report: Mutex<Option<String>>,
 }
 
 impl Live {
-    /// A run of `preset` with id `run` about to start.
-    pub(crate) fn new(preset: &str, run: i64) -> Arc<Live> {
+    /// A run of `preset` with id `run` about to start, compared with
+    /// `baseline` when given.
+    pub(crate) fn new(preset: &str, run: i64, baseline: Option<Baseline>) -> Arc<Live> {
         Arc::new(Live {
             state: Mutex::new(State {
                 preset: preset.to_string(),
                 run,
+                baseline: baseline.as_ref().map(|b| b.name.clone()),
                 ..State::default()
             }),
+            baseline,
             pages: Mutex::new(Vec::new()),
             report: Mutex::new(None),
         })
@@ -126,7 +200,7 @@ impl Live {
     pub(crate) fn on(&self, e: &RunEvent) {
         let changed = {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            apply(&mut s, e)
+            apply(&mut s, e, self.baseline.as_ref())
         };
         if changed {
             self.push();
@@ -170,8 +244,9 @@ fn event_frame(s: &State) -> Bytes {
     Bytes::from(format!("data: {json}\n\n"))
 }
 
-/// Applies `e` to `s`; whether the page would show something new.
-fn apply(s: &mut State, e: &RunEvent) -> bool {
+/// Applies `e` to `s` (with the baseline's figures when there is one);
+/// whether the page would show something new.
+fn apply(s: &mut State, e: &RunEvent, baseline: Option<&Baseline>) -> bool {
     match e {
         RunEvent::Begin { todo, estimate_s, .. } => {
             s.todo = *todo;
@@ -189,6 +264,7 @@ fn apply(s: &mut State, e: &RunEvent) -> bool {
             s.current = Some(Current {
                 label: label.clone(),
                 repetition: *repetition,
+                baseline_rate: baseline.and_then(|b| b.rates.get(label)).map(|r| r.median),
                 seconds: Vec::new(),
             });
         }
@@ -215,6 +291,22 @@ fn apply(s: &mut State, e: &RunEvent) -> bool {
             ..
         } => {
             s.done += 1;
+            if let (Some(b), Some(rate)) = (baseline, rate)
+                && let Some(base) = b.rates.get(label)
+            {
+                match s.versus.iter_mut().find(|v| &v.label == label) {
+                    Some(v) => v.rates.push(*rate),
+                    None => s.versus.push(Versus {
+                        label: label.clone(),
+                        rates: vec![*rate],
+                        baseline_rate: base.median,
+                        verdict: String::new(),
+                    }),
+                }
+                if let Some(v) = s.versus.iter_mut().find(|v| &v.label == label) {
+                    v.verdict = verdict(base, &v.rates);
+                }
+            }
             s.finished.push(Finished {
                 label: label.clone(),
                 repetition: *repetition,
@@ -282,6 +374,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 <h2>Running</h2><p id="current">—</p>
 <svg id="chart" width="600" height="160" viewBox="0 0 600 160" role="img" aria-label="calls per second, last seconds"></svg>
 <table id="seconds"><thead><tr><th>s</th><th>calls/s</th><th>errors</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>users</th></tr></thead><tbody></tbody></table>
+<h2 id="vs-title" hidden>Against the baseline</h2>
+<table id="versus" hidden><thead><tr><th>point</th><th>repetitions</th><th>calls/s now</th><th>baseline</th><th>verdict (95%)</th></tr></thead><tbody></tbody></table>
 <h2>Finished</h2>
 <table id="finished"><thead><tr><th>point</th><th>repetition</th><th>calls/s</th><th></th></tr></thead><tbody></tbody></table>
 <h2>Notes</h2><ul id="notes"></ul>
@@ -304,11 +398,19 @@ function row(cells, numeric) {
   });
   return tr;
 }
-function chart(seconds) {
+function chart(seconds, baseline) {
   const svg = $("chart");
   while (svg.firstChild) svg.removeChild(svg.firstChild);
   if (seconds.length < 2) return;
-  const max = Math.max(...seconds.map((s) => s.rate)) || 1;
+  const max = Math.max(...seconds.map((s) => s.rate), baseline || 0) || 1;
+  if (baseline) {
+    const y = (150 - 140 * baseline / max).toFixed(1);
+    const b = document.createElementNS("http://www.w3.org/2000/svg", "line");
+    b.id = "baseline";
+    [["x1", "10"], ["x2", "590"], ["y1", y], ["y2", y], ["stroke", "#999"], ["stroke-dasharray", "6 4"]]
+      .forEach(([k, v]) => b.setAttribute(k, v));
+    svg.appendChild(b);
+  }
   const t0 = seconds[0].t, t1 = seconds[seconds.length - 1].t;
   const pts = seconds.map((s) =>
     (10 + 580 * (s.t - t0) / Math.max(t1 - t0, 1)).toFixed(1) + "," + (150 - 140 * s.rate / max).toFixed(1));
@@ -317,6 +419,7 @@ function chart(seconds) {
   line.setAttribute("fill", "none");
   line.setAttribute("stroke", "#3a6ea5");
   line.setAttribute("stroke-width", "2");
+  line.id = "rate";
   svg.appendChild(line);
 }
 function draw(s) {
@@ -329,7 +432,15 @@ function draw(s) {
   body.replaceChildren(...(c ? c.seconds.slice(-10).reverse() : []).map((x) =>
     row([x.t.toFixed(0), fmt(x.rate), x.errors, x.p50_ms.toFixed(2), x.p95_ms.toFixed(2), x.p99_ms.toFixed(2), x.users],
         [1, 1, 1, 1, 1, 1, 1])));
-  chart(c ? c.seconds : []);
+  chart(c ? c.seconds : [], c && c.baseline_rate);
+  if (s.baseline) {
+    $("vs-title").hidden = false;
+    $("vs-title").textContent = "Against the baseline: " + s.baseline;
+    $("versus").hidden = false;
+    $("versus").tBodies[0].replaceChildren(...s.versus.map((v) =>
+      row([v.label, v.rates.length, fmt(v.rates.reduce((a, b) => a + b, 0) / v.rates.length), fmt(v.baseline_rate), v.verdict],
+          [0, 1, 1, 1, 0])));
+  }
   $("finished").tBodies[0].replaceChildren(...s.finished.slice().reverse().map((f) =>
     row([f.label, f.repetition, fmt(f.rate), f.failure || ""], [0, 1, 1, 0])));
   $("notes").replaceChildren(...s.notes.map((n) => {
@@ -377,7 +488,7 @@ mod tests {
 
     #[test]
     fn the_state_follows_the_run_and_every_page_gets_it() {
-        let live = Live::new("quick", 7);
+        let live = Live::new("quick", 7, None);
         let Some(Reply::Events { first, mut rx }) = live.get("/events") else {
             panic!("an event stream")
         };
@@ -429,7 +540,7 @@ mod tests {
 
     #[test]
     fn a_page_that_is_slow_or_gone_never_holds_the_run() {
-        let live = Live::new("quick", 1);
+        let live = Live::new("quick", 1, None);
         let Some(Reply::Events { rx: slow, .. }) = live.get("/events") else {
             panic!()
         };
@@ -453,11 +564,65 @@ mod tests {
 
     #[test]
     fn no_report_before_the_end() {
-        let live = Live::new("quick", 1);
+        let live = Live::new("quick", 1, None);
         assert!(live.get("/report").is_none());
         assert!(
             matches!(live.get("/live.js"), Some(Reply::Body { content_type, .. }) if content_type.starts_with("text/javascript"))
         );
         assert!(live.get("/nope").is_none());
+    }
+}
+
+#[cfg(test)]
+mod baseline_tests {
+    use super::*;
+
+    fn finished(label: &str, rate: f64) -> RunEvent {
+        RunEvent::PointFinished {
+            point: 0,
+            label: label.into(),
+            repetition: 1,
+            rate: Some(rate),
+            failure: None,
+        }
+    }
+
+    #[test]
+    fn each_point_gets_a_running_verdict_against_the_baseline() {
+        let label = "rust rest inventory.xs c=4";
+        let base = Baseline {
+            name: "run 3 (quick)".into(),
+            rates: [(label.to_string(), Summary::of(&[1000.0, 1010.0, 990.0]).unwrap())].into(),
+        };
+        let live = Live::new("quick", 4, Some(base));
+        live.on(&RunEvent::PointStarted {
+            point: 0,
+            repetition: 1,
+            label: label.into(),
+            done: 0,
+            todo: 3,
+        });
+        assert_eq!(live.state().current.unwrap().baseline_rate, Some(1000.0));
+        live.on(&finished(label, 1500.0));
+        let s = live.state();
+        assert_eq!(s.baseline.as_deref(), Some("run 3 (quick)"));
+        assert!(s.versus[0].verdict.contains("one repetition"), "{:?}", s.versus);
+        live.on(&finished(label, 1520.0));
+        live.on(&finished(label, 1480.0));
+        let v = &live.state().versus[0];
+        assert_eq!(v.rates.len(), 3);
+        assert!(v.verdict.starts_with("faster 1.50x ["), "{}", v.verdict);
+        // a point the baseline does not have gets no verdict
+        live.on(&finished("rust grpc inventory.xs c=4", 10.0));
+        assert_eq!(live.state().versus.len(), 1);
+    }
+
+    #[test]
+    fn the_same_rates_are_within_the_noise() {
+        let base = Summary::of(&[1000.0, 1100.0, 900.0]).unwrap();
+        let v = verdict(&base, &[1050.0, 950.0, 1000.0]);
+        assert!(v.starts_with("within the noise"), "{v}");
+        let v = verdict(&base, &[500.0, 520.0, 480.0]);
+        assert!(v.starts_with("slower 0.50x"), "{v}");
     }
 }

@@ -309,4 +309,64 @@ fn a_run_with_web_is_followed_live_and_then_serves_its_report() {
         .load_run(1)
         .unwrap();
     assert_eq!(rec.measurements.len(), 4);
+
+    // A baseline that does not exist fails before a run is created.
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["run"])
+        .arg(&preset)
+        .args(["--db", "r.db", "--no-report", "--web", "--baseline", "9"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--baseline 9"), "{out:?}");
+    assert!(
+        Store::open_read_only(&dir.path().join("r.db"))
+            .unwrap()
+            .load_run(2)
+            .is_err()
+    );
+
+    // Run 1 as the baseline of run 2: drawn behind the curve, a verdict per point.
+    let mut child = bin()
+        .current_dir(dir.path())
+        .args(["run"])
+        .arg(&preset)
+        .args(["--db", "r.db", "--no-report", "--web", "--baseline", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let server = Server(child);
+    let mut line = String::new();
+    while !line.starts_with("live view: ") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "no live view line");
+    }
+    let port = port_of(line.trim_start_matches("live view: ").trim());
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let mut page = follow(port);
+    let states = states_until(&mut page, Duration::from_secs(90), |s| s["ended"].is_string());
+    let end = states.last().expect("the end");
+    assert_eq!(end["baseline"], "run 1 (tiny)");
+    assert!(
+        states
+            .iter()
+            .any(|s| s["current"]["baseline_rate"].as_f64().is_some_and(|r| r > 0.0)),
+        "the baseline's rate behind the running point"
+    );
+    let versus = end["versus"].as_array().unwrap();
+    assert_eq!(versus.len(), 2, "{end}");
+    for v in versus {
+        assert_eq!(v["rates"].as_array().unwrap().len(), 2, "{v}");
+        let verdict = v["verdict"].as_str().unwrap();
+        assert!(
+            ["faster ", "slower ", "within the noise "]
+                .iter()
+                .any(|w| verdict.starts_with(w)),
+            "{verdict}"
+        );
+    }
+    drop(server);
 }

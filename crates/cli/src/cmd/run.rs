@@ -89,6 +89,13 @@ pub(crate) struct Args {
     /// the one-time token printed at start on every request.
     #[arg(long, requires = "web")]
     web_public: bool,
+    /// With --web: a stored run (id or `latest`) to draw behind the live
+    /// curves, with a running verdict per point (faster, slower, within the noise).
+    #[arg(long, value_name = "RUN", requires = "web")]
+    baseline: Option<String>,
+    /// The database of --baseline (default: --db).
+    #[arg(long, value_name = "DB", requires = "baseline")]
+    baseline_db: Option<PathBuf>,
     /// Print the resolved plan and exit without measuring.
     #[arg(long)]
     dry_run: bool,
@@ -118,6 +125,25 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         return list(&args);
     }
     let catalog = catalog(args.servers_dir.as_deref());
+    // The baseline first: a wrong one fails before a run is created.
+    let baseline = match &args.baseline {
+        None => None,
+        Some(run) => {
+            let db = args.baseline_db.as_ref().unwrap_or(&args.db);
+            let read = || -> anyhow::Result<_> {
+                let store = super::common::open_read(db)?;
+                let id = super::show::run_id(&store, run)?;
+                Ok(store.load_run(id)?)
+            };
+            match read() {
+                Ok(r) => Some(crate::live_page::Baseline::of(&r)),
+                Err(e) => {
+                    eprintln!("error: --baseline {run} (in {}): {e:#}", db.display());
+                    return Ok(ExitCode::from(Exit::Usage));
+                }
+            }
+        }
+    };
     // 1. The session: a new run from a preset, or the stored run to resume.
     let mut session = match args.resume {
         Some(id) => {
@@ -185,7 +211,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // The live page, if asked for, before the first measurement.
     let web = match args.web {
-        Some(addr) => match WebView::start(addr, args.web_public, &session) {
+        Some(addr) => match WebView::start(addr, args.web_public, &session, baseline) {
             Ok(w) => Some(w),
             Err(e) => {
                 eprintln!("error: {e}");
@@ -216,12 +242,17 @@ struct WebView {
 impl WebView {
     /// Binds `addr` (refusing a non-loopback one without `public`) and
     /// starts serving the live page; prints its address.
-    fn start(addr: std::net::SocketAddr, public: bool, session: &Session) -> anyhow::Result<WebView> {
+    fn start(
+        addr: std::net::SocketAddr,
+        public: bool,
+        session: &Session,
+        baseline: Option<crate::live_page::Baseline>,
+    ) -> anyhow::Result<WebView> {
         let access = crate::web::Access::for_address(addr, public).map_err(anyhow::Error::msg)?;
         let listener = std::net::TcpListener::bind(addr).with_context(|| format!("--web {addr}: cannot listen"))?;
         listener.set_nonblocking(true).context("--web: a non-blocking socket")?;
         let url = crate::web::url(listener.local_addr().context("--web: the bound address")?, &access);
-        let live = crate::live_page::Live::new(&session.plan().preset, session.run_id());
+        let live = crate::live_page::Live::new(&session.plan().preset, session.run_id(), baseline);
         let stop = CancellationToken::new();
         let site: std::sync::Arc<dyn crate::web::Site> = live.clone();
         let thread = {
