@@ -328,10 +328,16 @@ fn apply(s: &mut State, e: &RunEvent, baseline: Option<&Baseline>) -> bool {
 impl Site for Live {
     fn get(&self, path: &str) -> Option<Reply> {
         match path {
-            "/" | "/index.html" => Some(Reply::Body {
-                content_type: "text/html; charset=utf-8",
-                body: PAGE.to_string(),
-            }),
+            "/" | "/index.html" => {
+                // The state so far goes into the page itself (a data block,
+                // which no policy treats as a script), so the page is drawn
+                // complete at load and the events only bring what follows.
+                let json = serde_json::to_string(&self.state()).expect("serializing plain data cannot fail");
+                Some(Reply::Body {
+                    content_type: "text/html; charset=utf-8",
+                    body: PAGE.replace("<!--STATE-->", &json.replace("</", "<\\/")),
+                })
+            }
             "/live.js" => Some(Reply::Body {
                 content_type: "text/javascript; charset=utf-8",
                 body: SCRIPT.to_string(),
@@ -379,6 +385,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 <h2>Finished</h2>
 <table id="finished"><thead><tr><th>point</th><th>repetition</th><th>calls/s</th><th></th></tr></thead><tbody></tbody></table>
 <h2>Notes</h2><ul id="notes"></ul>
+<script id="state" type="application/json"><!--STATE--></script>
 <script src="live.js"></script>
 </body></html>
 "##;
@@ -458,6 +465,7 @@ function draw(s) {
     $("status").appendChild(a);
   }
 }
+draw(JSON.parse($("state").textContent));
 const events = new EventSource("events" + location.search);
 events.onmessage = (m) => draw(JSON.parse(m.data));
 "##;
@@ -560,6 +568,23 @@ mod tests {
         };
         assert_eq!(body, "<html>report</html>");
         assert!(live.state().report);
+    }
+
+    #[test]
+    fn the_page_carries_the_state_so_far_and_no_markup_from_it() {
+        let live = Live::new("quick", 1, None);
+        live.on(&RunEvent::Warning("</script><script>alert(1)</script>".into()));
+        let Some(Reply::Body { body, .. }) = live.get("/") else {
+            panic!("the page")
+        };
+        let data = body
+            .split("<script id=\"state\" type=\"application/json\">")
+            .nth(1)
+            .and_then(|b| b.split("</script>").next())
+            .unwrap();
+        let state: serde_json::Value = serde_json::from_str(data).unwrap();
+        assert_eq!(state["notes"][0], "warning: </script><script>alert(1)</script>");
+        assert!(!data.contains("</"), "{data}");
     }
 
     #[test]

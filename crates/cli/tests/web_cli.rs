@@ -370,3 +370,171 @@ fn a_run_with_web_is_followed_live_and_then_serves_its_report() {
     }
     drop(server);
 }
+
+/// Headless Chromium, when installed (required when
+/// PROTOBENCH_REQUIRE_PEERS is set, as in CI).
+fn chromium() -> Option<std::path::PathBuf> {
+    let found = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .into_iter()
+        .map(std::path::PathBuf::from)
+        .find(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("PROTOBENCH_REQUIRE_PEERS").is_none(),
+            "PROTOBENCH_REQUIRE_PEERS is set but chromium is missing"
+        );
+        eprintln!("skipping the browser check: chromium is not installed");
+    }
+    found
+}
+
+/// Loads `url` in headless Chromium, lets its script run for `ms`, and
+/// returns the DOM (or, with `shot`, also writes a screenshot there).
+fn browse(chromium: &Path, url: &str, ms: u32, shot: Option<&Path>) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(chromium);
+    cmd.args([
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+        &format!("--timeout={ms}"),
+        "--window-size=1200,1600",
+    ])
+    .arg(format!("--user-data-dir={}", profile.path().display()));
+    match shot {
+        Some(p) => cmd.arg(format!("--screenshot={}", p.display())),
+        None => cmd.arg("--dump-dom"),
+    };
+    let out = cmd.arg(url).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("Uncaught") && !stderr.contains("Refused to"),
+        "script errors or a policy refusal:\n{stderr}"
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The text of the element with `id` (up to its first tag), if any.
+fn text_of(dom: &str, id: &str) -> Option<String> {
+    let start = dom.find(&format!("id=\"{id}\""))?;
+    let after = &dom[start..];
+    let open = after.find('>')? + 1;
+    let close = after[open..].find('<')?;
+    Some(after[open..open + close].to_string())
+}
+
+#[test]
+fn chromium_shows_the_live_run_then_its_report() {
+    let Some(chromium) = chromium() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let preset = dir.path().join("tiny.toml");
+    std::fs::write(
+        &preset,
+        "name = \"tiny\"\nservers = [\"rust\"]\nprotocols = [\"rest\", \"grpc\"]\nworkloads = [\"inventory.xs\"]\nrepetitions = 3\nwarmup = \"0s\"\nduration = \"5s\"\n[load]\nconcurrency = 2\n",
+    )
+    .unwrap();
+    // A baseline first (no page needed), then the run followed in Chromium.
+    let out = bin()
+        .current_dir(dir.path())
+        .args(["run"])
+        .arg(&preset)
+        .args(["--db", "r.db", "--no-report", "--repetitions", "2", "--duration", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut child = bin()
+        .current_dir(dir.path())
+        .args(["run"])
+        .arg(&preset)
+        .args(["--db", "r.db", "--no-report", "--web", "--baseline", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let _server = Server(child);
+    let mut line = String::new();
+    while !line.starts_with("live view: ") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "no live view line");
+    }
+    let url = line.trim_start_matches("live view: ").trim().to_string();
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+
+    // Mid-run: once the running point has two seconds, its curve and the
+    // baseline's line are drawn; a look a second later has moved on.
+    let look = || {
+        let dom = browse(&chromium, &url, 2500, None);
+        let status = text_of(&dom, "status").unwrap_or_default();
+        let first_cell = dom
+            .split("<table id=\"seconds\">")
+            .nth(1)
+            .and_then(|t| t.split("<td class=\"n\">").nth(1))
+            .and_then(|c| c.split('<').next())
+            .map(str::to_string);
+        (dom, status, first_cell)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let (dom, status, cell) = loop {
+        let (dom, status, cell) = look();
+        assert!(
+            status.ends_with("of 6 measurements"),
+            "mid-run: {status:?}\n{dom:.2000}"
+        );
+        if dom.contains("id=\"rate\"") {
+            break (dom, status, cell);
+        }
+        assert!(std::time::Instant::now() < deadline, "no curve drawn: {dom:.3000}");
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert!(
+        dom.contains("id=\"baseline\""),
+        "the baseline's line is drawn: {dom:.3000}"
+    );
+    let running = Path::new(env!("CARGO_TARGET_TMPDIR")).join("live-page-running.png");
+    browse(&chromium, &url, 2500, Some(&running));
+    assert!(running.is_file(), "a screenshot at {}", running.display());
+    let (dom2, status2, cell2) = look();
+    assert!(
+        status2.ends_with("of 6 measurements"),
+        "still mid-run: {status2:?}\n{dom2:.2000}"
+    );
+    let newest = [(status, cell), (status2, cell2)];
+    assert_ne!(
+        newest[0], newest[1],
+        "the page moved on between two looks a second apart"
+    );
+
+    // The end: every measurement, a verdict against the baseline, the report.
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    let dom = loop {
+        let dom = browse(&chromium, &url, 2500, None);
+        if dom.contains("id=\"report\"") {
+            break dom;
+        }
+        assert!(std::time::Instant::now() < deadline, "the run did not end: {dom:.2000}");
+        std::thread::sleep(Duration::from_secs(2));
+    };
+    let finished = dom.split("<table id=\"finished\">").nth(1).unwrap();
+    let rows = finished.split("</table>").next().unwrap().matches("<tr>").count();
+    assert_eq!(rows, 1 + 6, "header and six measurements: {finished:.2000}");
+    let versus = dom.split("<table id=\"versus\"").nth(1).unwrap();
+    assert!(
+        versus.contains("faster ") || versus.contains("slower ") || versus.contains("within the noise "),
+        "{versus:.2000}"
+    );
+    let ended = Path::new(env!("CARGO_TARGET_TMPDIR")).join("live-page-ended.png");
+    browse(&chromium, &url, 2500, Some(&ended));
+    assert!(ended.is_file(), "a screenshot at {}", ended.display());
+    eprintln!(
+        "screenshots of the live page: {} and {}",
+        running.display(),
+        ended.display()
+    );
+}
