@@ -24,6 +24,9 @@ use protobench_model::stats::Summary;
 use protobench_runner::engine::Event;
 use protobench_runner::orchestrate::RunEvent;
 
+use anyhow::Context as _;
+use tokio_util::sync::CancellationToken;
+
 use crate::web::{Reply, Site};
 
 /// How many seconds of the running point the state keeps.
@@ -469,6 +472,112 @@ draw(JSON.parse($("state").textContent));
 const events = new EventSource("events" + location.search);
 events.onmessage = (m) => draw(JSON.parse(m.data));
 "##;
+
+/// `--web`: the live page's server, on a thread of its own so that the run
+/// never waits for it.
+pub(crate) struct WebView {
+    /// The page's state, fed with the run's events.
+    pub(crate) live: Arc<Live>,
+    url: String,
+    stop: CancellationToken,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl WebView {
+    /// Binds `addr` (refusing a non-loopback one without `public`) and
+    /// starts serving the live page; prints its address.
+    pub(crate) fn start(
+        addr: std::net::SocketAddr,
+        public: bool,
+        title: &str,
+        run: i64,
+        baseline: Option<Baseline>,
+    ) -> anyhow::Result<WebView> {
+        let w = WebView::start_quiet(addr, public, title, run, baseline)?;
+        println!("live view: {}", w.url);
+        Ok(w)
+    }
+
+    /// [`WebView::start`] without printing the address ([`WebView::url`]).
+    pub(crate) fn start_quiet(
+        addr: std::net::SocketAddr,
+        public: bool,
+        title: &str,
+        run: i64,
+        baseline: Option<Baseline>,
+    ) -> anyhow::Result<WebView> {
+        let access = crate::web::Access::for_address(addr, public).map_err(anyhow::Error::msg)?;
+        let listener = std::net::TcpListener::bind(addr).with_context(|| format!("--web {addr}: cannot listen"))?;
+        listener.set_nonblocking(true).context("--web: a non-blocking socket")?;
+        let url = crate::web::url(listener.local_addr().context("--web: the bound address")?, &access);
+        let live = Live::new(title, run, baseline);
+        let stop = CancellationToken::new();
+        let site: std::sync::Arc<dyn crate::web::Site> = live.clone();
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("protobench-web".into())
+                .spawn(move || {
+                    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                        eprintln!("warning: the live page could not start its runtime");
+                        return;
+                    };
+                    rt.block_on(async move {
+                        match tokio::net::TcpListener::from_std(listener) {
+                            Ok(l) => crate::web::serve(l, access, site, stop).await,
+                            Err(e) => eprintln!("warning: the live page cannot serve: {e}"),
+                        }
+                    });
+                })
+                .context("starting the live page's thread")?
+        };
+        Ok(WebView {
+            live,
+            url,
+            stop,
+            thread,
+        })
+    }
+
+    /// After the run: the page says how it ended (`line`) and links the
+    /// finished report (`report`); served until Ctrl-C or SIGTERM.
+    pub(crate) fn serve_report_until_stopped(self, line: &str, report: Option<String>) {
+        self.live.end(line, report);
+        println!(
+            "live view: the run has ended; serving its report at {} until Ctrl-C",
+            self.url
+        );
+        self.serve_until_stopped();
+    }
+
+    /// The page's address (with its token when there is one).
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// [`WebView::serve_report_until_stopped`], saying so on stderr
+    /// (`load`, whose stdout carries its result).
+    pub(crate) fn serve_report_until_stopped_quiet(self, line: &str, report: Option<String>) {
+        self.live.end(line, report);
+        eprintln!(
+            "live view: the run has ended; serving its result at {} until Ctrl-C",
+            self.url
+        );
+        self.serve_until_stopped();
+    }
+
+    fn serve_until_stopped(self) {
+        if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            rt.block_on(async {
+                if let Ok(mut signals) = crate::cmd::common::ShutdownSignals::install() {
+                    let _ = signals.recv().await;
+                }
+            });
+        }
+        self.stop.cancel();
+        let _ = self.thread.join();
+    }
+}
 
 #[cfg(test)]
 mod tests {

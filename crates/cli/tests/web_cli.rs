@@ -11,6 +11,8 @@ use protobench_model::run::RunEnvironment;
 use protobench_model::testing;
 use protobench_results::store::{NewRun, Store};
 
+mod common;
+
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_protobench"))
 }
@@ -536,5 +538,71 @@ fn chromium_shows_the_live_run_then_its_report() {
         "screenshots of the live page: {} and {}",
         running.display(),
         ended.display()
+    );
+}
+
+#[test]
+fn a_load_with_web_is_followed_live_and_then_shows_its_result() {
+    let (server, target) = common::serve("rest", &[]);
+    let _server = Server(server);
+    let mut child = bin()
+        .args([
+            "load",
+            "--protocol",
+            "rest",
+            "--target",
+            &target,
+            "--workload",
+            "inventory.xs",
+        ])
+        .args(["-c", "2", "-z", "3s", "--web"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let stdout = child.stdout.take().unwrap();
+    let load = Server(child);
+    let mut line = String::new();
+    while !line.starts_with("live view: ") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "no live view line on stderr");
+    }
+    let port = port_of(line.trim_start_matches("live view: ").trim());
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let result = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = BufReader::new(stdout).read_to_string(&mut s);
+        s
+    });
+    let mut page = follow(port);
+    let states = states_until(&mut page, Duration::from_secs(30), |s| s["ended"].is_string());
+    assert!(
+        states
+            .iter()
+            .any(|s| s["current"]["seconds"].as_array().is_some_and(|v| !v.is_empty())),
+        "the running load second by second"
+    );
+    let end = states.last().unwrap();
+    assert!(
+        end["ended"].as_str().unwrap().starts_with("load ended (duration): "),
+        "{end}"
+    );
+    assert_eq!(end["finished"].as_array().unwrap().len(), 1);
+    let (status, body) = request(port, "GET", "/report", &format!("127.0.0.1:{port}"));
+    assert_eq!(status, 200);
+    assert!(body.contains("<pre>") && body.contains("calls/s"), "{body}");
+    let pid = load.0.id();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let text = result.join().unwrap();
+    assert!(
+        text.contains("calls/s"),
+        "the result on stdout as without --web: {text}"
     );
 }

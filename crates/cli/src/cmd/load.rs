@@ -208,6 +208,15 @@ pub(crate) struct Args {
     /// No progress line.
     #[arg(long)]
     quiet: bool,
+    /// Follow the run on a live page served by this binary at ADDR (default
+    /// 127.0.0.1:0; the address is printed on stderr); after the run it shows
+    /// the result until Ctrl-C. Read-only.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0")]
+    web: Option<std::net::SocketAddr>,
+    /// With --web on an address other than loopback: allow it, and require
+    /// the one-time token printed at start on every request.
+    #[arg(long, requires = "web")]
+    web_public: bool,
     /// Network between engine and target: only `loopback` here, because a
     /// link needs the server inside an emulated host that protobench starts;
     /// for lan-1g, wan-100m-40ms, mobile-4g or rate=...,delay=... run a
@@ -406,7 +415,35 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let tls_on = plan.tls.is_some();
     // Live progress whenever stderr is a terminal, whatever stdout is.
     let progress = !args.quiet && std::io::stderr().is_terminal();
-    let result = match measure(plan, progress)? {
+    // The live page: its address on stderr (stdout carries the result).
+    let label = format!(
+        "{} {} {} c={}",
+        plan.protocol,
+        plan.workload.as_deref().unwrap_or("custom call"),
+        plan.target,
+        plan.concurrency
+    );
+    let web = match args.web {
+        None => None,
+        Some(addr) => match crate::live_page::WebView::start_quiet(addr, args.web_public, "load", 0, None) {
+            Ok(w) => {
+                eprintln!("live view: {}", w.url());
+                w.live.on(&protobench_runner::orchestrate::RunEvent::PointStarted {
+                    point: 0,
+                    repetition: 1,
+                    label: label.clone(),
+                    done: 0,
+                    todo: 1,
+                });
+                Some(w)
+            }
+            Err(e) => {
+                outputs.discard();
+                return Ok(usage(format!("{e:#}")));
+            }
+        },
+    };
+    let result = match measure(plan, progress, web.as_ref().map(|w| w.live.clone()))? {
         Ok(mut r) => {
             r.environment.commit = super::common::git_commit();
             r
@@ -416,7 +453,26 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(refused(&e, tls_on));
         }
     };
-    deliver(&args, &result, outputs, store.as_mut(), &thresholds)
+    let code = deliver(&args, &result, outputs, store.as_mut(), &thresholds)?;
+    if let Some(web) = web {
+        web.live.on(&protobench_runner::orchestrate::RunEvent::PointFinished {
+            point: 0,
+            label,
+            repetition: 1,
+            rate: Some(result.rate),
+            failure: None,
+        });
+        let summary = protobench_results::load_summary::text(&result);
+        let page = format!(
+            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>protobench load</title></head><body><pre>{}</pre></body></html>",
+            protobench_results::svg::esc(&summary)
+        );
+        web.serve_report_until_stopped_quiet(
+            &format!("load ended ({}): {:.0} calls/s", result.end_reason.name(), result.rate),
+            Some(page),
+        );
+    }
+    Ok(code)
 }
 
 /// What `load` checks before any connection: the plan, the thresholds,
@@ -491,7 +547,11 @@ fn prepare(args: &Args) -> Result<Prepared, ExitCode> {
 
 /// The engine run, with the progress line on stderr and Ctrl-C/SIGTERM
 /// ending it early (the partial result is kept).
-fn measure(plan: LoadPlan, progress: bool) -> anyhow::Result<Result<LoadResult, LoadError>> {
+fn measure(
+    plan: LoadPlan,
+    progress: bool,
+    web: Option<std::sync::Arc<crate::live_page::Live>>,
+) -> anyhow::Result<Result<LoadResult, LoadError>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -508,10 +568,13 @@ fn measure(plan: LoadPlan, progress: bool) -> anyhow::Result<Result<LoadResult, 
                 on_signal.cancel();
             }
         });
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
         let printer = tokio::spawn(async move {
             let mut shown = false;
             while let Some(ev) = rx.recv().await {
+                if let Some(page) = &web {
+                    page.on(&protobench_runner::orchestrate::RunEvent::Engine(ev.clone()));
+                }
                 if let (
                     true,
                     Event::Progress {

@@ -126,23 +126,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let catalog = catalog(args.servers_dir.as_deref());
     // The baseline first: a wrong one fails before a run is created.
-    let baseline = match &args.baseline {
-        None => None,
-        Some(run) => {
-            let db = args.baseline_db.as_ref().unwrap_or(&args.db);
-            let read = || -> anyhow::Result<_> {
-                let store = super::common::open_read(db)?;
-                let id = super::show::run_id(&store, run)?;
-                Ok(store.load_run(id)?)
-            };
-            match read() {
-                Ok(r) => Some(crate::live_page::Baseline::of(&r)),
-                Err(e) => {
-                    eprintln!("error: --baseline {run} (in {}): {e:#}", db.display());
-                    return Ok(ExitCode::from(Exit::Usage));
-                }
-            }
-        }
+    let baseline = match read_baseline(&args) {
+        Ok(b) => b,
+        Err(code) => return Ok(code),
     };
     // 1. The session: a new run from a preset, or the stored run to resume.
     let mut session = match args.resume {
@@ -211,7 +197,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     // The live page, if asked for, before the first measurement.
     let web = match args.web {
-        Some(addr) => match WebView::start(addr, args.web_public, &session, baseline) {
+        Some(addr) => match crate::live_page::WebView::start(
+            addr,
+            args.web_public,
+            &session.plan().preset,
+            session.run_id(),
+            baseline,
+        ) {
             Ok(w) => Some(w),
             Err(e) => {
                 eprintln!("error: {e}");
@@ -225,92 +217,45 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     // 3. Table and report from the database (what was stored is what is shown).
     let code = report(&mut session, &finished, &args, started)?;
     if let Some(web) = web {
-        web.serve_report_until_stopped(&mut session, &finished);
+        serve_report(web, &mut session, &finished);
     }
     Ok(code)
 }
 
-/// `--web`: the live page's server, on a thread of its own so that the run
-/// never waits for it.
-struct WebView {
-    live: std::sync::Arc<crate::live_page::Live>,
-    url: String,
-    stop: CancellationToken,
-    thread: std::thread::JoinHandle<()>,
+/// `--baseline RUN` (in `--baseline-db`, else `--db`) read for the live page.
+fn read_baseline(args: &Args) -> Result<Option<crate::live_page::Baseline>, ExitCode> {
+    let Some(run) = &args.baseline else {
+        return Ok(None);
+    };
+    let db = args.baseline_db.as_ref().unwrap_or(&args.db);
+    let read = || -> anyhow::Result<_> {
+        let store = super::common::open_read(db)?;
+        let id = super::show::run_id(&store, run)?;
+        Ok(store.load_run(id)?)
+    };
+    match read() {
+        Ok(r) => Ok(Some(crate::live_page::Baseline::of(&r))),
+        Err(e) => {
+            eprintln!("error: --baseline {run} (in {}): {e:#}", db.display());
+            Err(ExitCode::from(Exit::Usage))
+        }
+    }
 }
 
-impl WebView {
-    /// Binds `addr` (refusing a non-loopback one without `public`) and
-    /// starts serving the live page; prints its address.
-    fn start(
-        addr: std::net::SocketAddr,
-        public: bool,
-        session: &Session,
-        baseline: Option<crate::live_page::Baseline>,
-    ) -> anyhow::Result<WebView> {
-        let access = crate::web::Access::for_address(addr, public).map_err(anyhow::Error::msg)?;
-        let listener = std::net::TcpListener::bind(addr).with_context(|| format!("--web {addr}: cannot listen"))?;
-        listener.set_nonblocking(true).context("--web: a non-blocking socket")?;
-        let url = crate::web::url(listener.local_addr().context("--web: the bound address")?, &access);
-        let live = crate::live_page::Live::new(&session.plan().preset, session.run_id(), baseline);
-        let stop = CancellationToken::new();
-        let site: std::sync::Arc<dyn crate::web::Site> = live.clone();
-        let thread = {
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("protobench-web".into())
-                .spawn(move || {
-                    let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
-                        eprintln!("warning: the live page could not start its runtime");
-                        return;
-                    };
-                    rt.block_on(async move {
-                        match tokio::net::TcpListener::from_std(listener) {
-                            Ok(l) => crate::web::serve(l, access, site, stop).await,
-                            Err(e) => eprintln!("warning: the live page cannot serve: {e}"),
-                        }
-                    });
-                })
-                .context("starting the live page's thread")?
-        };
-        println!("live view: {url}");
-        Ok(WebView {
-            live,
-            url,
-            stop,
-            thread,
-        })
-    }
-
-    /// After the run: the page says how it ended and links the finished
-    /// report; served until Ctrl-C or SIGTERM.
-    fn serve_report_until_stopped(self, session: &mut Session, finished: &Finished) {
-        let line = format!(
-            "run {} {}: {} measurements ({} failed)",
-            session.run_id(),
-            finished.status.name(),
-            finished.outcome.measured,
-            finished.outcome.failed
-        );
-        let html = session
-            .record()
-            .ok()
-            .map(|r| protobench_results::html::render(&r, &protobench_results::html::charts(&r)));
-        self.live.end(&line, html);
-        println!(
-            "live view: the run has ended; serving its report at {} until Ctrl-C",
-            self.url
-        );
-        if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
-            rt.block_on(async {
-                if let Ok(mut signals) = super::common::ShutdownSignals::install() {
-                    let _ = signals.recv().await;
-                }
-            });
-        }
-        self.stop.cancel();
-        let _ = self.thread.join();
-    }
+/// `--web` after the run: how it ended and its report, until Ctrl-C.
+fn serve_report(web: crate::live_page::WebView, session: &mut Session, finished: &Finished) {
+    let line = format!(
+        "run {} {}: {} measurements ({} failed)",
+        session.run_id(),
+        finished.status.name(),
+        finished.outcome.measured,
+        finished.outcome.failed
+    );
+    let html = session
+        .record()
+        .ok()
+        .map(|r| protobench_results::html::render(&r, &protobench_results::html::charts(&r)));
+    web.serve_report_until_stopped(&line, html);
 }
 
 /// `--list`: one line per preset: name, where it is read from, description.
