@@ -55,7 +55,8 @@ pub const SSE_END_EVENT: &str = "end";
 pub const CLOSE_NORMAL: u16 = 1000;
 /// WebSocket close code: a message that does not decode or is invalid.
 pub const CLOSE_INVALID: u16 = 1007;
-/// WebSocket close code: over a count or rate limit, or the idle timeout.
+/// WebSocket close code: more than [`MAX_STREAM_MESSAGES`] messages, or no
+/// message for the idle timeout.
 pub const CLOSE_POLICY: u16 = 1008;
 /// WebSocket close code: a message over the size limit.
 pub const CLOSE_TOO_BIG: u16 = 1009;
@@ -109,6 +110,76 @@ impl StreamOperation {
 }
 
 impl std::fmt::Display for StreamOperation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A way a streaming operation is carried; a server's manifest lists the
+/// ones it serves (`streaming = ["grpc", "websocket", "sse", "poll"]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StreamTransport {
+    /// gRPC streams on the `grpc` listener: all four operations.
+    Grpc,
+    /// WebSocket on the `rest` and `rest-h2` listeners (RFC 6455; RFC 8441
+    /// over HTTP/2): echo stream, subscription, upload.
+    WebSocket,
+    /// Server-Sent Events on the `rest` and `rest-h2` listeners: the subscription.
+    Sse,
+    /// Plain REST `GET` on the `rest` and `rest-h2` listeners: polling.
+    Poll,
+}
+
+impl StreamTransport {
+    /// Every transport, in contract order.
+    pub const ALL: [StreamTransport; 4] = [
+        StreamTransport::Grpc,
+        StreamTransport::WebSocket,
+        StreamTransport::Sse,
+        StreamTransport::Poll,
+    ];
+
+    /// Its name in manifests: `grpc`, `websocket`, `sse`, `poll`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StreamTransport::Grpc => "grpc",
+            StreamTransport::WebSocket => "websocket",
+            StreamTransport::Sse => "sse",
+            StreamTransport::Poll => "poll",
+        }
+    }
+
+    /// The streaming operations it carries.
+    pub fn operations(self) -> &'static [StreamOperation] {
+        use StreamOperation as O;
+        match self {
+            StreamTransport::Grpc => &[O::EchoStream, O::Subscribe, O::Upload, O::Poll],
+            StreamTransport::WebSocket => &[O::EchoStream, O::Subscribe, O::Upload],
+            StreamTransport::Sse => &[O::Subscribe],
+            StreamTransport::Poll => &[O::Poll],
+        }
+    }
+}
+
+impl std::str::FromStr for StreamTransport {
+    type Err = String;
+
+    /// Parses a name; an unknown one lists the accepted names.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL.into_iter().find(|t| t.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = Self::ALL.iter().map(|t| t.name()).collect();
+            format!("unknown streaming transport `{s}` (accepted: {})", names.join(", "))
+        })
+    }
+}
+
+impl serde::Serialize for StreamTransport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl std::fmt::Display for StreamTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
