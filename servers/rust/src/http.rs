@@ -153,7 +153,10 @@ async fn serve_connection<IO>(
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.idle)
-                .serve_connection(io, TowerToHyperService::new(router));
+                .serve_connection(io, TowerToHyperService::new(router))
+                // WebSocket (the streaming operations): the connection is
+                // handed to the upgraded handler after its 101 response.
+                .with_upgrades();
             drive(conn, already_closing, &mut shutdown, None, |c| c.graceful_shutdown()).await;
         }
         Version::Http2 => {
@@ -164,6 +167,8 @@ async fn serve_connection<IO>(
             let conn = http2::Builder::new(TokioExecutor::new())
                 .timer(TokioTimer::new())
                 .max_concurrent_streams(limits.max_streams)
+                // RFC 8441: WebSocket over an HTTP/2 stream (extended CONNECT).
+                .enable_connect_protocol()
                 .serve_connection(io, service);
             let idle = Some((&*activity, limits.idle));
             drive(conn, already_closing, &mut shutdown, idle, |c| c.graceful_shutdown()).await;

@@ -37,12 +37,16 @@ use tokio::task::JoinHandle;
 mod body;
 pub mod config;
 mod core;
+mod feed;
 mod grpc;
+mod grpc_stream;
 mod http;
 mod rest;
 mod soap;
+mod sse;
 pub mod tls;
 pub mod views;
+mod ws;
 
 pub use config::{ConfigError, ServerConfig, ServiceTime, TlsFiles};
 pub use tls::{TlsError, generate_self_signed};
