@@ -49,7 +49,9 @@ pub fn generate(dataset: &Dataset) -> Vec<(PathBuf, Vec<u8>)> {
     files
 }
 
-/// `stream-workloads.json` and `vectors/stream.*/`: per streaming workload,
+/// `stream-workloads.json` and `stream-vectors/<workload>/` (apart from
+/// `vectors/`, whose every directory is a unary workload to the other
+/// stacks' checkers): per streaming workload,
 /// what the client sends (`request.jsonl`, `request.pb`) and what it must
 /// receive (`response.jsonl`, `response.pb`), one message per line or
 /// length-delimited. Feed events are stamped with their offset from the
@@ -86,7 +88,7 @@ fn stream_files(dataset: &Dataset) -> Vec<(PathBuf, Vec<u8>)> {
     json.push(b'\n');
     let mut files = vec![(PathBuf::from("stream-workloads.json"), json)];
     for w in stream::workload::ALL {
-        let dir = PathBuf::from("vectors").join(w.name);
+        let dir = PathBuf::from("stream-vectors").join(w.name);
         let mut put = |name: &str, bytes: Vec<u8>| files.push((dir.join(name), bytes));
         match w.plan {
             Plan::Echo { .. } | Plan::Upload { .. } => {
@@ -223,6 +225,27 @@ mod tests {
         assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
         std::fs::remove_dir_all(&partial).unwrap();
         assert!(load(&nowhere, "no.such", Encoding::Json).is_err());
+    }
+
+    #[test]
+    fn the_stream_vectors_on_disk_are_the_generated_ones() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contract");
+        let files = stream_files(&Dataset::generate());
+        assert!(files.len() > 40, "{} files", files.len());
+        for (path, bytes) in files {
+            let on_disk = std::fs::read(repo.join(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                on_disk == bytes,
+                "{} differs: run `protobench contract generate`",
+                path.display()
+            );
+        }
+        // The stream vectors stay out of vectors/, where every directory is a
+        // unary workload of workloads.json to the other stacks' checkers.
+        for entry in std::fs::read_dir(repo.join("vectors")).unwrap() {
+            let name = entry.unwrap().file_name();
+            assert!(workload::find(&name.to_string_lossy()).is_some(), "vectors/{name:?}");
+        }
     }
 
     #[test]

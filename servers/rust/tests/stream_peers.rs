@@ -203,7 +203,7 @@ async fn python_websockets_runs_the_echo_stream_against_the_vectors() {
         command
             .arg(&script)
             .arg(format!("ws://{addr}{}", stream::WS_ECHO_PATH))
-            .arg(common::contract_dir().join("vectors").join(name));
+            .arg(common::contract_dir().join("stream-vectors").join(name));
         let out = run(command).await;
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
