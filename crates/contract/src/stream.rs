@@ -657,6 +657,64 @@ mod tests {
     }
 
     #[test]
+    fn the_asyncapi_document_and_the_readme_follow_the_proto_and_the_limits() {
+        let contract = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contract");
+        let yaml = std::fs::read_to_string(contract.join("asyncapi.yaml")).unwrap();
+        let readme = std::fs::read_to_string(contract.join("README.md")).unwrap();
+        // Every message of stream.proto is a schema with every field, by JSON name.
+        let pool = crate::pb::descriptor_pool();
+        let file = pool
+            .get_file_by_name("protobench/v1/stream.proto")
+            .expect("stream.proto is compiled in");
+        for message in file.messages() {
+            let start = yaml
+                .find(&format!("\n    {}:\n      type: object", message.name()))
+                .unwrap_or_else(|| panic!("asyncapi.yaml has no schema {}", message.name()));
+            // The schema runs to the next line indented as its name is.
+            let body = &yaml[start + 1..];
+            let length = body
+                .split_inclusive('\n')
+                .skip(1)
+                .take_while(|line| !(line.starts_with("    ") && !line[4..].starts_with(' ')))
+                .map(str::len)
+                .sum::<usize>();
+            let end = start + 1 + body.find('\n').unwrap_or(0) + 1 + length;
+            let schema = &yaml[start..end];
+            for field in message.fields() {
+                assert!(
+                    schema.contains(&format!("        {}:", field.json_name())),
+                    "asyncapi.yaml schema {} lacks {}",
+                    message.name(),
+                    field.json_name()
+                );
+            }
+        }
+        let service = file.services().next().expect("the Streams service");
+        let methods: Vec<_> = service.methods().map(|m| m.name().to_owned()).collect();
+        assert_eq!(methods, StreamOperation::ALL.map(|op| op.name()));
+        for op in StreamOperation::ALL {
+            assert!(op.grpc_path().starts_with(&format!("/{}/", service.full_name())));
+        }
+        for path in [WS_ECHO_PATH, WS_SUBSCRIBE_PATH, WS_UPLOAD_PATH, SSE_PATH, POLL_PATH] {
+            assert!(yaml.contains(&format!("address: {path}")), "asyncapi.yaml lacks {path}");
+            assert!(readme.contains(path), "README.md lacks {path}");
+        }
+        for (limit, text) in [
+            (MAX_COUNT, "count 1..=1000000"),
+            (MAX_ITEMS, "items 0..=1395"),
+            (MAX_RATE, "rate\n    0..=1000000"),
+            (MAX_PAGE_EVENTS, "max 1..=1000"),
+            (MAX_PAGE_ITEMS, "16384 items"),
+            (MAX_STREAM_MESSAGES, "1000000 messages"),
+        ] {
+            assert!(yaml.contains(text), "asyncapi.yaml does not say {text} ({limit})");
+        }
+        for text in ["1..=1,000,000", "0..=1,395", "1..=1,000 events", "16,384"] {
+            assert!(readme.contains(text), "README.md does not say {text}");
+        }
+    }
+
+    #[test]
     fn delimited_sequences_round_trip() {
         let ms = vec![
             StreamMessage {
