@@ -8,8 +8,8 @@
 //!   as statuses;
 //! - WebSocket (tokio-tungstenite): echo, subscription and upload in text
 //!   (JSON) and binary (protobuf) frames over HTTP/1.1, TLS, and HTTP/2
-//!   (RFC 8441); close codes 1000, 1007, 1008 and 1009; a request that is
-//!   no upgrade;
+//!   (RFC 8441); close codes 1000, 1007, 1008 (the idle timeout) and 1009;
+//!   a request that is no upgrade;
 //! - Server-Sent Events over HTTP/1.1 and HTTP/2: ids in order, the `end`
 //!   event, events sent as they are due (not buffered), `Last-Event-ID`;
 //! - polling: pages until `done`, the bad queries.
@@ -591,6 +591,31 @@ async fn websocket_bad_input_gets_its_close_code_and_the_server_goes_on() {
         &ws_echo(&server, Protocol::Rest, Frames::Json, &w.messages()).await,
         "after",
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_websocket_client_is_closed_after_the_idle_timeout() {
+    let mut config = config(&[Protocol::Rest, Protocol::RestH2], false);
+    config.idle_timeout = Duration::from_secs(1);
+    let server = start(config).await;
+    for protocol in [Protocol::Rest, Protocol::RestH2] {
+        for path in [stream::WS_ECHO_PATH, stream::WS_SUBSCRIBE_PATH, stream::WS_UPLOAD_PATH] {
+            let mut ws = ws_connect(&server, protocol, path).await;
+            let started = Instant::now();
+            let (_, end) = tokio::time::timeout(Duration::from_secs(10), ws_read_to_end(&mut ws))
+                .await
+                .expect("closed by the server");
+            assert!(
+                matches!(&end, StreamEnd::Close { code, .. } if *code == stream::CLOSE_POLICY),
+                "{protocol} {path}: {end}"
+            );
+            assert!(
+                started.elapsed() >= Duration::from_millis(900),
+                "{:?}",
+                started.elapsed()
+            );
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
