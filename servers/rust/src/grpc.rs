@@ -30,7 +30,8 @@ use tower::util::MapResponseLayer;
 
 use crate::ServerError;
 use crate::body;
-use crate::core::{CallError, Core, INJECTED_FAILURE};
+use crate::core::Core;
+use crate::grpc_status::status;
 use crate::grpc_stream::{StreamsServer, StreamsService};
 use crate::views::{DeviceListView, FileContentView, InventoryStatusView, ItemListView, ObjectListView};
 
@@ -158,15 +159,6 @@ pub(crate) mod codec {
                 .map(Some)
                 .map_err(|e| Status::invalid_argument(format!("invalid protobuf: {e}")))
         }
-    }
-}
-
-/// The contract's status for each call error.
-pub(crate) fn status(err: CallError) -> Status {
-    match err {
-        CallError::Invalid(m) => Status::invalid_argument(m),
-        CallError::NotFound(m) => Status::not_found(m),
-        CallError::Injected => Status::unavailable(INJECTED_FAILURE),
     }
 }
 

@@ -24,7 +24,7 @@ use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::core::{CallError, Core};
 use crate::feed::{Feed, now_ns};
-use crate::grpc::status;
+use crate::grpc_status::status;
 
 #[allow(missing_docs, unreachable_pub, clippy::all, reason = "generated code")]
 pub(crate) mod generated {

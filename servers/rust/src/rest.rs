@@ -12,7 +12,6 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -21,7 +20,8 @@ use protobench_contract::pb::bench;
 use protobench_contract::{Encoding, HttpMethod, Message, Operation};
 
 use crate::body::{self, BodyError};
-use crate::core::{CallError, Core, INJECTED_FAILURE};
+use crate::core::Core;
+use crate::json_error::{call_error, error};
 use crate::{sse, ws};
 
 /// The router serving every operation at its REST path.
@@ -158,15 +158,6 @@ async fn respond(core: &Core, op: Operation, message: Message) -> Response {
     }
 }
 
-/// The contract's JSON error for a call error.
-pub(crate) fn call_error(err: CallError) -> Response {
-    match err {
-        CallError::Invalid(m) => error(StatusCode::BAD_REQUEST, &m),
-        CallError::NotFound(m) => error(StatusCode::NOT_FOUND, &m),
-        CallError::Injected => error(StatusCode::INTERNAL_SERVER_ERROR, INJECTED_FAILURE),
-    }
-}
-
 async fn method_not_allowed(method: Method, op: Operation, allow: &'static str) -> Response {
     let message = format!(
         "method {method} is not allowed on {}; allowed: {allow}",
@@ -184,15 +175,4 @@ async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
         StatusCode::NOT_FOUND,
         &format!("no operation at {method} {}", uri.path()),
     )
-}
-
-/// The contract's JSON error body.
-pub(crate) fn error(status: StatusCode, message: &str) -> Response {
-    let body = serde_json::json!({ "code": status.as_u16(), "message": message });
-    let mut response = Response::new(Body::from(body.to_string()));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }

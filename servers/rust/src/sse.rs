@@ -23,7 +23,7 @@ use protobench_contract::stream::{self, SSE_END_EVENT, SSE_EVENT};
 
 use crate::core::Core;
 use crate::feed::{Feed, now_ns};
-use crate::rest::{call_error, error};
+use crate::json_error::{call_error, error};
 
 /// The state of an SSE response: the feed, then one `end` event.
 enum Phase {

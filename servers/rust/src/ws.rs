@@ -42,8 +42,8 @@ type Upgrade = Result<WebSocketUpgrade, WebSocketUpgradeRejection>;
 /// contract's HTTP error (a request that is no WebSocket upgrade gets the
 /// library's status, e.g. 426 or 400, with its reason in the JSON body).
 async fn admit(core: &Core, upgrade: Upgrade) -> Result<WebSocketUpgrade, Response> {
-    let upgrade = upgrade.map_err(|r| crate::rest::error(r.status(), &r.body_text()))?;
-    core.admit().await.map_err(crate::rest::call_error)?;
+    let upgrade = upgrade.map_err(|r| crate::json_error::error(r.status(), &r.body_text()))?;
+    core.admit().await.map_err(crate::json_error::call_error)?;
     Ok(upgrade
         .max_message_size(core.max_request_bytes)
         .max_frame_size(core.max_request_bytes))
