@@ -196,10 +196,10 @@ pub async fn start(config: ServerConfig, dataset: Arc<Dataset>) -> Result<Runnin
         let signal = signal.clone();
         let (version, router) = match listener.protocol {
             Protocol::Rest => (http::Version::Http1, rest::router(core.clone())),
-            Protocol::RestH2 => (http::Version::Http2, rest::router(core.clone())),
+            Protocol::RestH2 => (http::Version::Http2 { websocket: true }, rest::router(core.clone())),
             Protocol::Soap => (http::Version::Http1, soap::router(core.clone(), listener.tls)),
             Protocol::Grpc => (
-                http::Version::Http2,
+                http::Version::Http2 { websocket: false },
                 grpc.take().expect("the grpc router is built when grpc has an address"),
             ),
         };
