@@ -64,6 +64,17 @@ async fn run(mut command: tokio::process::Command) -> Output {
         .expect("the tool runs")
 }
 
+/// grpcurl with the flags for the listener: `-plaintext`, or the test CA.
+fn grpcurl_command(grpcurl: &PathBuf, tls: bool) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(grpcurl);
+    if tls {
+        command.arg("-cacert").arg(&common::certificate().cert);
+    } else {
+        command.arg("-plaintext");
+    }
+    command
+}
+
 fn judge_feed(name: &str, events: Vec<FeedEvent>, end: StreamEnd, who: &str) {
     let request = workload::find(name).unwrap().subscribe_request().unwrap();
     let received = Received { messages: events, end };
@@ -86,12 +97,7 @@ async fn grpcurl_reads_a_subscription_found_by_reflection() {
         let listener = *server.listener(Protocol::Grpc).unwrap();
         for name in ["stream.sub.1k", "stream.sub.1k.r1000"] {
             let request = workload::find(name).unwrap().subscribe_request().unwrap();
-            let mut command = tokio::process::Command::new(&grpcurl);
-            if tls {
-                command.arg("-cacert").arg(&common::certificate().cert);
-            } else {
-                command.arg("-plaintext");
-            }
+            let mut command = grpcurl_command(&grpcurl, tls);
             command
                 .args(["-emit-defaults", "-d"])
                 .arg(String::from_utf8(stream::to_json(&request)).unwrap())
@@ -111,13 +117,7 @@ async fn grpcurl_reads_a_subscription_found_by_reflection() {
             judge_feed(name, events, StreamEnd::Clean, &format!("grpcurl tls={tls}"));
         }
         // A subscription over the limit: grpcurl reports InvalidArgument.
-        let mut command = tokio::process::Command::new(&grpcurl);
-        command.arg("-plaintext");
-        if tls {
-            command
-                .args(["-plaintext=false", "-cacert"])
-                .arg(&common::certificate().cert);
-        }
+        let mut command = grpcurl_command(&grpcurl, tls);
         command
             .args(["-d", r#"{"count":2000000}"#])
             .arg(listener.addr.to_string())
