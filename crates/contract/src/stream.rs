@@ -675,7 +675,7 @@ mod tests {
             let length = body
                 .split_inclusive('\n')
                 .skip(1)
-                .take_while(|line| !(line.starts_with("    ") && !line[4..].starts_with(' ')))
+                .take_while(|line| !line.starts_with("    ") || line[4..].starts_with(' '))
                 .map(str::len)
                 .sum::<usize>();
             let end = start + 1 + body.find('\n').unwrap_or(0) + 1 + length;
