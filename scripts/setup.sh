@@ -4,7 +4,8 @@
 # development packages and build tools (servers/cpp-grpc), iproute2, nftables
 # and toxiproxy (emulated networks, docs/network.md), chromium (HTML report test),
 # grpcurl and ghz (third-party gRPC clients; ghz is grpc_bench's), openssl/curl
-# (server tests), cargo-fuzz with a nightly toolchain (fuzz/).
+# (server tests), Python's websockets (a stock WebSocket client), cargo-fuzz
+# with a nightly toolchain (fuzz/).
 # Toolchains themselves (Rust, Go, Java+Maven, Python, Node) are prerequisites.
 set -euo pipefail
 
@@ -48,6 +49,11 @@ if ! command -v toxiproxy-server >/dev/null && [ ! -x "$GOBIN_DIR/toxiproxy-serv
   mv "$tmp/server" "$GOBIN_DIR/toxiproxy-server"
   mv "$tmp/cli" "$GOBIN_DIR/toxiproxy-cli"
   rmdir "$tmp"
+fi
+# Python's websockets: the stock WebSocket client of servers/rust/tests/stream_peers.rs.
+if command -v python3 >/dev/null && ! python3 -c 'import websockets' 2>/dev/null; then
+  echo "setup: pip install websockets"
+  python3 -m pip install --quiet 'websockets==17.4'
 fi
 # cargo-fuzz and a nightly toolchain: the fuzz targets (fuzz/, docs/fuzzing.md),
 # which `make test` builds and runs briefly.

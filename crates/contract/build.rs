@@ -5,7 +5,11 @@ use std::path::PathBuf;
 
 use prost::Message as _;
 
-const FILES: [&str; 2] = ["protobench/v1/protobench.proto", "helloworld/helloworld.proto"];
+const FILES: [&str; 3] = [
+    "protobench/v1/protobench.proto",
+    "protobench/v1/stream.proto",
+    "helloworld/helloworld.proto",
+];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../contract/proto");

@@ -38,6 +38,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     builder.compile_fds(fds)?;
 
+    // `protobench.v1.Streams` (contract/proto/protobench/v1/stream.proto):
+    // a codec of its own, since its calls carry many messages, and a
+    // directory of its own, since its package file has the same name.
+    let stream_proto = "protobench/v1/stream.proto";
+    println!("cargo:rerun-if-changed={}", root.join(stream_proto).display());
+    let streams = PathBuf::from(std::env::var("OUT_DIR")?).join("streams");
+    std::fs::create_dir_all(&streams)?;
+    tonic_prost_build::configure()
+        .build_client(false)
+        .build_server(true)
+        .out_dir(&streams)
+        .codec_path("crate::grpc::codec::StreamCodec")
+        .extern_path(".protobench.v1", "::protobench_contract::pb::protobench::v1")
+        .compile_fds(protox::compile([stream_proto], [&root])?)?;
+
     // The reference server of the benchmark (examples/minimal_greeter.rs): the
     // Greeter alone, with tonic's own defaults (ProstCodec, no adjustments).
     let minimal = PathBuf::from(std::env::var("OUT_DIR")?).join("minimal");

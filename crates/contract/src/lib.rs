@@ -23,6 +23,7 @@ pub mod pb;
 pub mod protocol;
 pub mod semantics;
 pub mod soap;
+pub mod stream;
 pub mod vectors;
 pub mod workload;
 pub mod xml;
@@ -37,6 +38,7 @@ pub use message::{DecodeError, Encoding, Message, MessageKind};
 pub use operation::{HttpMethod, Operation};
 pub use protocol::Protocol;
 pub use semantics::ContractError;
+pub use stream::StreamOperation;
 pub use workload::Workload;
 
 /// The SOAP body namespace of every contract element.

@@ -45,6 +45,88 @@ pub fn generate(dataset: &Dataset) -> Vec<(PathBuf, Vec<u8>)> {
             ));
         }
     }
+    files.extend(stream_files(dataset));
+    files
+}
+
+/// `stream-workloads.json` and `stream-vectors/<workload>/` (apart from
+/// `vectors/`, whose every directory is a unary workload to the other
+/// stacks' checkers): per streaming workload,
+/// what the client sends (`request.jsonl`, `request.pb`) and what it must
+/// receive (`response.jsonl`, `response.pb`), one message per line or
+/// length-delimited. Feed events are stamped with their offset from the
+/// stream's start (`scheduledNs` of event 1 is 0): a checker compares stamps
+/// by their differences ([`crate::stream::check`]).
+fn stream_files(dataset: &Dataset) -> Vec<(PathBuf, Vec<u8>)> {
+    use crate::stream::{self, Tally, encode_delimited, encode_json_lines, workload::Plan};
+    let registry: Vec<serde_json::Value> = stream::workload::ALL
+        .iter()
+        .map(|w| {
+            let op = w.operation();
+            let mut entry = serde_json::json!({
+                "name": w.name,
+                "operation": op.name(),
+                "description": w.description,
+                "grpcPath": op.grpc_path(),
+            });
+            let paths: &[(&str, &str)] = match w.plan {
+                Plan::Echo { .. } => &[("websocketPath", stream::WS_ECHO_PATH)],
+                Plan::Subscribe { .. } => &[
+                    ("websocketPath", stream::WS_SUBSCRIBE_PATH),
+                    ("ssePath", stream::SSE_PATH),
+                ],
+                Plan::Upload { .. } => &[("websocketPath", stream::WS_UPLOAD_PATH)],
+                Plan::Poll { .. } => &[("restPath", stream::POLL_PATH)],
+            };
+            for (key, path) in paths {
+                entry[*key] = serde_json::Value::from(*path);
+            }
+            entry
+        })
+        .collect();
+    let mut json = serde_json::to_vec_pretty(&registry).expect("registry serializes");
+    json.push(b'\n');
+    let mut files = vec![(PathBuf::from("stream-workloads.json"), json)];
+    for w in stream::workload::ALL {
+        let dir = PathBuf::from("stream-vectors").join(w.name);
+        let mut put = |name: &str, bytes: Vec<u8>| files.push((dir.join(name), bytes));
+        match w.plan {
+            Plan::Echo { .. } | Plan::Upload { .. } => {
+                let sent = w.messages();
+                put("request.jsonl", encode_json_lines(&sent));
+                put("request.pb", encode_delimited(&sent));
+                if let Plan::Echo { .. } = w.plan {
+                    put("response.jsonl", encode_json_lines(&sent));
+                    put("response.pb", encode_delimited(&sent));
+                } else {
+                    let summary = [Tally::of(&sent)];
+                    put("response.jsonl", encode_json_lines(&summary));
+                    put("response.pb", encode_delimited(&summary));
+                }
+            }
+            Plan::Subscribe { .. } => {
+                let request = w.subscribe_request().expect("a subscription");
+                let events: Vec<_> = (1..=request.count)
+                    .map(|seq| stream::feed_event(dataset, seq, request.items, stream::offset_ns(seq, request.rate)))
+                    .collect();
+                put("request.jsonl", encode_json_lines(&[request]));
+                put("request.pb", encode_delimited(&[request]));
+                put("response.jsonl", encode_json_lines(&events));
+                put("response.pb", encode_delimited(&events));
+            }
+            Plan::Poll { .. } => {
+                let polls = w.polls();
+                let pages: Vec<_> = polls
+                    .iter()
+                    .map(|p| stream::poll_page(dataset, p, 0).expect("a workload's polls are valid"))
+                    .collect();
+                put("request.jsonl", encode_json_lines(&polls));
+                put("request.pb", encode_delimited(&polls));
+                put("response.jsonl", encode_json_lines(&pages));
+                put("response.pb", encode_delimited(&pages));
+            }
+        }
+    }
     files
 }
 
@@ -143,6 +225,27 @@ mod tests {
         assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
         std::fs::remove_dir_all(&partial).unwrap();
         assert!(load(&nowhere, "no.such", Encoding::Json).is_err());
+    }
+
+    #[test]
+    fn the_stream_vectors_on_disk_are_the_generated_ones() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contract");
+        let files = stream_files(&Dataset::generate());
+        assert!(files.len() > 40, "{} files", files.len());
+        for (path, bytes) in files {
+            let on_disk = std::fs::read(repo.join(&path)).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(
+                on_disk == bytes,
+                "{} differs: run `protobench contract generate`",
+                path.display()
+            );
+        }
+        // The stream vectors stay out of vectors/, where every directory is a
+        // unary workload of workloads.json to the other stacks' checkers.
+        for entry in std::fs::read_dir(repo.join("vectors")).unwrap() {
+            let name = entry.unwrap().file_name();
+            assert!(workload::find(&name.to_string_lossy()).is_some(), "vectors/{name:?}");
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use protobench_contract::stream::StreamTransport;
 use protobench_model::load::Protocol;
 use protobench_model::run::ServerInfo;
 
@@ -33,6 +34,10 @@ pub struct Manifest {
     /// Protocols served.
     #[serde(deserialize_with = "protocol_list")]
     pub protocols: Vec<Protocol>,
+    /// Streaming transports served (`grpc`, `websocket`, `sse`, `poll`;
+    /// contract/README.md, "Streaming"); none when absent.
+    #[serde(default, deserialize_with = "streaming_list", skip_serializing_if = "Vec::is_empty")]
+    pub streaming: Vec<StreamTransport>,
     /// Executables that must be on PATH to build.
     #[serde(default)]
     pub toolchain: Vec<String>,
@@ -125,6 +130,18 @@ fn protocol_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Protocol>
         .collect()
 }
 
+/// The `streaming` list; an unknown name lists the accepted ones.
+fn streaming_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<StreamTransport>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    names
+        .iter()
+        .map(|t| {
+            t.parse()
+                .map_err(|e| serde::de::Error::custom(format!("streaming: {e}")))
+        })
+        .collect()
+}
+
 fn default_start_timeout() -> u64 {
     30
 }
@@ -213,6 +230,7 @@ impl Manifest {
             language: "Rust".into(),
             stack: "axum/hyper (REST, HTTP/2), tonic (gRPC), quick-xml (SOAP); embedded in protobench".into(),
             protocols: Protocol::ALL.to_vec(),
+            streaming: StreamTransport::ALL.to_vec(),
             toolchain: vec![],
             build: vec![],
             start: vec![PROTOBENCH_PLACEHOLDER.into(), "serve".into()],
@@ -437,6 +455,24 @@ go = "1.22"
             e,
             "m.toml:5: protocols: unknown protocol `graphql` (accepted: rest, rest-h2, grpc, soap)"
         );
+    }
+
+    #[test]
+    fn reads_the_streaming_transports_and_names_an_unknown_one() {
+        assert!(Manifest::parse(GO, Path::new("m.toml")).unwrap().streaming.is_empty());
+        let text = GO.replace(
+            "start_timeout_s = 20",
+            "start_timeout_s = 20\nstreaming = [\"grpc\", \"sse\"]",
+        );
+        let m = Manifest::parse(&text, Path::new("m.toml")).unwrap();
+        assert_eq!(m.streaming, [StreamTransport::Grpc, StreamTransport::Sse]);
+        let text = GO.replace("start_timeout_s = 20", "start_timeout_s = 20\nstreaming = [\"quic\"]");
+        let e = Manifest::parse(&text, Path::new("m.toml")).unwrap_err().to_string();
+        assert!(
+            e.ends_with("streaming: unknown streaming transport `quic` (accepted: grpc, websocket, sse, poll)"),
+            "{e}"
+        );
+        assert_eq!(Manifest::builtin().streaming, StreamTransport::ALL);
     }
 
     #[test]

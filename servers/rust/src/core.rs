@@ -80,6 +80,9 @@ pub(crate) struct Core {
     pub(crate) max_request_bytes: usize,
     /// How long an HTTP/1.1 request body may take to arrive.
     pub(crate) read_timeout: std::time::Duration,
+    /// How long a WebSocket may go without a client message while the
+    /// server waits for one (`PROTOBENCH_IDLE_TIMEOUT`).
+    pub(crate) idle_timeout: std::time::Duration,
     service_time: Option<ServiceTime>,
     /// When the first call arrived: a ramped service time counts from
     /// here, as a JIT warms up with the calls it sees, not with the time
@@ -142,6 +145,7 @@ impl Core {
             dataset,
             max_request_bytes: config.max_request_bytes,
             read_timeout: config.read_timeout,
+            idle_timeout: config.idle_timeout,
             service_time: config.service_time,
             first_call: std::sync::OnceLock::new(),
             failures: FailureDraw::new(config.failure_rate, config.failure_seed),
@@ -165,7 +169,7 @@ impl Core {
 
     /// The part every valid call goes through before its response is built:
     /// the injected service time, then the failure draw.
-    async fn admit(&self) -> Result<(), CallError> {
+    pub(crate) async fn admit(&self) -> Result<(), CallError> {
         if let Some(st) = self.service_time {
             let since = self.first_call.get_or_init(Instant::now).elapsed();
             match st.at(since) {

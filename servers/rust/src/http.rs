@@ -56,7 +56,11 @@ const GOAWAY_GRACE: Duration = Duration::from_secs(1);
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Version {
     Http1,
-    Http2,
+    /// `websocket`: the listener takes WebSocket over HTTP/2 (RFC 8441's
+    /// extended CONNECT, advertised in its SETTINGS): `rest-h2`, not `grpc`.
+    Http2 {
+        websocket: bool,
+    },
 }
 
 /// The connection limits of the environment contract.
@@ -153,18 +157,26 @@ async fn serve_connection<IO>(
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.idle)
-                .serve_connection(io, TowerToHyperService::new(router));
+                .serve_connection(io, TowerToHyperService::new(router))
+                // WebSocket (the streaming operations): the connection is
+                // handed to the upgraded handler after its 101 response.
+                .with_upgrades();
             drive(conn, already_closing, &mut shutdown, None, |c| c.graceful_shutdown()).await;
         }
-        Version::Http2 => {
+        Version::Http2 { websocket } => {
             let service = Tracked {
                 inner: TowerToHyperService::new(router),
                 activity: activity.clone(),
             };
-            let conn = http2::Builder::new(TokioExecutor::new())
+            let mut builder = http2::Builder::new(TokioExecutor::new());
+            builder
                 .timer(TokioTimer::new())
-                .max_concurrent_streams(limits.max_streams)
-                .serve_connection(io, service);
+                .max_concurrent_streams(limits.max_streams);
+            if websocket {
+                // RFC 8441: WebSocket over an HTTP/2 stream (extended CONNECT).
+                builder.enable_connect_protocol();
+            }
+            let conn = builder.serve_connection(io, service);
             let idle = Some((&*activity, limits.idle));
             drive(conn, already_closing, &mut shutdown, idle, |c| c.graceful_shutdown()).await;
         }

@@ -37,12 +37,18 @@ use tokio::task::JoinHandle;
 mod body;
 pub mod config;
 mod core;
+mod feed;
 mod grpc;
+mod grpc_status;
+mod grpc_stream;
 mod http;
+mod json_error;
 mod rest;
 mod soap;
+mod sse;
 pub mod tls;
 pub mod views;
+mod ws;
 
 pub use config::{ConfigError, ServerConfig, ServiceTime, TlsFiles};
 pub use tls::{TlsError, generate_self_signed};
@@ -190,10 +196,10 @@ pub async fn start(config: ServerConfig, dataset: Arc<Dataset>) -> Result<Runnin
         let signal = signal.clone();
         let (version, router) = match listener.protocol {
             Protocol::Rest => (http::Version::Http1, rest::router(core.clone())),
-            Protocol::RestH2 => (http::Version::Http2, rest::router(core.clone())),
+            Protocol::RestH2 => (http::Version::Http2 { websocket: true }, rest::router(core.clone())),
             Protocol::Soap => (http::Version::Http1, soap::router(core.clone(), listener.tls)),
             Protocol::Grpc => (
-                http::Version::Http2,
+                http::Version::Http2 { websocket: false },
                 grpc.take().expect("the grpc router is built when grpc has an address"),
             ),
         };

@@ -1,5 +1,6 @@
 //! `rest` and `rest-h2`: the contract's JSON form on axum, one route per
-//! operation.
+//! operation, and the streaming operations' WebSocket, SSE and polling
+//! paths ([`crate::ws`], [`crate::sse`]).
 //!
 //! Errors are `{"code": <status>, "message": "..."}`: 400 for a body that
 //! does not decode or a value the operation refuses, 404 for unknown paths and
@@ -11,7 +12,6 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -20,7 +20,9 @@ use protobench_contract::pb::bench;
 use protobench_contract::{Encoding, HttpMethod, Message, Operation};
 
 use crate::body::{self, BodyError};
-use crate::core::{CallError, Core, INJECTED_FAILURE};
+use crate::core::Core;
+use crate::json_error::{call_error, error};
+use crate::{sse, ws};
 
 /// The router serving every operation at its REST path.
 pub(crate) fn router(core: Arc<Core>) -> Router {
@@ -44,7 +46,52 @@ pub(crate) fn router(core: Arc<Core>) -> Router {
             route.fallback(move |method: Method| method_not_allowed(method, op, allow)),
         );
     }
-    router.fallback(not_found).with_state(core)
+    streaming_routes(router).fallback(not_found).with_state(core)
+}
+
+/// The streaming operations' WebSocket, SSE and polling paths
+/// (`crate::ws`, `crate::sse`). WebSocket takes `GET` (HTTP/1.1) and
+/// `CONNECT` (HTTP/2, RFC 8441).
+fn streaming_routes(router: Router<Arc<Core>>) -> Router<Arc<Core>> {
+    use protobench_contract::stream;
+    let only = |path: &'static str, allow: &'static str| {
+        move |method: Method| async move {
+            let mut response = error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                &format!("method {method} is not allowed on {path}; allowed: {allow}"),
+            );
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static(allow));
+            response
+        }
+    };
+    const WS: &str = "GET, CONNECT";
+    router
+        .route(
+            stream::WS_ECHO_PATH,
+            get(ws::echo).connect(ws::echo).fallback(only(stream::WS_ECHO_PATH, WS)),
+        )
+        .route(
+            stream::WS_SUBSCRIBE_PATH,
+            get(ws::subscribe)
+                .connect(ws::subscribe)
+                .fallback(only(stream::WS_SUBSCRIBE_PATH, WS)),
+        )
+        .route(
+            stream::WS_UPLOAD_PATH,
+            get(ws::upload)
+                .connect(ws::upload)
+                .fallback(only(stream::WS_UPLOAD_PATH, WS)),
+        )
+        .route(
+            stream::SSE_PATH,
+            get(sse::subscribe).fallback(only(stream::SSE_PATH, "GET, HEAD")),
+        )
+        .route(
+            stream::POLL_PATH,
+            get(sse::poll).fallback(only(stream::POLL_PATH, "GET, HEAD")),
+        )
 }
 
 async fn get_file(
@@ -107,9 +154,7 @@ async fn respond(core: &Core, op: Operation, message: Message) -> Response {
             reply.to_json(),
         )
             .into_response(),
-        Err(CallError::Invalid(m)) => error(StatusCode::BAD_REQUEST, &m),
-        Err(CallError::NotFound(m)) => error(StatusCode::NOT_FOUND, &m),
-        Err(CallError::Injected) => error(StatusCode::INTERNAL_SERVER_ERROR, INJECTED_FAILURE),
+        Err(err) => call_error(err),
     }
 }
 
@@ -130,15 +175,4 @@ async fn not_found(method: Method, uri: axum::http::Uri) -> Response {
         StatusCode::NOT_FOUND,
         &format!("no operation at {method} {}", uri.path()),
     )
-}
-
-/// The contract's JSON error body.
-fn error(status: StatusCode, message: &str) -> Response {
-    let body = serde_json::json!({ "code": status.as_u16(), "message": message });
-    let mut response = Response::new(Body::from(body.to_string()));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
 }

@@ -13,6 +13,8 @@ use bytes::{Buf as _, BufMut as _, Bytes};
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use protobench_contract::pb::bench::FeedEvent;
+use protobench_contract::stream::{self, check::Received, check::StreamEnd};
 use protobench_contract::{Dataset, Protocol};
 use protobench_server::{RunningServer, ServerConfig, TlsFiles};
 use tokio::net::TcpStream;
@@ -231,26 +233,8 @@ pub struct GrpcClient {
 
 impl GrpcClient {
     pub async fn connect(server: &RunningServer) -> GrpcClient {
-        let listener = *server.listener(Protocol::Grpc).expect("grpc is served");
-        let channel = if listener.tls {
-            let pem = std::fs::read(&certificate().cert).unwrap();
-            let tls = ClientTlsConfig::new()
-                .ca_certificate(Certificate::from_pem(pem))
-                .domain_name("localhost");
-            Channel::from_shared(format!("https://{}", listener.addr))
-                .unwrap()
-                .tls_config(tls)
-                .unwrap()
-        } else {
-            Channel::from_shared(format!("http://{}", listener.addr)).unwrap()
-        };
-        let channel = channel
-            .connect_timeout(Duration::from_secs(5))
-            .connect()
-            .await
-            .expect("grpc connects");
         GrpcClient {
-            grpc: tonic::client::Grpc::new(channel).max_decoding_message_size(usize::MAX),
+            grpc: tonic::client::Grpc::new(grpc_channel(server).await).max_decoding_message_size(usize::MAX),
         }
     }
 
@@ -264,6 +248,28 @@ impl GrpcClient {
             .expect("a response within the call timeout")
             .map(|r| r.into_inner())
     }
+}
+
+/// A tonic channel to the server's `grpc` listener (TLS when it has TLS).
+pub async fn grpc_channel(server: &RunningServer) -> Channel {
+    let listener = *server.listener(Protocol::Grpc).expect("grpc is served");
+    let channel = if listener.tls {
+        let pem = std::fs::read(&certificate().cert).unwrap();
+        let tls = ClientTlsConfig::new()
+            .ca_certificate(Certificate::from_pem(pem))
+            .domain_name("localhost");
+        Channel::from_shared(format!("https://{}", listener.addr))
+            .unwrap()
+            .tls_config(tls)
+            .unwrap()
+    } else {
+        Channel::from_shared(format!("http://{}", listener.addr)).unwrap()
+    };
+    channel
+        .connect_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .expect("grpc connects")
 }
 
 /// Passes message bytes through unchanged.
@@ -355,4 +361,33 @@ pub async fn eventually(what: &str, condition: impl Fn() -> bool) {
 pub fn vector(workload: &str, file: &str) -> Vec<u8> {
     let path: &Path = &contract_dir().join("vectors").join(workload).join(file);
     std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Parses an SSE body: the feed events with their ids, and the end (whose
+/// data must be the feed's `count`).
+pub fn parse_sse(body: &str, count: u32) -> (Received<FeedEvent>, Vec<String>) {
+    let mut messages = Vec::new();
+    let mut ids = Vec::new();
+    let mut end = StreamEnd::Broken("the response ended without an end event".into());
+    for block in body.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        let field = |name: &str| {
+            block
+                .lines()
+                .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix(':')))
+                .map(|v| v.strip_prefix(' ').unwrap_or(v).to_owned())
+        };
+        match field("event").as_deref() {
+            Some(stream::SSE_EVENT) => {
+                let data = field("data").expect("data");
+                messages.push(stream::from_json::<FeedEvent>(data.as_bytes()).expect("an event's JSON"));
+                ids.push(field("id").expect("an id"));
+            }
+            Some(stream::SSE_END_EVENT) => {
+                assert_eq!(field("data").unwrap(), format!("{{\"count\":{count}}}"));
+                end = StreamEnd::Clean;
+            }
+            other => panic!("unexpected event {other:?} in {block:?}"),
+        }
+    }
+    (Received { messages, end }, ids)
 }
