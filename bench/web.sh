@@ -95,4 +95,7 @@ PY
   echo "plain run $1 against page run $2: $s of $n comparisons significant ($up higher with the page, $down lower)"
   total=$((total + n)); significant=$((significant + s)); faster=$((faster + up)); slower=$((slower + down))
 done
+for run in $(seq 1 "$id"); do
+  echo "run $run: $("$BIN" show "$run" --db "$DB" | grep 'rate ratios known' || echo 'no relative table')"
+done
 echo "all rounds: $significant of $total significant ($faster higher with the page, $slower lower); about 5% is the noise's own rate"
