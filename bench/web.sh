@@ -83,16 +83,18 @@ total=0; significant=0; faster=0; slower=0
 for pair in "${pairs[@]}"; do
   set -- $pair
   "$BIN" compare "$1" "$2" --db "$DB" -O json > "$TMP/cmp.json"
-  read -r n s up down < <(python3 - "$TMP/cmp.json" <<'PY'
+  read -r n s up down nrate rslower < <(python3 - "$TMP/cmp.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 rows = rows["rows"] if isinstance(rows, dict) else rows
 sig = [r for r in rows if r["ratio"]["significant"]]
 up = sum(1 for r in sig if r["ratio"]["ratio"] > 1)
-print(len(rows), len(sig), up, len(sig) - up)
+rates = [r for r in sig if r["metric"] == "rate"]
+slower = sum(1 for r in rates if r["ratio"]["ratio"] < 1)
+print(len(rows), len(sig), up, len(sig) - up, len(rates), slower)
 PY
 )
-  echo "plain run $1 against page run $2: $s of $n comparisons significant ($up higher with the page, $down lower)"
+  echo "plain run $1 against page run $2: $s of $n comparisons significant ($up higher with the page, $down lower); of them $nrate rates, $rslower lower with the page"
   total=$((total + n)); significant=$((significant + s)); faster=$((faster + up)); slower=$((slower + down))
 done
 for run in $(seq 1 "$id"); do

@@ -47,7 +47,7 @@ pub(crate) struct State {
     pub(crate) todo: u32,
     /// The plan's rough estimate of the whole run, in seconds.
     pub(crate) estimate_s: f64,
-    /// The measurement running now.
+    /// The measurement running now (after the end: the last one).
     pub(crate) current: Option<Current>,
     /// Every finished measurement, in the order taken.
     pub(crate) finished: Vec<Finished>,
@@ -215,7 +215,7 @@ impl Live {
         {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
             s.ended = Some(line.to_string());
-            s.current = None;
+            // `current` stays: the last point's seconds remain on the page.
             s.report = report.is_some();
         }
         *self.report.lock().unwrap_or_else(|e| e.into_inner()) = report;
@@ -437,7 +437,9 @@ function draw(s) {
   $("status").textContent = s.ended ? s.ended : (s.done + " of " + s.todo + " measurements");
   $("fill").style.width = (s.todo ? 100 * s.done / s.todo : 0) + "%";
   const c = s.current;
-  $("current").textContent = c ? c.label + " (repetition " + c.repetition + ")" : (s.ended ? "the run has ended" : "—");
+  $("current").textContent = c
+    ? (s.ended ? "the run has ended; the last: " : "") + c.label + " (repetition " + c.repetition + ")"
+    : (s.ended ? "the run has ended" : "—");
   const body = $("seconds").tBodies[0];
   body.replaceChildren(...(c ? c.seconds.slice(-10).reverse() : []).map((x) =>
     row([x.t.toFixed(0), fmt(x.rate), x.errors, x.p50_ms.toFixed(2), x.p95_ms.toFixed(2), x.p99_ms.toFixed(2), x.users],
