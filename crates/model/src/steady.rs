@@ -17,6 +17,13 @@ use crate::stats::t_quantile_975;
 
 /// Fewest seconds on which a trend is judged.
 pub const MIN_SECONDS: usize = 5;
+/// The steady-state warm-up's window, calibrated with `bench/drift.sh`
+/// (docs/presets.md, "Calibrating the rule"): on a quiet 2-vCPU VM a
+/// 5-second window called a fresh JVM steady at 6 and 14 s with +365% and
+/// +76% of its rate still to come; a 10-second window at 22 s, with -3%
+/// and +9% to come, while a warm Rust server still passed at the first
+/// window (median 10 s, at most 15 s).
+pub const STEADY_WINDOW_S: usize = 10;
 /// The implied change over a window, as a fraction of its mean rate, above
 /// which a significant trend counts as drift.
 pub const DEFAULT_DRIFT_THRESHOLD: f64 = 0.10;

@@ -43,9 +43,9 @@ pub struct SteadyWarmup {
 impl Default for SteadyWarmup {
     fn default() -> Self {
         SteadyWarmup {
-            window_s: 5,
+            window_s: protobench_model::steady::STEADY_WINDOW_S as u32,
             threshold: 0.02,
-            min_s: 5,
+            min_s: protobench_model::steady::STEADY_WINDOW_S as u32,
         }
     }
 }
@@ -314,7 +314,7 @@ impl Plan {
     /// measured windows, search steps; not the per-call and per-connection
     /// time limits, which bound one call, not the experiment), records the
     /// scale and says so in the notes. A steady warm-up keeps its test's
-    /// 5-second window: it cannot judge a trend on less.
+    /// window (10 s): it cannot judge a trend on less.
     pub fn scale_time(&mut self, scale: f64) -> Result<(), String> {
         if !(scale.is_finite() && scale > 0.0 && scale <= MAX_TIME_SCALE) {
             return Err(format!(
@@ -332,7 +332,7 @@ impl Plan {
         }
         if let Some(w) = &mut self.warmup_steady {
             let min = (f64::from(w.min_s) * scale).ceil() as u32;
-            w.min_s = min.max(protobench_model::steady::MIN_SECONDS as u32);
+            w.min_s = min.max(w.window_s);
         }
         if self.duration_ns == 0 {
             return Err(format!(

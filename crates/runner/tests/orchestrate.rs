@@ -699,10 +699,12 @@ fn limits_are_applied_through_cgroups_where_available() {
 async fn a_steady_warm_up_lasts_the_longer_of_the_preset_and_stack_minimum() {
     let body = "repetitions = 1\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\ntls = [false]\n[load]\nconcurrency = 1\n";
     for (extra, preset_min, want) in [
-        ("", "", 5),
-        ("", "warmup_min = \"8s\"\n", 8),
-        ("warmup_min_s = 12\n", "", 12),
-        ("warmup_min_s = 7\n", "warmup_min = \"9s\"\n", 9),
+        // the test's 10-second window is the least
+        ("", "", 10),
+        ("", "warmup_min = \"8s\"\n", 10),
+        ("", "warmup_min = \"14s\"\n", 14),
+        ("warmup_min_s = 16\n", "", 16),
+        ("warmup_min_s = 11\n", "warmup_min = \"13s\"\n", 13),
     ] {
         let f = fake_with(&[], 10, extra);
         let warmup = format!("warmup = \"steady\"\nwarmup_max = \"60s\"\n{preset_min}");

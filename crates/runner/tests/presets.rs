@@ -599,9 +599,10 @@ fn durations_beyond_the_engines_range_are_refused() {
     );
     assert_eq!(
         ok.warmup_steady.unwrap().min_s,
-        5,
-        "warmup_min defaults to the test's 5 s"
+        10,
+        "warmup_min defaults to the test's 10 s window"
     );
+    assert_eq!(ok.warmup_steady.unwrap().window_s, 10);
     let min = preset::resolve(
         &format!("{BASE}warmup = \"steady\"\nwarmup_min = \"30s\"\n{load}"),
         "t.toml",
@@ -699,7 +700,7 @@ fn time_scale_multiplies_every_experiment_duration() {
             "{e}"
         );
     }
-    // A steady warm-up keeps the 5-second window its test needs.
+    // A steady warm-up keeps the 10-second window its test needs.
     let mut steady = preset::resolve(
         &format!("{BASE}warmup = \"steady\"\nwarmup_min = \"30s\"\n[load]\nconcurrency = 1\n"),
         "t.toml",
@@ -709,7 +710,7 @@ fn time_scale_multiplies_every_experiment_duration() {
     steady.scale_time(0.5).unwrap();
     assert_eq!(steady.warmup_steady.unwrap().min_s, 15);
     steady.scale_time(0.01).unwrap();
-    assert_eq!(steady.warmup_steady.unwrap().min_s, 5);
+    assert_eq!(steady.warmup_steady.unwrap().min_s, 10);
 }
 
 /// `[[findings]]`: claims of the study, checked against the plan's points.

@@ -39,8 +39,8 @@ pub(super) struct TopLevel {
 pub(super) const DEFAULT_WARMUP_MAX: Duration = Duration::from_secs(120);
 
 /// The shortest steady-state warm-up when `warmup_min` is not given: the
-/// steady-state test's own minimum window.
-pub(super) const DEFAULT_WARMUP_MIN: Duration = Duration::from_secs(protobench_model::steady::MIN_SECONDS as u64);
+/// steady-state test's window.
+pub(super) const DEFAULT_WARMUP_MIN: Duration = Duration::from_secs(protobench_model::steady::STEADY_WINDOW_S as u64);
 
 /// `warmup`: a duration, or `"steady"` (until the rate stops rising, at
 /// least `warmup_min`, at most `warmup_max`); `warmup_min` and `warmup_max`
