@@ -544,12 +544,10 @@ impl WebView {
     /// After the run: the page says how it ended (`line`) and links the
     /// finished report (`report`); served until Ctrl-C or SIGTERM.
     pub(crate) fn serve_report_until_stopped(self, line: &str, report: Option<String>) {
-        self.live.end(line, report);
-        println!(
-            "live view: the run has ended; serving its report at {} until Ctrl-C",
-            self.url
-        );
-        self.serve_until_stopped();
+        let url = self.url.clone();
+        self.serve_until_stopped(line, report, || {
+            println!("live view: the run has ended; serving its report at {url} until Ctrl-C");
+        });
     }
 
     /// The page's address (with its token when there is one).
@@ -560,20 +558,27 @@ impl WebView {
     /// [`WebView::serve_report_until_stopped`], saying so on stderr
     /// (`load`, whose stdout carries its result).
     pub(crate) fn serve_report_until_stopped_quiet(self, line: &str, report: Option<String>) {
-        self.live.end(line, report);
-        eprintln!(
-            "live view: the run has ended; serving its result at {} until Ctrl-C",
-            self.url
-        );
-        self.serve_until_stopped();
+        let url = self.url.clone();
+        self.serve_until_stopped(line, report, || {
+            eprintln!("live view: the run has ended; serving its result at {url} until Ctrl-C");
+        });
     }
 
-    fn serve_until_stopped(self) {
-        if let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    /// Listens for Ctrl-C and SIGTERM **before** the page says the run has
+    /// ended (`say`): a signal sent by whoever reads that (a person, a
+    /// script, a test) is then never lost in between. Serves until one
+    /// comes.
+    fn serve_until_stopped(self, line: &str, report: Option<String>, say: impl FnOnce()) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok();
+        let signals = rt.as_ref().and_then(|rt| {
+            let _entered = rt.enter();
+            crate::cmd::common::ShutdownSignals::install().ok()
+        });
+        self.live.end(line, report);
+        say();
+        if let (Some(rt), Some(mut signals)) = (rt, signals) {
             rt.block_on(async {
-                if let Ok(mut signals) = crate::cmd::common::ShutdownSignals::install() {
-                    let _ = signals.recv().await;
-                }
+                let _ = signals.recv().await;
             });
         }
         self.stop.cancel();
