@@ -19,6 +19,7 @@
 # A benchmark, not a test: never run by `make test`. About 2.5 s per
 # repetition with the defaults (40 comparisons: 240 repetitions, ~10 min).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 COMPARISONS=40
 DURATION=1s
@@ -34,20 +35,12 @@ while [ $# -gt 0 ]; do
     --workload) WORKLOAD=$2; shift 2 ;;
     --protocol) PROTOCOL=$2; shift 2 ;;
     --profile) PROFILE=$2; shift 2 ;;
-    *) echo "bench/aa.sh: unknown option $1 (accepted: --comparisons, --duration, --warmup, --workload, --protocol, --profile)" >&2; exit 2 ;;
+    *) bench_unknown bench/aa.sh "$1" "--comparisons, --duration, --warmup, --workload, --protocol, --profile" ;;
   esac
 done
-case "$PROFILE" in
-  release) FLAG=--release ;;
-  debug) FLAG= ;;
-  *) echo "bench/aa.sh: --profile must be release or debug, found $PROFILE" >&2; exit 2 ;;
-esac
-
-cd "$(dirname "$0")/.."
-echo "building ($PROFILE)..." >&2
-nice -n 5 cargo build $FLAG -q -p protobench
-nice -n 5 cargo build $FLAG -q -p protobench-model --example aa
-BIN=target/$PROFILE/protobench
+bench_profile bench/aa.sh "$PROFILE"
+bench_build -p protobench
+bench_build -p protobench-model --example aa
 AA=target/$PROFILE/examples/aa
 
 TMP=$(mktemp -d)

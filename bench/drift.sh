@@ -21,6 +21,7 @@
 # A benchmark, not a test: never run by `make test`. About
 # (2 + JVM_RUNS) x SECONDS plus the JVM's start-up (~10 min by default).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 SECONDS_EACH=180
 JVM_RUNS=2
@@ -34,24 +35,16 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --profile) PROFILE=$2; shift 2 ;;
     --judge) JUDGE=$2; shift 2 ;;
-    *) echo "bench/drift.sh: unknown option $1 (accepted: --seconds, --jvm-runs, --out, --profile, --judge)" >&2; exit 2 ;;
+    *) bench_unknown bench/drift.sh "$1" "--seconds, --jvm-runs, --out, --profile, --judge" ;;
   esac
 done
-case "$PROFILE" in
-  release) FLAG=--release ;;
-  debug) FLAG= ;;
-  *) echo "bench/drift.sh: --profile must be release or debug, found $PROFILE" >&2; exit 2 ;;
-esac
-
-cd "$(dirname "$0")/.."
-echo "building ($PROFILE)..." >&2
-nice -n 5 cargo build $FLAG -q -p protobench-model --example drift_calibration
+bench_profile bench/drift.sh "$PROFILE"
+bench_build -p protobench-model --example drift_calibration
 CAL=target/$PROFILE/examples/drift_calibration
 if [ -n "$JUDGE" ]; then
   exec "$CAL" "$JUDGE"/steady-*.json -- "$JUDGE"/rising-*.json
 fi
-nice -n 5 cargo build $FLAG -q -p protobench
-BIN=$PWD/target/$PROFILE/protobench
+bench_build -p protobench
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 echo "timelines in $OUT" >&2

@@ -17,6 +17,7 @@
 # A benchmark, not a test: never run by `make test`. About 2 x 2 minutes
 # per round.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 
 ROUNDS=2
 PROFILE=release
@@ -24,19 +25,11 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) ROUNDS=$2; shift 2 ;;
     --profile) PROFILE=$2; shift 2 ;;
-    *) echo "bench/web.sh: unknown option $1 (accepted: --rounds, --profile)" >&2; exit 2 ;;
+    *) bench_unknown bench/web.sh "$1" "--rounds, --profile" ;;
   esac
 done
-case "$PROFILE" in
-  release) FLAG=--release ;;
-  debug) FLAG= ;;
-  *) echo "bench/web.sh: --profile must be release or debug, found $PROFILE" >&2; exit 2 ;;
-esac
-
-cd "$(dirname "$0")/.."
-echo "building ($PROFILE)..." >&2
-nice -n 5 cargo build $FLAG -q -p protobench
-BIN=$PWD/target/$PROFILE/protobench
+bench_profile bench/web.sh "$PROFILE"
+bench_build -p protobench
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 DB=$TMP/web.db

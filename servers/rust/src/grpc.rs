@@ -57,17 +57,25 @@ pub(crate) mod codec {
     use tonic::codec::{Codec, DecodeBuf, Decoder};
     use tonic_prost::ProstEncoder;
 
-    /// `tonic_prost::ProstCodec` with the contract's status for bad input.
+    /// `tonic_prost::ProstCodec` with the contract's status for bad input;
+    /// `UNARY` says whether a call carries one request message or a stream.
     #[derive(Debug, Clone, Copy)]
-    pub(crate) struct BenchCodec<T, U>(PhantomData<(T, U)>);
+    pub(crate) struct ContractCodec<T, U, const UNARY: bool>(PhantomData<(T, U)>);
 
-    impl<T, U> Default for BenchCodec<T, U> {
+    /// The codec of `protobench.v1.Bench` and `helloworld.Greeter`: every
+    /// method is unary.
+    pub(crate) type BenchCodec<T, U> = ContractCodec<T, U, true>;
+
+    /// The codec of `protobench.v1.Streams`: any number of messages a call.
+    pub(crate) type StreamCodec<T, U> = ContractCodec<T, U, false>;
+
+    impl<T, U, const UNARY: bool> Default for ContractCodec<T, U, UNARY> {
         fn default() -> Self {
-            BenchCodec(PhantomData)
+            ContractCodec(PhantomData)
         }
     }
 
-    impl<T, U> Codec for BenchCodec<T, U>
+    impl<T, U, const UNARY: bool> Codec for ContractCodec<T, U, UNARY>
     where
         T: prost::Message + Send + 'static,
         U: prost::Message + Default + Send + 'static,
@@ -75,14 +83,15 @@ pub(crate) mod codec {
         type Encode = T;
         type Decode = U;
         type Encoder = ProstEncoder<T>;
-        type Decoder = BenchDecoder<U>;
+        type Decoder = ContractDecoder<U>;
 
         fn encoder(&mut self) -> Self::Encoder {
             ProstEncoder::default()
         }
 
         fn decoder(&mut self) -> Self::Decoder {
-            BenchDecoder {
+            ContractDecoder {
+                unary: UNARY,
                 decoded: false,
                 message: PhantomData,
             }
@@ -91,70 +100,25 @@ pub(crate) mod codec {
 
     /// Decodes `U`; a decode error is the client's (`INVALID_ARGUMENT`).
     ///
-    /// One decoder serves one call, and every method of the contract is
-    /// unary, so a second message is a protocol violation: `INTERNAL`, as
-    /// grpc-go and grpc-java answer it. tonic reads the request stream to its
-    /// end (for trailers) through this decoder but does not check it.
+    /// One decoder serves one call. On a unary method a second message is a
+    /// protocol violation: `INTERNAL`, as grpc-go and grpc-java answer it.
+    /// tonic reads the request stream to its end (for trailers) through this
+    /// decoder but does not check it.
     #[derive(Debug, Clone, Copy)]
-    pub(crate) struct BenchDecoder<U> {
+    pub(crate) struct ContractDecoder<U> {
+        unary: bool,
         decoded: bool,
         message: PhantomData<U>,
     }
 
-    impl<U: prost::Message + Default> Decoder for BenchDecoder<U> {
+    impl<U: prost::Message + Default> Decoder for ContractDecoder<U> {
         type Item = U;
         type Error = Status;
 
         fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
-            if std::mem::replace(&mut self.decoded, true) {
+            if std::mem::replace(&mut self.decoded, true) && self.unary {
                 return Err(Status::internal("a unary call carries more than one request message"));
             }
-            U::decode(buf)
-                .map(Some)
-                .map_err(|e| Status::invalid_argument(format!("invalid protobuf: {e}")))
-        }
-    }
-
-    /// The codec of `protobench.v1.Streams`: tonic's prost encoder, and a
-    /// decoder that reports undecodable input as `INVALID_ARGUMENT` and
-    /// takes any number of messages.
-    #[derive(Debug, Clone, Copy)]
-    pub(crate) struct StreamCodec<T, U>(PhantomData<(T, U)>);
-
-    impl<T, U> Default for StreamCodec<T, U> {
-        fn default() -> Self {
-            StreamCodec(PhantomData)
-        }
-    }
-
-    impl<T, U> Codec for StreamCodec<T, U>
-    where
-        T: prost::Message + Send + 'static,
-        U: prost::Message + Default + Send + 'static,
-    {
-        type Encode = T;
-        type Decode = U;
-        type Encoder = ProstEncoder<T>;
-        type Decoder = StreamDecoder<U>;
-
-        fn encoder(&mut self) -> Self::Encoder {
-            ProstEncoder::default()
-        }
-
-        fn decoder(&mut self) -> Self::Decoder {
-            StreamDecoder(PhantomData)
-        }
-    }
-
-    /// Decodes `U`, message after message; a decode error is the client's.
-    #[derive(Debug, Clone, Copy)]
-    pub(crate) struct StreamDecoder<U>(PhantomData<U>);
-
-    impl<U: prost::Message + Default> Decoder for StreamDecoder<U> {
-        type Item = U;
-        type Error = Status;
-
-        fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
             U::decode(buf)
                 .map(Some)
                 .map_err(|e| Status::invalid_argument(format!("invalid protobuf: {e}")))
