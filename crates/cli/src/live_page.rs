@@ -75,6 +75,28 @@ pub(crate) struct Current {
     pub(crate) baseline_rate: Option<f64>,
     /// Its closed seconds so far (the last [`SECONDS_KEPT`]).
     pub(crate) seconds: Vec<Second>,
+    /// A steady-state warm-up running (or done) before the measured window.
+    pub(crate) warmup: Option<WarmingUp>,
+}
+
+/// The steady-state warm-up of the running measurement, as it goes.
+#[derive(Debug, Default, Clone, Serialize)]
+pub(crate) struct WarmingUp {
+    /// Seconds warmed up so far.
+    pub(crate) seconds: u32,
+    /// Successful calls in the last of them.
+    pub(crate) rate: f64,
+    /// Whether the steady-state test has passed (the warm-up has ended).
+    pub(crate) steady: bool,
+}
+
+/// CPU use over one second, in % of one CPU (100 = one CPU busy), from
+/// `/proc`: the generator is this process, the server the sampled
+/// process and its children. `None` when it could not be read.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Serialize)]
+pub(crate) struct Cpu {
+    pub(crate) generator: Option<f64>,
+    pub(crate) server: Option<f64>,
 }
 
 /// One closed second of the running measurement, from the interval
@@ -93,6 +115,8 @@ pub(crate) struct Second {
     pub(crate) p99_ms: f64,
     /// Callers active at its end.
     pub(crate) users: u32,
+    /// CPU use of the generator and the server in that second.
+    pub(crate) cpu: Cpu,
 }
 
 /// A finished measurement.
@@ -106,6 +130,59 @@ pub(crate) struct Finished {
     pub(crate) rate: Option<f64>,
     /// Why it failed.
     pub(crate) failure: Option<String>,
+    /// Its steady-state warm-up: `12 s, steady` or `30 s, not steady`.
+    pub(crate) warmup: Option<String>,
+    /// The drift flag of its window (`rate rose 35% within the window`).
+    pub(crate) drift: Option<String>,
+}
+
+/// What the stored record of a measurement adds to its finished row (sent
+/// just before its end).
+#[derive(Debug, Default, Clone)]
+struct Landed {
+    warmup: Option<String>,
+    drift: Option<String>,
+}
+
+/// The CPU counters at the previous second, to take differences from.
+#[derive(Debug, Default)]
+struct CpuProbe {
+    server_pid: Option<u32>,
+    last: Option<(std::time::Instant, Option<u64>, Option<u64>)>,
+}
+
+impl CpuProbe {
+    /// Counters now: (generator, server) CPU time in ns.
+    fn read(&self) -> (std::time::Instant, Option<u64>, Option<u64>) {
+        let server = self.server_pid.map(|pid| protobench_runner::procfs::sample(pid).cpu_ns);
+        (
+            std::time::Instant::now(),
+            protobench_runner::procfs::own_cpu_ns(),
+            server,
+        )
+    }
+
+    /// Starts over (a new measurement).
+    fn reset(&mut self) {
+        self.last = Some(self.read());
+    }
+
+    /// CPU use since the last call.
+    fn second(&mut self) -> Cpu {
+        let now = self.read();
+        let Some(last) = self.last.replace(now) else {
+            return Cpu::default();
+        };
+        let wall = now.0.duration_since(last.0).as_nanos() as f64;
+        let pct = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) if wall > 0.0 && b >= a => Some(100.0 * (b - a) as f64 / wall),
+            _ => None,
+        };
+        Cpu {
+            generator: pct(last.1, now.1),
+            server: pct(last.2, now.2),
+        }
+    }
 }
 
 /// One point of the run against the same point of the baseline.
@@ -169,12 +246,19 @@ fn verdict(base: &Summary, rates: &[f64]) -> String {
     }
 }
 
+/// Renders the report of the measurements stored so far (`None` before
+/// the first).
+pub(crate) type SoFar = Box<dyn Fn() -> Option<String> + Send + Sync>;
+
 /// The live state and the pages following it.
 pub(crate) struct Live {
     baseline: Option<Baseline>,
     state: Mutex<State>,
     pages: Mutex<Vec<mpsc::Sender<Bytes>>>,
     report: Mutex<Option<String>>,
+    so_far: Mutex<Option<SoFar>>,
+    cpu: Mutex<CpuProbe>,
+    landed: Mutex<Landed>,
 }
 
 impl Live {
@@ -191,7 +275,16 @@ impl Live {
             baseline,
             pages: Mutex::new(Vec::new()),
             report: Mutex::new(None),
+            so_far: Mutex::new(None),
+            cpu: Mutex::new(CpuProbe::default()),
+            landed: Mutex::new(Landed::default()),
         })
+    }
+
+    /// While the run goes, `/report` is the report of what is stored so
+    /// far, rendered by `render` when a page asks (never otherwise).
+    pub(crate) fn report_so_far(&self, render: SoFar) {
+        *self.so_far.lock().unwrap_or_else(|e| e.into_inner()) = Some(render);
     }
 
     /// The state now (a copy).
@@ -200,10 +293,37 @@ impl Live {
     }
 
     /// Takes in one event of the run; pushes the new state when it changed.
+    /// Samples the CPU counters at each closed second of a measurement.
     pub(crate) fn on(&self, e: &RunEvent) {
+        let mut cpu = Cpu::default();
+        {
+            let mut probe = self.cpu.lock().unwrap_or_else(|e| e.into_inner());
+            match e {
+                RunEvent::ServerReady { pid, .. } => probe.server_pid = Some(*pid),
+                RunEvent::PointStarted { .. } => probe.reset(),
+                RunEvent::Engine(Event::Progress { .. }) => cpu = probe.second(),
+                _ => {}
+            }
+        }
+        if let RunEvent::Measured(m) = e {
+            *self.landed.lock().unwrap_or_else(|e| e.into_inner()) = Landed {
+                warmup: m.warmup.as_ref().map(|w| {
+                    let s = w.duration_ns as f64 / 1e9;
+                    format!("{s:.0} s, {}", if w.steady { "steady" } else { "not steady" })
+                }),
+                drift: m.result.as_ref().and_then(|r| r.drift()).map(|d| d.describe()),
+            };
+            return;
+        }
+        let landed = match e {
+            RunEvent::PointFinished { .. } => {
+                std::mem::take(&mut *self.landed.lock().unwrap_or_else(|e| e.into_inner()))
+            }
+            _ => Landed::default(),
+        };
         let changed = {
             let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            apply(&mut s, e, self.baseline.as_ref())
+            apply(&mut s, e, self.baseline.as_ref(), cpu, landed)
         };
         if changed {
             self.push();
@@ -249,7 +369,10 @@ fn event_frame(s: &State) -> Bytes {
 
 /// Applies `e` to `s` (with the baseline's figures when there is one);
 /// whether the page would show something new.
-fn apply(s: &mut State, e: &RunEvent, baseline: Option<&Baseline>) -> bool {
+///
+/// `cpu` is the second's CPU use (for a closed second), `landed` what the
+/// stored record adds to a finished measurement.
+fn apply(s: &mut State, e: &RunEvent, baseline: Option<&Baseline>, cpu: Cpu, landed: Landed) -> bool {
     match e {
         RunEvent::Begin { todo, estimate_s, .. } => {
             s.todo = *todo;
@@ -269,6 +392,15 @@ fn apply(s: &mut State, e: &RunEvent, baseline: Option<&Baseline>) -> bool {
                 repetition: *repetition,
                 baseline_rate: baseline.and_then(|b| b.rates.get(label)).map(|r| r.median),
                 seconds: Vec::new(),
+                warmup: None,
+            });
+        }
+        RunEvent::WarmingUp { second, rate, steady } => {
+            let Some(c) = s.current.as_mut() else { return false };
+            c.warmup = Some(WarmingUp {
+                seconds: *second,
+                rate: *rate,
+                steady: *steady,
             });
         }
         RunEvent::Engine(Event::Progress { elapsed_ns, second, .. }) => {
@@ -284,6 +416,7 @@ fn apply(s: &mut State, e: &RunEvent, baseline: Option<&Baseline>) -> bool {
                 p95_ms: second.p95_ns as f64 / 1e6,
                 p99_ms: second.p99_ns as f64 / 1e6,
                 users: second.users,
+                cpu,
             });
         }
         RunEvent::PointFinished {
@@ -315,13 +448,18 @@ fn apply(s: &mut State, e: &RunEvent, baseline: Option<&Baseline>) -> bool {
                 repetition: *repetition,
                 rate: *rate,
                 failure: failure.clone(),
+                warmup: landed.warmup,
+                drift: landed.drift,
             });
         }
         RunEvent::ServerFailed { server, reason } => s.notes.push(format!("server {server} failed: {reason}")),
         RunEvent::Warning(w) | RunEvent::Notice(w) => s.notes.push(format!("warning: {w}")),
         RunEvent::Round(line) => s.notes.push(format!("note: {line}")),
         RunEvent::Link(link) => s.notes.push(format!("link {}", link.summary_line())),
-        RunEvent::ServerStarting { .. } | RunEvent::Engine(Event::Started { .. }) | RunEvent::Measured(_) => {
+        RunEvent::ServerStarting { .. }
+        | RunEvent::ServerReady { .. }
+        | RunEvent::Engine(Event::Started { .. })
+        | RunEvent::Measured(_) => {
             return false;
         }
     }
@@ -351,15 +489,19 @@ impl Site for Live {
                 self.pages.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
                 Some(Reply::Events { first, rx })
             }
-            "/report" => self
-                .report
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone()
-                .map(|body| Reply::Body {
+            // The finished report; while the run goes, the report of what
+            // is stored so far (rendered now, for this page only).
+            "/report" => {
+                let finished = self.report.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let body = finished.or_else(|| {
+                    let so_far = self.so_far.lock().unwrap_or_else(|e| e.into_inner());
+                    so_far.as_ref().and_then(|render| render())
+                })?;
+                Some(Reply::Body {
                     content_type: "text/html; charset=utf-8",
                     body,
-                }),
+                })
+            }
             _ => None,
         }
     }
@@ -376,17 +518,20 @@ h1{font-size:1.3em}h2{font-size:1.05em;margin-top:1.5em}
 table{border-collapse:collapse}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
 #bar{width:30em;height:10px;background:#eee}#fill{height:10px;background:#3a6ea5;width:0}
-.warn{color:#a33}svg{background:#fafafa;border:1px solid #ddd}
+.warn{color:#a33}svg{background:#fafafa;border:1px solid #ddd}iframe{border:1px solid #ddd}
 </style></head><body>
 <h1 id="title">protobench — connecting…</h1>
 <p id="status"></p><div id="bar"><div id="fill"></div></div>
 <h2>Running</h2><p id="current">—</p>
 <svg id="chart" width="600" height="160" viewBox="0 0 600 160" role="img" aria-label="calls per second, last seconds"></svg>
-<table id="seconds"><thead><tr><th>s</th><th>calls/s</th><th>errors</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>users</th></tr></thead><tbody></tbody></table>
+<p id="warmup" hidden></p>
+<table id="seconds"><thead><tr><th>s</th><th>calls/s</th><th>errors</th><th>p50 ms</th><th>p95 ms</th><th>p99 ms</th><th>users</th><th>generator CPU %</th><th>server CPU %</th></tr></thead><tbody></tbody></table>
 <h2 id="vs-title" hidden>Against the baseline</h2>
 <table id="versus" hidden><thead><tr><th>point</th><th>repetitions</th><th>calls/s now</th><th>baseline</th><th>verdict (95%)</th></tr></thead><tbody></tbody></table>
 <h2>Finished</h2>
-<table id="finished"><thead><tr><th>point</th><th>repetition</th><th>calls/s</th><th></th></tr></thead><tbody></tbody></table>
+<table id="finished"><thead><tr><th>point</th><th>repetition</th><th>calls/s</th><th>warm-up</th><th>drift</th><th></th></tr></thead><tbody></tbody></table>
+<h2 id="so-far-title" hidden>The report so far</h2>
+<iframe id="so-far" title="the report of the measurements stored so far" hidden width="100%" height="900"></iframe>
 <h2>Notes</h2><ul id="notes"></ul>
 <script id="state" type="application/json"><!--STATE--></script>
 <script src="live.js"></script>
@@ -398,6 +543,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 const SCRIPT: &str = r##""use strict";
 const $ = (id) => document.getElementById(id);
 const fmt = (v) => v == null ? "-" : Math.round(v).toLocaleString("en");
+const pct = (v) => v == null ? "-" : v.toFixed(0);
 function row(cells, numeric) {
   const tr = document.createElement("tr");
   cells.forEach((c, i) => {
@@ -442,8 +588,13 @@ function draw(s) {
     : (s.ended ? "the run has ended" : "—");
   const body = $("seconds").tBodies[0];
   body.replaceChildren(...(c ? c.seconds.slice(-10).reverse() : []).map((x) =>
-    row([x.t.toFixed(0), fmt(x.rate), x.errors, x.p50_ms.toFixed(2), x.p95_ms.toFixed(2), x.p99_ms.toFixed(2), x.users],
-        [1, 1, 1, 1, 1, 1, 1])));
+    row([x.t.toFixed(0), fmt(x.rate), x.errors, x.p50_ms.toFixed(2), x.p95_ms.toFixed(2), x.p99_ms.toFixed(2), x.users,
+         pct(x.cpu.generator), pct(x.cpu.server)],
+        [1, 1, 1, 1, 1, 1, 1, 1, 1])));
+  const w = c && c.warmup;
+  $("warmup").hidden = !w;
+  if (w) $("warmup").textContent = "steady-state warm-up: " + w.seconds + " s, " + fmt(w.rate) + " calls/s in the last second, "
+    + (w.steady ? "steady: measuring" : "still rising or not yet tested");
   chart(c ? c.seconds : [], c && c.baseline_rate);
   if (s.baseline) {
     $("vs-title").hidden = false;
@@ -454,7 +605,8 @@ function draw(s) {
           [0, 1, 1, 1, 0])));
   }
   $("finished").tBodies[0].replaceChildren(...s.finished.slice().reverse().map((f) =>
-    row([f.label, f.repetition, fmt(f.rate), f.failure || ""], [0, 1, 1, 0])));
+    row([f.label, f.repetition, fmt(f.rate), f.warmup || "", f.drift || "", f.failure || ""], [0, 1, 1, 0, 0, 0])));
+  soFar(s);
   $("notes").replaceChildren(...s.notes.map((n) => {
     const li = document.createElement("li");
     li.textContent = n;
@@ -469,6 +621,19 @@ function draw(s) {
     $("status").appendChild(document.createTextNode(" — "));
     $("status").appendChild(a);
   }
+}
+// The report of what is stored so far, reloaded when a measurement has
+// landed (at most every 5 s), and the finished report at the end.
+let shown = "", loaded = 0;
+function soFar(s) {
+  const n = s.finished.length, key = n + (s.ended ? " ended" : "");
+  if (n === 0 || key === shown || (!s.ended && Date.now() - loaded < 5000)) return;
+  shown = key;
+  loaded = Date.now();
+  $("so-far-title").hidden = false;
+  $("so-far-title").textContent = s.ended ? "The report" : "The report so far (" + n + " measurements)";
+  $("so-far").hidden = false;
+  $("so-far").src = "report" + location.search + (location.search ? "&" : "?") + "n=" + n;
 }
 draw(JSON.parse($("state").textContent));
 const events = new EventSource("events" + location.search);
@@ -701,6 +866,101 @@ mod tests {
         let state: serde_json::Value = serde_json::from_str(data).unwrap();
         assert_eq!(state["notes"][0], "warning: </script><script>alert(1)</script>");
         assert!(!data.contains("</"), "{data}");
+    }
+
+    #[test]
+    fn the_warm_up_the_cpu_and_the_stored_record_reach_the_page() {
+        let live = Live::new("quick", 7, None);
+        // this test process stands in for the server: its CPU is sampled
+        live.on(&RunEvent::ServerReady {
+            server: "rust".into(),
+            pid: std::process::id(),
+        });
+        live.on(&RunEvent::PointStarted {
+            point: 0,
+            repetition: 1,
+            label: "rust rest inventory.xs c=4".into(),
+            done: 0,
+            todo: 1,
+        });
+        live.on(&RunEvent::WarmingUp {
+            second: 3,
+            rate: 900.0,
+            steady: false,
+        });
+        let w = live.state().current.unwrap().warmup.unwrap();
+        assert_eq!((w.seconds, w.rate, w.steady), (3, 900.0, false));
+        // 50 ms of CPU (at most 10 s of a starved machine's wall time)
+        // between two samples: both counters move
+        let t0 = std::time::Instant::now();
+        let cpu0 = protobench_runner::procfs::own_cpu_ns().unwrap();
+        let mut x = 0u64;
+        while protobench_runner::procfs::own_cpu_ns().unwrap() < cpu0 + 50_000_000
+            && t0.elapsed() < std::time::Duration::from_secs(10)
+        {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+            }
+        }
+        live.on(&progress(0, 1000));
+        let cpu = live.state().current.unwrap().seconds[0].cpu;
+        let (Some(g), Some(srv)) = (cpu.generator, cpu.server) else {
+            panic!("both sampled: {cpu:?}")
+        };
+        assert!(g > 0.0 && g <= 100.0 * 64.0, "generator {g}%");
+        assert!(srv >= g * 0.5, "the server tree holds this process too: {srv}% vs {g}%");
+        // the stored record (warm-up, drift) lands on the finished row
+        let point = protobench_model::testing::point(0, "rest", "inventory.xs");
+        let mut m = protobench_model::testing::measurement(&point, 1, 1000.0);
+        m.warmup = Some(protobench_model::run::Warmup {
+            duration_ns: 12_400_000_000,
+            steady: true,
+        });
+        let r = m.result.as_mut().unwrap();
+        r.duration_ns = 10_000_000_000;
+        r.timeline = (0..10)
+            .map(|i| TimelinePoint {
+                second: i,
+                successes: 1000 + 100 * u64::from(i),
+                errors: 0,
+                p50_ns: 1,
+                p95_ns: 1,
+                p99_ns: 1,
+                users: 4,
+            })
+            .collect();
+        live.on(&RunEvent::Measured(Box::new(m)));
+        live.on(&RunEvent::PointFinished {
+            point: 0,
+            label: "rust rest inventory.xs c=4".into(),
+            repetition: 1,
+            rate: Some(1450.0),
+            failure: None,
+        });
+        let f = &live.state().finished[0];
+        assert_eq!(f.warmup.as_deref(), Some("12 s, steady"));
+        assert!(
+            f.drift.as_deref().is_some_and(|d| d.starts_with("rate rose")),
+            "{:?}",
+            f.drift
+        );
+    }
+
+    #[test]
+    fn the_report_so_far_then_the_finished_one() {
+        let live = Live::new("quick", 1, None);
+        live.report_so_far(Box::new(|| Some("<p>so far</p>".into())));
+        let body = |r: Option<Reply>| match r {
+            Some(Reply::Body { body, .. }) => body,
+            _ => panic!("a body"),
+        };
+        assert_eq!(body(live.get("/report")), "<p>so far</p>");
+        live.end("run 1 complete", Some("<p>final</p>".into()));
+        assert_eq!(body(live.get("/report")), "<p>final</p>");
+        // nothing stored yet: nothing to show
+        let empty = Live::new("quick", 2, None);
+        empty.report_so_far(Box::new(|| None));
+        assert!(empty.get("/report").is_none());
     }
 
     #[test]

@@ -12,10 +12,12 @@
 //! The page only reads: `GET` and `HEAD`; anything else is 405. Responses
 //! carry `Cache-Control: no-store`, `Referrer-Policy: no-referrer` (the
 //! token may be in the URL) and a content security policy that allows no
-//! script, frame or connection the page did not bring itself.
+//! script, frame or connection the page did not bring itself (the live
+//! page frames the report so far from the same server; no other site may
+//! frame either).
 //!
-//! Today it serves a stored run's report (`protobench report RUN --web`);
-//! the live view of a running study builds on the same server.
+//! It serves a stored run's report (`protobench report RUN --web`) and the
+//! live view of a running study (`crate::live_page`).
 
 use std::convert::Infallible;
 use std::io::Read as _;
@@ -257,8 +259,8 @@ fn respond(status: StatusCode, content_type: &'static str, body: String) -> Resp
 
 /// The headers every answer carries: its type, no caching, no referrer,
 /// no sniffing, and a policy that allows only what the page brings itself
-/// (scripts from this server, connections back to it, inline styles and
-/// SVG).
+/// (scripts from this server, connections back to it, frames of its own
+/// pages, inline styles and SVG).
 fn secure(r: &mut Response<Body>, content_type: &'static str) {
     let h = r.headers_mut();
     h.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -268,7 +270,7 @@ fn secure(r: &mut Response<Body>, content_type: &'static str) {
     h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; form-action 'none'",
+            "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; img-src data:; frame-src 'self'; frame-ancestors 'self'; form-action 'none'",
         ),
     );
 }

@@ -215,6 +215,29 @@ fn follow(port: u16) -> BufReader<TcpStream> {
     r
 }
 
+/// Spawns `run PRESET --db r.db --no-report --web EXTRA...` in `dir` with
+/// standard output piped, waits for its "live view: URL" line, keeps
+/// draining the rest (the table must never fill the pipe) and returns the
+/// process with the URL.
+fn spawn_run_with_web(dir: &Path, preset: &Path, extra: &[&str]) -> (Server, String) {
+    let mut cmd = bin();
+    cmd.current_dir(dir)
+        .args(["run"])
+        .arg(preset)
+        .args(["--db", "r.db", "--no-report", "--web"])
+        .args(extra);
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let server = Server(child);
+    let mut line = String::new();
+    while !line.starts_with("live view: ") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "no live view line");
+    }
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    (server, line.trim_start_matches("live view: ").trim().to_string())
+}
+
 #[test]
 fn a_run_with_web_is_followed_live_and_then_serves_its_report() {
     let dir = tempfile::tempdir().unwrap();
@@ -224,26 +247,8 @@ fn a_run_with_web_is_followed_live_and_then_serves_its_report() {
         "name = \"tiny\"\nservers = [\"rust\"]\nprotocols = [\"rest\", \"grpc\"]\nworkloads = [\"inventory.xs\"]\nrepetitions = 2\nwarmup = \"0s\"\nduration = \"3s\"\n[load]\nconcurrency = 2\n",
     )
     .unwrap();
-    let mut child = bin()
-        .current_dir(dir.path())
-        .args(["run"])
-        .arg(&preset)
-        .args(["--db", "r.db", "--no-report", "--web"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut server = Server(child);
-    let mut line = String::new();
-    while !line.starts_with("live view: ") {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "no live view line");
-    }
-    let url = line.trim_start_matches("live view: ").trim().to_string();
+    let (mut server, url) = spawn_run_with_web(dir.path(), &preset, &[]);
     let port = port_of(&url);
-    // The rest of standard output (the table) must never fill the pipe.
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
     // The page and its script come from the binary.
     let (status, page) = request(port, "GET", "/", &format!("127.0.0.1:{port}"));
     assert_eq!(status, 200);
@@ -264,6 +269,13 @@ fn a_run_with_web_is_followed_live_and_then_serves_its_report() {
     assert_eq!(last["preset"], "tiny");
     let seconds = last["current"]["seconds"].as_array().unwrap();
     assert!(seconds.iter().all(|x| x["rate"].as_f64().unwrap() > 0.0), "{last}");
+    // Each second carries the generator's and the server's CPU.
+    for side in ["generator", "server"] {
+        assert!(
+            seconds.iter().any(|x| x["cpu"][side].as_f64().is_some_and(|c| c > 0.0)),
+            "{side} CPU per second: {last}"
+        );
+    }
     // Closed mid-run: the run goes on.
     drop(page1);
 
@@ -273,6 +285,11 @@ fn a_run_with_web_is_followed_live_and_then_serves_its_report() {
         s["finished"].as_array().is_some_and(|v| !v.is_empty())
     });
     assert!(!first.is_empty());
+    // The report of what is stored so far (or, if the run has just ended,
+    // the finished one).
+    let (status, so_far) = request(port, "GET", "/report", &format!("127.0.0.1:{port}"));
+    assert_eq!(status, 200, "{so_far}");
+    assert!(so_far.contains("protobench run 1 — tiny"), "{so_far}");
     let end = states_until(&mut page2, Duration::from_secs(90), |s| s["ended"].is_string());
     let end = end.last().expect("the end");
     assert!(
@@ -330,24 +347,8 @@ fn a_run_with_web_is_followed_live_and_then_serves_its_report() {
     );
 
     // Run 1 as the baseline of run 2: drawn behind the curve, a verdict per point.
-    let mut child = bin()
-        .current_dir(dir.path())
-        .args(["run"])
-        .arg(&preset)
-        .args(["--db", "r.db", "--no-report", "--web", "--baseline", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let server = Server(child);
-    let mut line = String::new();
-    while !line.starts_with("live view: ") {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "no live view line");
-    }
-    let port = port_of(line.trim_start_matches("live view: ").trim());
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let (server, url) = spawn_run_with_web(dir.path(), &preset, &["--baseline", "1"]);
+    let port = port_of(&url);
     let mut page = follow(port);
     let states = states_until(&mut page, Duration::from_secs(90), |s| s["ended"].is_string());
     let end = states.last().expect("the end");
@@ -450,24 +451,7 @@ fn chromium_shows_the_live_run_then_its_report() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let mut child = bin()
-        .current_dir(dir.path())
-        .args(["run"])
-        .arg(&preset)
-        .args(["--db", "r.db", "--no-report", "--web", "--baseline", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let _server = Server(child);
-    let mut line = String::new();
-    while !line.starts_with("live view: ") {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "no live view line");
-    }
-    let url = line.trim_start_matches("live view: ").trim().to_string();
-    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    let (_server, url) = spawn_run_with_web(dir.path(), &preset, &["--baseline", "1"]);
 
     // Mid-run: once the running point has two seconds, its curve and the
     // baseline's line are drawn; a look a second later has moved on.
@@ -530,6 +514,16 @@ fn chromium_shows_the_live_run_then_its_report() {
     assert!(
         versus.contains("faster ") || versus.contains("slower ") || versus.contains("within the noise "),
         "{versus:.2000}"
+    );
+    // The finished report framed in the page, from the same server.
+    let frame = dom
+        .split("<iframe id=\"so-far\"")
+        .nth(1)
+        .and_then(|f| f.split('>').next())
+        .unwrap_or_else(|| panic!("no report frame: {dom:.3000}"));
+    assert!(
+        frame.contains("src=\"report?n=6") && !frame.contains("hidden"),
+        "the report framed: {frame}"
     );
     let ended = Path::new(env!("CARGO_TARGET_TMPDIR")).join("live-page-ended.png");
     browse(&chromium, &url, 2500, Some(&ended));

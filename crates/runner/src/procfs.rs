@@ -75,6 +75,21 @@ fn parents() -> BTreeMap<u32, (u32, u64)> {
     out
 }
 
+/// This process's own CPU time (user + system, not its children's), ns:
+/// what the generator spends (the live page's per-second CPU).
+pub fn own_cpu_ns() -> Option<u64> {
+    let ticks = own_ticks(&fs::read_to_string("/proc/self/stat").ok()?)?;
+    Some(ticks * 1_000_000_000 / ticks_per_second())
+}
+
+/// utime + stime of a `stat` line (without cutime and cstime, which
+/// [`parse_stat`] adds for a tree's reaped children).
+fn own_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
 /// `root` and all its descendants, with their CPU ticks.
 pub fn tree(root: u32) -> Vec<(u32, u64)> {
     let all = parents();
@@ -244,6 +259,8 @@ mod tests {
         let stat = "1234 (my (odd) server) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 7 3 20 0 4 0 100 1000 200";
         assert_eq!(parse_stat(stat), Some((1, 250 + 50 + 7 + 3)));
         assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(own_ticks(stat), Some(250 + 50), "its own time, not its children's");
+        assert_eq!(own_ticks("garbage"), None);
     }
 
     #[test]
@@ -297,14 +314,12 @@ mod tests {
         assert_eq!((c.cpu_ns, c.cpu_ns_per_call, c.rss_peak_bytes), (0, 0.0, 0));
     }
 
-    #[test]
-    fn sampler_sees_cpu_burned() {
-        let me = std::process::id();
-        let sampler = Sampler::start(me);
+    /// Burns 300 ms of this thread's CPU, not of the wall clock: on a
+    /// loaded machine 300 ms of wall time may hold far less CPU (at most
+    /// 10 s of wall time, so a starved test still ends). Returns the CPU
+    /// time burned.
+    fn burn_300ms_of_cpu() -> Duration {
         let start = Instant::now();
-        // Burn 300 ms of this thread's CPU, not of the wall clock: on a
-        // loaded machine 300 ms of wall time may hold far less CPU (at most
-        // 10 s of wall time, so a starved test still ends).
         let cpu = || nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).map(Duration::from);
         let cpu0 = cpu().unwrap();
         let mut x = 0u64;
@@ -314,6 +329,27 @@ mod tests {
             }
         }
         std::hint::black_box(x);
+        cpu().unwrap() - cpu0
+    }
+
+    #[test]
+    fn own_cpu_counts_this_process_only() {
+        let before = own_cpu_ns().expect("/proc/self/stat");
+        let burned = burn_300ms_of_cpu();
+        let counted = own_cpu_ns().unwrap() - before;
+        // clock ticks are 10 ms; the other test threads may add their own
+        assert!(
+            counted + 20_000_000 >= burned.as_nanos() as u64,
+            "burned {burned:?}, counted {counted} ns"
+        );
+    }
+
+    #[test]
+    fn sampler_sees_cpu_burned() {
+        let me = std::process::id();
+        let sampler = Sampler::start(me);
+        let start = Instant::now();
+        burn_300ms_of_cpu();
         // The sampler reads every PERIOD: let it take one more after the burn.
         std::thread::sleep(PERIOD * 2);
         let samples = sampler.snapshot(me);

@@ -20,7 +20,7 @@ use protobench_results::store::{NewRun, Store};
 use protobench_runner::engine::{Engine, Event};
 use protobench_runner::error::{MeasureError, VerifyError, WorkloadFailure};
 use protobench_runner::manifest::{Catalog, Manifest};
-use protobench_runner::orchestrate::{self, Outcome, RunOptions};
+use protobench_runner::orchestrate::{self, Outcome, RunEvent, RunOptions};
 use protobench_runner::plan::Plan;
 use protobench_runner::preset::{self, Context};
 use protobench_runner::units::CpuSet;
@@ -253,10 +253,26 @@ async fn go(
     env: &[(&str, &str)],
     cancel: CancellationToken,
 ) -> Outcome {
+    go_telling(f, plan, engine, s, id, todo, env, cancel, None).await
+}
+
+/// [`go`], passing every event of the run to `events`.
+#[allow(clippy::too_many_arguments, reason = "go's arguments and the event channel")]
+async fn go_telling(
+    f: &Fake,
+    plan: &Plan,
+    engine: &Scripted,
+    s: &mut Store,
+    id: i64,
+    todo: &BTreeSet<(u32, u32)>,
+    env: &[(&str, &str)],
+    cancel: CancellationToken,
+    events: Option<UnboundedSender<RunEvent>>,
+) -> Outcome {
     let mut opts = RunOptions::new(PathBuf::from("/bin/false"), None, f.dir.path().join("work"));
     opts.stop_grace = Duration::from_secs(2);
     opts.extra_env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    let outcome = orchestrate::execute(plan, &f.catalog, engine, s, id, todo, &opts, None, cancel).await;
+    let outcome = orchestrate::execute(plan, &f.catalog, engine, s, id, todo, &opts, events, cancel).await;
     s.set_status(id, outcome.status.unwrap(), "end").unwrap();
     outcome
 }
@@ -711,8 +727,37 @@ async fn a_steady_warm_up_lasts_the_longer_of_the_preset_and_stack_minimum() {
         let p = plan_warmed(&f, &warmup, body);
         let (mut s, id, _) = store(f.dir.path(), &p);
         let engine = Scripted::default();
-        let out = go(&f, &p, &engine, &mut s, id, &all(&p), &[], CancellationToken::new()).await;
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let out = go_telling(
+            &f,
+            &p,
+            &engine,
+            &mut s,
+            id,
+            &all(&p),
+            &[],
+            CancellationToken::new(),
+            Some(tx),
+        )
+        .await;
         assert_eq!(out.measured, 1, "{extra} {preset_min}");
+        // The run says which process serves, and each warm-up second as it
+        // goes: steady only at the last.
+        let mut warming = Vec::new();
+        let mut ready = 0;
+        while let Ok(e) = rx.try_recv() {
+            match e {
+                RunEvent::WarmingUp { second, steady, .. } => warming.push((second, steady)),
+                RunEvent::ServerReady { pid, .. } => {
+                    assert!(pid > 0);
+                    ready += 1;
+                }
+                _ => {}
+            }
+        }
+        assert_eq!(ready, 1, "{extra} {preset_min}");
+        let want_seconds: Vec<(u32, bool)> = (1..=want as u32).map(|s| (s, s == want as u32)).collect();
+        assert_eq!(warming, want_seconds, "{extra} {preset_min}");
         assert_eq!(
             *engine.warmup_seconds.lock().unwrap(),
             vec![want],

@@ -204,7 +204,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             session.run_id(),
             baseline,
         ) {
-            Ok(w) => Some(w),
+            Ok(w) => {
+                w.live.report_so_far(report_so_far(args.db.clone(), session.run_id()));
+                Some(w)
+            }
             Err(e) => {
                 eprintln!("error: {e}");
                 return Ok(ExitCode::from(Exit::Usage));
@@ -240,6 +243,22 @@ fn read_baseline(args: &Args) -> Result<Option<crate::live_page::Baseline>, Exit
             Err(ExitCode::from(Exit::Usage))
         }
     }
+}
+
+/// The live page's report of run `id` so far: read from the database (a
+/// reader beside the run's one writer) and rendered when a page asks;
+/// `None` until a measurement is stored.
+fn report_so_far(db: std::path::PathBuf, id: i64) -> crate::live_page::SoFar {
+    Box::new(move || {
+        let run = super::common::open_read(&db).ok()?.load_run(id).ok()?;
+        if run.measurements.is_empty() {
+            return None;
+        }
+        Some(protobench_results::html::render(
+            &run,
+            &protobench_results::html::charts(&run),
+        ))
+    })
 }
 
 /// `--web` after the run: how it ended and its report, until Ctrl-C.
@@ -608,6 +627,8 @@ mod live {
                 RunEvent::Notice(n) => bar.suspend(|| eprintln!("warning: {n}")),
                 RunEvent::Round(line) => bar.suspend(|| eprintln!("note: {line}")),
                 RunEvent::ServerStarting { .. }
+                | RunEvent::ServerReady { .. }
+                | RunEvent::WarmingUp { .. }
                 | RunEvent::PointStarted { .. }
                 | RunEvent::Engine(_)
                 | RunEvent::Measured(_) => {}
@@ -651,12 +672,19 @@ mod live {
                         fmt_ns(*p99_ns as f64)
                     ))
                 }
+                RunEvent::WarmingUp { second, rate, steady } => Some(format!(
+                    "{}: warming up {second} s, {}/s (last second){}",
+                    self.label,
+                    fmt_rate(*rate),
+                    if *steady { ", steady" } else { "" }
+                )),
                 RunEvent::PointFinished { rate, failure, .. } => Some(match (rate, failure) {
                     (_, Some(_)) => format!("{}: failed", self.label),
                     (Some(r), None) => format!("{}: measured {}/s", self.label, fmt_rate(*r)),
                     (None, None) => format!("{}: done", self.label),
                 }),
                 RunEvent::Begin { .. }
+                | RunEvent::ServerReady { .. }
                 | RunEvent::ServerFailed { .. }
                 | RunEvent::Warning(_)
                 | RunEvent::Notice(_)
@@ -719,6 +747,23 @@ mod live {
             };
             let steps: Vec<(RunEvent, &str)> = vec![
                 (point("a"), "a #1"),
+                (started.clone(), "a #1: starting"),
+                (
+                    RunEvent::WarmingUp {
+                        second: 3,
+                        rate: 8_000.0,
+                        steady: false,
+                    },
+                    "a #1: warming up 3 s, 8,000/s (last second)",
+                ),
+                (
+                    RunEvent::WarmingUp {
+                        second: 10,
+                        rate: 11_000.0,
+                        steady: true,
+                    },
+                    "a #1: warming up 10 s, 11,000/s (last second), steady",
+                ),
                 (started.clone(), "a #1: starting"),
                 (progress(12_000.0), "a #1: 12,000/s p99 2.00ms (last second)"),
                 (progress(9_000.0), "a #1: 9,000/s p99 2.00ms (last second)"),

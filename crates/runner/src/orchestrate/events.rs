@@ -30,6 +30,24 @@ pub enum RunEvent {
         /// Repetition.
         repetition: u32,
     },
+    /// A server was started and verified; `pid` is the process whose CPU
+    /// and memory are sampled (the live page samples it each second too).
+    ServerReady {
+        /// Server name.
+        server: String,
+        /// Its process.
+        pid: u32,
+    },
+    /// One second of a steady-state warm-up (`warmup = "steady"`), which is
+    /// an engine run of its own whose seconds are not the measurement's.
+    WarmingUp {
+        /// Seconds warmed up so far.
+        second: u32,
+        /// Successful calls in that second.
+        rate: f64,
+        /// Whether the steady-state test has now passed (the warm-up ends).
+        steady: bool,
+    },
     /// A server could not be started or verified.
     ServerFailed {
         /// Server name.

@@ -195,9 +195,17 @@ impl<E: Engine> Measurer<'_, E> {
         let (tx, rx) = unbounded_channel();
         let stop = self.cancel.child_token();
         let mut rates = Vec::new();
+        let events = self.events.clone();
         let watcher = watch_seconds(rx, max_ns, stop.clone(), move |rate, _| {
             rates.push(rate);
-            rates.len() >= min_s && protobench_model::steady::steady(&rates, spec.window_s as usize, spec.threshold)
+            let steady = rates.len() >= min_s
+                && protobench_model::steady::steady(&rates, spec.window_s as usize, spec.threshold);
+            let _ = events.send(RunEvent::WarmingUp {
+                second: rates.len() as u32,
+                rate,
+                steady,
+            });
+            steady
         });
         let started = Instant::now();
         let result = self.engine.measure(plan, Some(tx), stop).await;

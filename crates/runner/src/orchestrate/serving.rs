@@ -65,6 +65,10 @@ impl Serving {
         };
         let failed = verify(c, &server, &targets, group, points).await;
         let sampled = Some((server.pid(), Sampler::start(server.pid())));
+        c.voice.emit(RunEvent::ServerReady {
+            server: group.server.clone(),
+            pid: server.pid(),
+        });
         Ok(Serving {
             server: Some(server),
             targets,
