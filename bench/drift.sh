@@ -6,8 +6,9 @@
 #   bench/drift.sh [--seconds 180] [--jvm-runs 2] [--out DIR] [--profile release|debug]
 #   bench/drift.sh --judge DIR          # only judge timelines recorded before
 #
-# Records per-second timelines with `protobench load -O json` (generator on
-# CPU 0, server on CPU 1 when the machine has two):
+# Records per-second timelines, and the server's CPU per second, with one
+# `protobench run` per set (server on CPU 0, generator on CPU 1 when the
+# machine has two):
 # - steady: the built-in rust server (no JIT), rest and grpc inventory.xs,
 #   16 callers, SECONDS each, after a 3 s warm-up;
 # - rising: java-spring grpc inventory.m, 16 callers, from a freshly
@@ -49,42 +50,36 @@ OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 echo "timelines in $OUT" >&2
 
-GEN=(); SRV=()
-if [ "$(nproc)" -ge 2 ]; then GEN=(taskset -c 0); SRV=(taskset -c 1); fi
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-# serve NAME PROTOCOL PORT: starts a server, waits for its port.
-serve() {
-  local name=$1 protocol=$2 port=$3
-  local args=(serve "--$protocol" "127.0.0.1:$port")
-  [ "$name" = rust ] || args+=(--server "$name")
-  "${SRV[@]}" "$BIN" "${args[@]}" > "$OUT/server-$name.log" 2>&1 &
-  SERVER=$!
-  for _ in $(seq 1 600); do
-    if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$port),0.2)" 2>/dev/null; then return 0; fi
-    sleep 0.2
-  done
-  echo "bench/drift.sh: $name did not listen on $port within 120 s (log: $OUT/server-$name.log)" >&2
-  exit 1
+# One `protobench run` per set, so that the runner samples the server's CPU
+# each second (the drift flag's second signal) exactly as in a study; it
+# pins the server to CPU 0 and the generator to CPU 1 on two cores.
+# record NAME SERVER PROTOCOLS WORKLOAD WARMUP REPETITIONS
+record() {
+  local name=$1 server=$2 protocols=$3 workload=$4 warmup=$5 reps=$6
+  cat > "$OUT/$name.toml" <<TOML
+name = "drift-$name"
+description = "bench/drift.sh: $server, $SECONDS_EACH s windows"
+kind = "fixed"
+servers = ["$server"]
+protocols = [$protocols]
+workloads = ["$workload"]
+repetitions = $reps
+warmup = "$warmup"
+duration = "${SECONDS_EACH}s"
+[load]
+mode = "closed"
+concurrency = 16
+TOML
+  echo "$name: $server [$protocols] $workload, warm-up $warmup, ${SECONDS_EACH}s x $reps" >&2
+  "$BIN" run "$OUT/$name.toml" --db "$OUT/drift.db" --no-report > "$OUT/$name.log" 2>&1 || {
+    echo "bench/drift.sh: the $name run failed (log: $OUT/$name.log)" >&2
+    exit 1
+  }
+  "$BIN" report latest --db "$OUT/drift.db" -O json > "$OUT/$name-run.json"
 }
-stop() { kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; }
-trap stop EXIT
-
-for protocol in rest grpc; do
-  port=$(free_port)
-  serve rust "$protocol" "$port"
-  echo "steady: rust $protocol inventory.xs, ${SECONDS_EACH}s" >&2
-  "${GEN[@]}" "$BIN" load --protocol "$protocol" --target "127.0.0.1:$port" --workload inventory.xs \
-    -c 16 --warmup 3s -z "${SECONDS_EACH}s" -O json > "$OUT/steady-rust-$protocol.json"
-  stop
-done
-for run in $(seq 1 "$JVM_RUNS"); do
-  port=$(free_port)
-  serve java-spring grpc "$port"
-  echo "rising: java-spring grpc inventory.m from a fresh JVM, ${SECONDS_EACH}s (run $run)" >&2
-  "${GEN[@]}" "$BIN" load --protocol grpc --target "127.0.0.1:$port" --workload inventory.m \
-    -c 16 --warmup 0s -z "${SECONDS_EACH}s" -O json > "$OUT/rising-java-spring-$run.json"
-  stop
-done
+# steady: the built-in rust server (no JIT), already warm
+record steady rust '"rest", "grpc"' inventory.xs 3s 1
+# rising: a fresh JVM each repetition (the runner starts the server anew),
+# no warm-up: JIT compilation makes it rise for a minute or more
+record rising java-spring '"grpc"' inventory.m 0s "$JVM_RUNS"
 "$CAL" "$OUT"/steady-*.json -- "$OUT"/rising-*.json

@@ -108,7 +108,16 @@ fn quick_preset_runs_stores_and_reports() {
         let c = m.server_cost.unwrap();
         assert!(c.cpu_ns > 0 && c.rss_peak_bytes > 0, "server cost sampled: {c:?}");
         assert!(!r.histogram.is_empty() && !r.timeline.is_empty());
+        assert!(m.server_cpu_timeline.len() <= r.timeline.len(), "{m:?}");
     }
+    // the server's CPU per second (the drift flag's second signal) is kept
+    // for the seconds the sampler covered: with 1 s windows, most of them
+    assert!(
+        rec.measurements
+            .iter()
+            .any(|m| m.server_cpu_timeline.first().is_some_and(|c| *c > 0)),
+        "no measurement kept its server CPU per second"
+    );
     assert!(!rec.environment.machine.cpu_model.is_empty());
     assert!(rec.environment.isolation[0].starts_with("server CPUs: "));
 

@@ -19,23 +19,45 @@
 //!   still got (the mean of the last 30 s over the mean of the rule's
 //!   window; what a measurement started then would miss).
 //!
+//! Each input is a `protobench load -O json` result (rates only) or a
+//! `protobench report RUN -O json` (every measurement's rates, and the
+//! server's CPU per second the runner sampled). With CPU, the drift table
+//! also gives the flag with its second signal (`steady::drift_confirmed`:
+//! the CPU per call must trend the other way).
+//!
 //! Usage: `drift_calibration STEADY.json... -- RISING.json...`
 
 use std::process::ExitCode;
 
 use protobench_model::load::LoadResult;
-use protobench_model::steady::{Trend, drift};
+use protobench_model::steady::{Trend, drift, drift_confirmed};
 
-/// Whole seconds of successful calls, the last (partial) second dropped.
-fn rates(path: &str) -> Result<Vec<f64>, String> {
+/// Whole seconds of successful calls (the last, partial, second dropped),
+/// and the server's CPU per second when sampled (else empty).
+type Series = (Vec<f64>, Vec<u64>);
+
+/// The series of a load result or of every measurement of a report.
+fn series(path: &str) -> Result<Vec<Series>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))?;
-    let r: LoadResult = serde_json::from_str(&text).map_err(|e| format!("{path}: not a load result: {e}"))?;
-    let mut v: Vec<f64> = r.timeline.iter().map(|p| p.successes as f64).collect();
-    v.pop();
-    if v.len() < 40 {
-        return Err(format!("{path}: {} whole seconds, at least 40 needed", v.len()));
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{path}: not JSON: {e}"))?;
+    let of = |r: &serde_json::Value, cpu: &serde_json::Value| -> Result<Series, String> {
+        let r: LoadResult = serde_json::from_value(r.clone()).map_err(|e| format!("{path}: not a load result: {e}"))?;
+        let mut rates: Vec<f64> = r.timeline.iter().map(|p| p.successes as f64).collect();
+        rates.pop();
+        if rates.len() < 40 {
+            return Err(format!("{path}: {} whole seconds, at least 40 needed", rates.len()));
+        }
+        let cpu: Vec<u64> = serde_json::from_value(cpu.clone()).unwrap_or_default();
+        Ok((rates, cpu))
+    };
+    match v.pointer("/run/measurements").and_then(|m| m.as_array()) {
+        Some(ms) => ms
+            .iter()
+            .filter(|m| m["result"].is_object())
+            .map(|m| of(&m["result"], &m["server_cpu_timeline"]))
+            .collect(),
+        None => Ok(vec![of(&v, &serde_json::Value::Null)?]),
     }
-    Ok(v)
 }
 
 /// A steady-state rule over the last `window` seconds.
@@ -82,8 +104,14 @@ fn main() -> ExitCode {
         eprintln!("usage: drift_calibration STEADY.json... -- RISING.json...");
         return ExitCode::from(2);
     };
-    let load = |paths: &[String]| paths.iter().map(|p| rates(p)).collect::<Result<Vec<_>, _>>();
-    let (steady, rising) = match (load(&args[..split]), load(&args[split + 1..])) {
+    let load = |paths: &[String]| {
+        paths
+            .iter()
+            .map(|p| series(p))
+            .collect::<Result<Vec<_>, _>>()
+            .map(|v| v.into_iter().flatten().collect::<Vec<Series>>())
+    };
+    let (steady_series, rising_series) = match (load(&args[..split]), load(&args[split + 1..])) {
         (Ok(s), Ok(r)) if !s.is_empty() => (s, r),
         (Err(e), _) | (_, Err(e)) => {
             eprintln!("drift_calibration: {e}");
@@ -94,6 +122,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let steady: Vec<Vec<f64>> = steady_series.iter().map(|s| s.0.clone()).collect();
+    let rising: Vec<Vec<f64>> = rising_series.iter().map(|s| s.0.clone()).collect();
     for (name, set) in [("steady", &steady), ("rising", &rising)] {
         for (i, r) in set.iter().enumerate() {
             let tens: Vec<String> = r.chunks(10).map(|c| format!("{:.0}", mean(c))).collect();
@@ -104,6 +134,32 @@ fn main() -> ExitCode {
     println!(
         "\nDrift flag: false alarms on steady windows; on rising windows after 30 s, share flagged and median change reported"
     );
+    drift_table(&steady_series, &rising_series, |w, _, t| drift(w, t));
+    if steady_series.iter().chain(&rising_series).all(|s| !s.1.is_empty()) {
+        println!("\nThe same with the second signal (the CPU per call trending the other way):");
+        drift_table(&steady_series, &rising_series, drift_confirmed);
+    }
+    steady_warmup_table(&steady, &rising);
+    ExitCode::SUCCESS
+}
+
+/// Windows of `window` seconds of each series, with the CPU of the same
+/// seconds (empty without).
+fn windows(s: &Series, skip: usize, window: usize) -> Vec<(&[f64], &[u64])> {
+    let (rates, cpu) = (&s.0[skip.min(s.0.len())..], &s.1[skip.min(s.1.len())..]);
+    rates
+        .chunks_exact(window)
+        .enumerate()
+        .map(|(i, w)| (w, cpu.get(i * window..(i + 1) * window).unwrap_or(&[])))
+        .collect()
+}
+
+/// The drift flag's false alarms and power under `flag`.
+fn drift_table(
+    steady: &[Series],
+    rising: &[Series],
+    flag: impl Fn(&[f64], &[u64], f64) -> Option<protobench_model::steady::Drift>,
+) {
     println!(
         "{:>8} {:>6} {:>16} {:>16} {:>14}",
         "window", "thr", "steady flagged", "rising flagged", "median change"
@@ -111,17 +167,17 @@ fn main() -> ExitCode {
     for window in [5usize, 10, 20, 30] {
         for threshold in [0.10, 0.20] {
             let (mut fa, mut n) = (0, 0);
-            for r in &steady {
-                for w in r.chunks_exact(window) {
+            for r in steady {
+                for (w, c) in windows(r, 0, window) {
                     n += 1;
-                    fa += usize::from(drift(w, threshold).is_some());
+                    fa += usize::from(flag(w, c, threshold).is_some());
                 }
             }
             let (mut hits, mut m, mut changes) = (0, 0, Vec::new());
-            for r in &rising {
-                for w in r[30.min(r.len())..].chunks_exact(window) {
+            for r in rising {
+                for (w, c) in windows(r, 30, window) {
                     m += 1;
-                    if let Some(d) = drift(w, threshold) {
+                    if let Some(d) = flag(w, c, threshold) {
                         hits += 1;
                         changes.push(d.change);
                     }
@@ -143,7 +199,10 @@ fn main() -> ExitCode {
             );
         }
     }
+}
 
+/// When each steady-state rule says steady.
+fn steady_warmup_table(steady: &[Vec<f64>], rising: &[Vec<f64>]) {
     println!(
         "\nSteady warm-up: seconds to 'steady' on steady timelines (from every 10 s offset, cap 120 s); on rising ones, when it says steady and the rise still to come"
     );
@@ -156,7 +215,7 @@ fn main() -> ExitCode {
             for threshold in [0.02, 0.05, 0.10] {
                 let mut waits = Vec::new();
                 let mut never = 0;
-                for r in &steady {
+                for r in steady {
                     for from in (0..r.len().saturating_sub(window + 10)).step_by(10) {
                         match steady_at(rule, r, from, window, threshold, 120) {
                             Some(s) => waits.push(s as f64),
@@ -195,5 +254,4 @@ fn main() -> ExitCode {
             }
         }
     }
-    ExitCode::SUCCESS
 }

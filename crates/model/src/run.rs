@@ -359,6 +359,11 @@ pub struct Measurement {
     /// Server resident memory per second of the window (bytes), when sampled.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_rss_timeline: Vec<u64>,
+    /// Server CPU time in each whole second of the window (ns), when
+    /// sampled: with the timeline's calls, the CPU per call second by
+    /// second, the drift flag's second signal ([`Measurement::drift`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_cpu_timeline: Vec<u64>,
     /// A steady-state warm-up (`warmup = "steady"`): how long it took and
     /// whether the rate became steady before its maximum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -377,6 +382,20 @@ pub struct Measurement {
 }
 
 impl Measurement {
+    /// The drift flag of the measured window: the rate trends beyond the
+    /// threshold **and**, when the server's CPU was sampled each second, its
+    /// CPU per call trends the opposite way (a server that really got
+    /// faster or slower does the same work for less or more CPU; a machine
+    /// that lent the server less CPU does not). `steady::drift_confirmed`.
+    pub fn drift(&self) -> Option<crate::steady::Drift> {
+        let r = self.result.as_ref()?;
+        crate::steady::drift_confirmed(
+            &r.rates_per_second(),
+            &self.server_cpu_timeline,
+            crate::steady::DEFAULT_DRIFT_THRESHOLD,
+        )
+    }
+
     /// Failed calls over all calls, 0 without calls.
     pub fn error_fraction(&self) -> Option<f64> {
         let r = self.result.as_ref()?;
@@ -694,9 +713,9 @@ impl PointAggregate {
                     Some((m.repetition, l.toxiproxy_cpu_ns? as f64 / r.calls.max(1) as f64))
                 })
                 .collect()),
-            drift: results
+            drift: ok
                 .iter()
-                .filter_map(|(_, r)| r.drift())
+                .filter_map(|m| m.drift())
                 .max_by(|a, b| a.change.abs().total_cmp(&b.change.abs())),
             failures,
         }

@@ -118,6 +118,36 @@ pub fn drift(rates: &[f64], threshold: f64) -> Option<Drift> {
     (t.significant() && t.change().abs() > threshold).then(|| Drift { change: t.change() })
 }
 
+/// The drift of a measured window with the server's CPU sampled each
+/// second (`cpu_ns[i]`: its CPU time in second `i`): the rate's drift of
+/// [`drift`], kept only when the CPU per call has a significant trend the
+/// **opposite** way (a server that got faster spends less CPU per call).
+/// A rate that wanders because the machine lent the server less CPU (other
+/// tenants, a build beside the run) leaves the CPU per call flat and is
+/// not drift; `bench/drift.sh` measured the false alarms of both rules
+/// (docs/results.md, "Drift and steady state"). Without a CPU timeline (a
+/// target without a PID, runs stored before it existed) this is [`drift`].
+///
+/// What it cannot see: a server whose speed changes while its CPU per
+/// call does not (a rate bound by something other than its CPU).
+pub fn drift_confirmed(rates: &[f64], cpu_ns: &[u64], threshold: f64) -> Option<Drift> {
+    let d = drift(rates, threshold)?;
+    if cpu_ns.is_empty() {
+        return Some(d);
+    }
+    let per_call: Vec<f64> = rates
+        .iter()
+        .zip(cpu_ns)
+        .filter(|(r, _)| **r > 0.0)
+        .map(|(r, c)| *c as f64 / r)
+        .collect();
+    if per_call.len() < MIN_SECONDS {
+        return Some(d);
+    }
+    let t = Trend::of(&per_call)?;
+    (t.significant() && t.change().signum() == -d.change.signum()).then_some(d)
+}
+
 /// Whether a warm-up may stop: over the last `window` seconds, the rate shows
 /// no significant rise implying more than `threshold` of change. Falling or
 /// flat rates are steady for this purpose (warming up longer would not make
@@ -136,6 +166,41 @@ pub fn steady(rates: &[f64], window: usize, threshold: f64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drift_needs_the_cpu_per_call_to_move_the_other_way() {
+        // the rate rises 40% over 10 s
+        let rates: Vec<f64> = (0..10).map(|i| 1000.0 + 40.0 * i as f64 + wobble(i, 5.0)).collect();
+        let rate_only = drift(&rates, 0.10).expect("the rate alone drifts");
+        // a JIT: the same CPU per second, so CPU per call falls: confirmed
+        let jit: Vec<u64> = (0..10)
+            .map(|i| 500_000_000 + (wobble(i + 3, 1.0) * 1e6) as u64)
+            .collect();
+        assert_eq!(drift_confirmed(&rates, &jit, 0.10), Some(rate_only));
+        // a machine lending the server more CPU: CPU per call flat: no drift
+        let lent: Vec<u64> = rates
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r * 500_000.0 * (1.0 + wobble(i + 7, 0.01))) as u64)
+            .collect();
+        assert_eq!(drift_confirmed(&rates, &lent, 0.10), None);
+        // CPU per call rising with the rate (the wrong way): no drift
+        let wrong: Vec<u64> = rates
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r * (500_000.0 + 20_000.0 * i as f64)) as u64)
+            .collect();
+        assert_eq!(drift_confirmed(&rates, &wrong, 0.10), None);
+        // a falling rate with CPU per call rising (a server slowing down): confirmed
+        let falling: Vec<f64> = rates.iter().rev().copied().collect();
+        let same_cpu: Vec<u64> = vec![500_000_000; 10];
+        assert!(drift_confirmed(&falling, &same_cpu, 0.10).is_some_and(|d| d.change < 0.0));
+        // no CPU timeline: the rate alone decides
+        assert_eq!(drift_confirmed(&rates, &[], 0.10), Some(rate_only));
+        // a steady rate is never drift, whatever the CPU did
+        let flat: Vec<f64> = (0..10).map(|i| 1000.0 + wobble(i, 20.0)).collect();
+        assert_eq!(drift_confirmed(&flat, &jit, 0.10), None);
+    }
 
     /// A deterministic "noise" of about ±`amp` around 0 (no RNG needed).
     fn wobble(i: usize, amp: f64) -> f64 {

@@ -156,6 +156,7 @@ pub fn measurement(point: &PointConfig, repetition: u32, rate: f64) -> Measureme
             rss_mean_bytes: 28 << 20,
         }),
         server_rss_timeline: vec![29 << 20, 30 << 20],
+        server_cpu_timeline: vec![],
         result: Some(r),
         search: None,
         link: None,

@@ -22,7 +22,7 @@ use protobench_model::run::{
 use protobench_model::threshold::{Outcome, Threshold};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The default database file.
 pub const DEFAULT_DB: &str = "protobench-results.db";
@@ -135,6 +135,9 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (run_id, position)
     );
     "#,
+    // 5 -> 6: the server's CPU per second, the drift flag's second signal
+    // (issue 29). Rows written before read back without it.
+    "ALTER TABLE timeseries ADD COLUMN server_cpu_ns INTEGER;",
 ];
 
 /// What went wrong with the database. Each names the file.
@@ -588,12 +591,13 @@ impl Store {
             }
             let mut stmt = tx
                 .prepare(
-                    "INSERT INTO timeseries (measurement_id, second, successes, errors, p50_ns, p99_ns, server_rss_bytes, users, p95_ns)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    "INSERT INTO timeseries (measurement_id, second, successes, errors, p50_ns, p99_ns, server_rss_bytes, users, p95_ns, server_cpu_ns)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 )
                 .map_err(c)?;
             for t in &r.timeline {
                 let rss = m.server_rss_timeline.get(t.second as usize).map(|v| *v as i64);
+                let cpu = m.server_cpu_timeline.get(t.second as usize).map(|v| *v as i64);
                 stmt.execute(params![
                     mid,
                     t.second,
@@ -603,7 +607,8 @@ impl Store {
                     t.p99_ns as i64,
                     rss,
                     t.users,
-                    t.p95_ns as i64
+                    t.p95_ns as i64,
+                    cpu
                 ])
                 .map_err(c)?;
             }
@@ -797,7 +802,7 @@ impl Store {
 
     /// One measurement from its row, its time series and its JSON columns.
     fn measurement(&self, row: MeasurementRow) -> Result<Measurement, StoreError> {
-        let (timeline, rss) = self.timeline(row.id)?;
+        let (timeline, rss, cpu) = self.timeline(row.id)?;
         let mut result: Option<LoadResult> = row
             .result_json
             .map(|s| self.parse(&s, "measurement result"))
@@ -835,6 +840,7 @@ impl Store {
             result,
             server_cost,
             server_rss_timeline: rss,
+            server_cpu_timeline: cpu,
             search: row
                 .search_json
                 .map(|s| self.parse::<Search>(&s, "search trace"))
@@ -852,11 +858,13 @@ impl Store {
         })
     }
 
-    fn timeline(&self, mid: i64) -> Result<(Vec<TimelinePoint>, Vec<u64>), StoreError> {
+    /// The timeline of measurement `mid`, with the server's RSS and CPU per
+    /// second where they were sampled (the CPU up to the first second without).
+    fn timeline(&self, mid: i64) -> Result<StoredTimeline, StoreError> {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT second, successes, errors, p50_ns, p99_ns, server_rss_bytes, users, p95_ns FROM timeseries
+                "SELECT second, successes, errors, p50_ns, p99_ns, server_rss_bytes, users, p95_ns, server_cpu_ns FROM timeseries
                  WHERE measurement_id = ?1 ORDER BY second",
             )
             .map_err(|e| self.err(e))?;
@@ -873,19 +881,26 @@ impl Store {
                         p95_ns: r.get::<_, i64>(7)? as u64,
                     },
                     r.get::<_, Option<i64>>(5)?,
+                    r.get::<_, Option<i64>>(8)?,
                 ))
             })
             .map_err(|e| self.err(e))?;
         let mut timeline = Vec::new();
         let mut rss = Vec::new();
+        let mut cpu = Vec::new();
         for row in rows {
-            let (t, r) = row.map_err(|e| self.err(e))?;
+            let (t, r, c) = row.map_err(|e| self.err(e))?;
             timeline.push(t);
             if let Some(r) = r {
                 rss.push(r as u64);
             }
+            if let Some(c) = c
+                && cpu.len() == t.second as usize
+            {
+                cpu.push(c as u64);
+            }
         }
-        Ok((timeline, rss))
+        Ok((timeline, rss, cpu))
     }
 
     fn parse<T: serde::de::DeserializeOwned>(&self, s: &str, what: &str) -> Result<T, StoreError> {
@@ -896,6 +911,10 @@ impl Store {
         })
     }
 }
+
+/// A measurement's timeline as stored: the seconds, and the server's RSS
+/// and CPU per second.
+type StoredTimeline = (Vec<TimelinePoint>, Vec<u64>, Vec<u64>);
 
 fn json<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("serializing plain data cannot fail")

@@ -35,6 +35,7 @@ fn run() -> RunRecord {
         result: None,
         server_cost: None,
         server_rss_timeline: vec![],
+        server_cpu_timeline: vec![],
         search: None,
         link: None,
         warmup: None,

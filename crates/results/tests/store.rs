@@ -48,7 +48,10 @@ fn runs_round_trip_with_histograms_and_time_series() {
     let mut s = Store::open(&path).unwrap();
     let run = new_run(2);
     let id = s.create_run(&run).unwrap();
-    let m = testing::measurement(&run.points[0], 1, 1000.0);
+    let mut m = testing::measurement(&run.points[0], 1, 1000.0);
+    // the server's CPU of the window's first seconds (the last was not sampled)
+    m.server_cpu_timeline = vec![400_000_000];
+    assert!(m.result.as_ref().unwrap().timeline.len() > m.server_cpu_timeline.len());
     s.save_measurement(id, &m).unwrap();
     let failed = Measurement {
         point: 1,
@@ -61,6 +64,7 @@ fn runs_round_trip_with_histograms_and_time_series() {
         result: None,
         server_cost: None,
         server_rss_timeline: vec![],
+        server_cpu_timeline: vec![],
         search: None,
         link: None,
         warmup: None,
@@ -88,6 +92,7 @@ fn runs_round_trip_with_histograms_and_time_series() {
     );
     assert_eq!(back.server_cost.unwrap().cpu_ns, m.server_cost.unwrap().cpu_ns);
     assert_eq!(back.server_rss_timeline, m.server_rss_timeline);
+    assert_eq!(back.server_cpu_timeline, m.server_cpu_timeline);
     assert_eq!(rec.measurements.iter().find(|x| x.point == 1).unwrap(), &failed);
     // 2 points x 3 repetitions, 2 taken
     assert_eq!(rec.missing().len(), 4);

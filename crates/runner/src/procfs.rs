@@ -214,6 +214,23 @@ pub fn cpu_at(samples: &[Sample], at: Instant) -> Option<u64> {
     samples.last().map(|s| s.cpu_ns)
 }
 
+/// The CPU time of the tree in each whole second of the `window` that
+/// starts at `start` (ns), from the interpolated counter; seconds that end
+/// after the last sample are left out (the counter is not known there).
+pub fn cpu_per_second(samples: &[Sample], start: Instant, window: Duration) -> Vec<u64> {
+    let Some(last) = samples.last().map(|s| s.at) else {
+        return Vec::new();
+    };
+    (0..window.as_secs())
+        .map(|i| (start + Duration::from_secs(i), start + Duration::from_secs(i + 1)))
+        .take_while(|(_, end)| *end <= last)
+        .map(|(a, b)| {
+            let (a, b) = (cpu_at(samples, a).unwrap_or(0), cpu_at(samples, b).unwrap_or(0));
+            b.saturating_sub(a)
+        })
+        .collect()
+}
+
 /// The server's cost over `[start, end]` for `calls` calls, and its RSS per
 /// second of the window.
 pub fn cost(samples: &[Sample], start: Instant, end: Instant, calls: u64) -> (ServerCost, Vec<u64>) {
@@ -330,6 +347,25 @@ mod tests {
         }
         std::hint::black_box(x);
         cpu().unwrap() - cpu0
+    }
+
+    #[test]
+    fn cpu_per_second_interpolates_and_stops_at_the_last_sample() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        // 0.5 CPU-seconds per second until 2.5 s, then idle until 3.2 s
+        let samples: Vec<Sample> = [(0, 0), (1000, 500), (2500, 1250), (3200, 1250)]
+            .into_iter()
+            .map(|(ms, cpu_ms)| Sample {
+                at: at(ms),
+                cpu_ns: cpu_ms * 1_000_000,
+                rss_bytes: 1,
+            })
+            .collect();
+        let per = cpu_per_second(&samples, at(0), Duration::from_millis(4500));
+        // seconds 0, 1, 2 end by 3.2 s; second 3 ends at 4 s: left out
+        assert_eq!(per, vec![500_000_000, 500_000_000, 250_000_000]);
+        assert!(cpu_per_second(&[], at(0), Duration::from_secs(3)).is_empty());
     }
 
     #[test]

@@ -83,6 +83,7 @@ pub(crate) fn save(store: &mut Store, r: &LoadResult, outcomes: &[Outcome]) -> a
             result: Some(r.clone()),
             server_cost: None,
             server_rss_timeline: Vec::new(),
+            server_cpu_timeline: vec![],
             warmup: None,
             link: None,
             search: None,

@@ -53,6 +53,8 @@ pub(super) struct Measured {
     /// `None` when nothing was sampled (a target without a PID).
     pub(super) cost: Option<ServerCost>,
     pub(super) rss: Vec<u64>,
+    /// The server's CPU time in each whole second of the window (ns).
+    pub(super) cpu: Vec<u64>,
     pub(super) search: Option<Search>,
     pub(super) warmup: Option<Warmup>,
 }
@@ -254,6 +256,7 @@ impl<E: Engine> Measurer<'_, E> {
             result,
             cost: None,
             rss: vec![],
+            cpu: vec![],
             search: None,
             warmup: None,
         };
@@ -275,6 +278,7 @@ impl<E: Engine> Measurer<'_, E> {
             }
             m.cost = Some(cost);
             m.rss = rss;
+            m.cpu = procfs::cpu_per_second(&samples, start, window);
         }
         Ok(m)
     }
