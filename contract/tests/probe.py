@@ -490,7 +490,10 @@ class H2:
                 chunk = body[sent:sent + window]
                 sent += len(chunk)
                 self.conn.send_data(sid, chunk, end_stream=sent == len(body) and end)
-                self.flush()
+                try:
+                    self.flush()
+                except OSError:  # the server stopped reading (it may have answered, e.g. 413): read what it sent
+                    break
             else:
                 self.pump(min(1.0, deadline - time.monotonic()))
             if time.monotonic() > deadline:

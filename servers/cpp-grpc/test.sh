@@ -2,12 +2,12 @@
 # Tests the protobench C++ gRPC server end to end, on 127.0.0.1 only: builds
 # it and its test tools, runs the unit tests (bin/unit_test), then starts it
 # (clear text, then TLS with a throw-away CA and leaf certificate) and checks,
-# with bin/check (a grpc++ client), test/h2probe.py (raw HTTP/2), grpcurl and
-# ghz when installed, and `protobench verify` when $PROTOBENCH names the
-# binary: every contract vector, edge inputs, the failure draw against the
+# with bin/check (a grpc++ client), test/h2probe.py (raw HTTP/2) and grpcurl
+# when installed: edge inputs, the failure draw against the
 # contract's formula, service time, the idle timeout over TLS and for a long
 # call, PROTOBENCH_MAX_STREAMS, draining on SIGTERM, TLS/ALPN and refused
-# configurations. Bad input, HTTP/2 floods, idle connections in clear text,
+# configurations. Every contract vector, clear and TLS, is
+# scripts/verify-servers.sh cpp-grpc's (protobench verify, ghz). Bad input, HTTP/2 floods, idle connections in clear text,
 # gRPC framing, the size limit and descriptor exhaustion are the cross-stack
 # probe's (contract/tests/probe.sh cpp-grpc). Prints `N passed, M failed` last
 # and exits non-zero on any failure. Every wait is bounded.
@@ -133,8 +133,8 @@ print("".join("1" if (splitmix64((seed + k) & M) >> 11) < rate * 2.0**53 else "0
 EOF
 }
 
-# Third-party clients: grpcurl (from the .proto files; this server has no
-# reflection) and ghz (grpc_bench's client), when installed.
+# A third-party client: grpcurl (from the .proto files; this server has no
+# reflection), when installed.
 third_party() {
 	local mode=$1 grpcurl out
 	grpcurl=$(command -v grpcurl || echo "$HOME/go/bin/grpcurl")
@@ -149,16 +149,6 @@ third_party() {
 		grep -q 'Code: NotFound' <<<"$out" && pass "grpcurl unknown file -> NotFound" || fail "grpcurl unknown file: $out"
 	else
 		echo "skip grpcurl (not installed)"
-	fi
-	out=$(bash "$CONTRACT/tests/ghz_check.sh" "localhost:${ADDR##*:}" ${TLS_ENV[@]:+"$TMP/ca.pem"} 2>&1) && pass "ghz: $(tr '\n' ' ' <<<"$out")" || {
-		if grep -q 'ghz not found' <<<"$out"; then echo "skip ghz (not installed)"; else fail "ghz: $out"; fi
-	}
-	if [ -n "${PROTOBENCH:-}" ] && [ -x "$PROTOBENCH" ]; then
-		local v=()
-		[ "$mode" = tls ] && v=(--cacert "$TMP/ca.pem" --server-name localhost)
-		out=$(timeout 300 "$PROTOBENCH" verify --protocol grpc --target "$ADDR" "${v[@]}" 2>&1) && pass "protobench verify: $(tail -1 <<<"$out")" || fail "protobench verify: $(grep -v ' ok$' <<<"$out" | head -10)"
-	else
-		echo "skip protobench verify (set PROTOBENCH=path/to/protobench)"
 	fi
 }
 
@@ -177,9 +167,8 @@ for mode in clear tls; do
 		PROBE_CA=("$TMP/ca.pem")
 	fi
 
-	echo "# $mode: vectors, bad input, third-party clients"
+	echo "# $mode: edge input, grpcurl"
 	if start_server "$mode" PROTOBENCH_WORKERS=2; then
-		check vectors "$CONTRACT"
 		check bad
 		third_party "$mode"
 		if [ "$mode" = tls ]; then # in clear text the probe checks the default (h2flood phase)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the java-spring server if needed, then checks it with tests/check.py: every workload
-# in contract/vectors over rest, rest-h2, soap and grpc, clear text and TLS, plus Spring's own
-# error cases, TLS handshakes, stalled requests, the size-limit, failure-injection, service-time
-# and shutdown rules (bad input and the other server limits: contract/tests/probe.sh java-spring).
-# Ends with "N passed, M failed"; exits non-zero on any failure.
+# Builds the java-spring server if needed, then checks it with tests/check.py: Spring's own
+# error cases, ALPN, TLS handshakes, stalled requests, failure-injection, service-time and
+# shutdown rules, clear text and TLS (every workload on every protocol:
+# scripts/verify-servers.sh java-spring; bad input and the other server limits:
+# contract/tests/probe.sh java-spring). Ends with "N passed, M failed"; exits non-zero on any
+# failure.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -16,7 +17,7 @@ if [[ ! -f "$jar" || -n "$newest_src" ]]; then
   nice -n 10 mvn -q -B package -DskipTests
 fi
 
-# test client: httpx+h2 (HTTP/1.1, h2c prior knowledge, h2), grpcio, zeep; pinned versions
+# test client: httpx+h2 (HTTP/1.1, h2c prior knowledge, h2), grpcio; pinned versions
 if [[ ! -x .venv/bin/python ]] || ! cmp -s tests-requirements.txt .venv/.requirements; then
   python3 -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check -r tests-requirements.txt

@@ -1,13 +1,11 @@
 // A grpc++ client that checks a running protobench gRPC server (used by
-// test.sh). Prints `ok <name>` / `FAIL <name>: <why>` per check and
+// test.sh) on what only this stack is checked on; every workload's vector is
+// scripts/verify-servers.sh's (protobench verify, ghz). Prints `ok <name>` / `FAIL <name>: <why>` per check and
 // `check: N passed, M failed` last; exits 1 on any failure.
 //
 //   check --target HOST:PORT [--ca CA.pem] MODE [ARGS]
 //
 // modes:
-//   vectors CONTRACT_DIR   every workload of workloads.json: the request.pb
-//                          sent as is, the answer compared as a message with
-//                          response.pb (MessageDifferencer)
 //   bad                    edge inputs the probe does not send (it owns the
 //                          contract's status codes for bad input)
 //   failure N              N sequential GetInteger calls (with invalid
@@ -27,10 +25,6 @@
 #include <thread>
 #include <vector>
 
-#include <google/protobuf/dynamic_message.h>
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-#include <google/protobuf/util/message_differencer.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
@@ -181,59 +175,6 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<grpc::GenericStub> generic_;
 };
-
-// ---- vectors
-
-void Vectors(Client& c, const std::string& contract) {
-  std::string json;
-  if (!ReadFile(contract + "/workloads.json", &json)) {
-    Fail("workloads.json", "cannot read");
-    return;
-  }
-  google::protobuf::ListValue list;
-  if (!google::protobuf::util::JsonStringToMessage(json, &list).ok()) {
-    Fail("workloads.json", "cannot parse");
-    return;
-  }
-  const auto* pool = google::protobuf::DescriptorPool::generated_pool();
-  google::protobuf::DynamicMessageFactory factory(pool);
-  int count = 0;
-  for (const auto& w : list.values()) {
-    const auto& f = w.struct_value().fields();
-    const std::string name = f.at("name").string_value();
-    const std::string path = f.at("grpcPath").string_value();  // /pkg.Service/Method
-    std::string full = path.substr(1);
-    full[full.rfind('/')] = '.';
-    const auto* method = pool->FindMethodByName(full);
-    std::string req, want_bytes, got_bytes;
-    if (method == nullptr || !ReadFile(contract + "/vectors/" + name + "/request.pb", &req) ||
-        !ReadFile(contract + "/vectors/" + name + "/response.pb", &want_bytes)) {
-      Fail("vector " + name, "missing method or vector files");
-      continue;
-    }
-    Status st = c.Raw(path, req, &got_bytes);
-    if (!st.ok()) {
-      Fail("vector " + name, Describe(st));
-      continue;
-    }
-    std::unique_ptr<google::protobuf::Message> want(factory.GetPrototype(method->output_type())->New());
-    std::unique_ptr<google::protobuf::Message> got(want->New());
-    if (!want->ParseFromString(want_bytes) || !got->ParseFromString(got_bytes)) {
-      Fail("vector " + name, "response does not decode");
-      continue;
-    }
-    std::string diff;
-    google::protobuf::util::MessageDifferencer d;
-    d.ReportDifferencesToString(&diff);
-    if (d.Compare(*want, *got)) {
-      Pass("vector " + name);
-    } else {
-      Fail("vector " + name, diff.substr(0, 300));
-    }
-    count++;
-  }
-  Expect(count >= 25, "vectors: every workload checked", std::to_string(count) + " workloads");
-}
 
 // ---- bad input
 
@@ -389,9 +330,7 @@ int main(int argc, char** argv) {
   }
   Client c(target, ca);
   const std::string& mode = rest[0];
-  if (mode == "vectors" && rest.size() == 2) {
-    Vectors(c, rest[1]);
-  } else if (mode == "bad") {
+  if (mode == "bad") {
     Bad(c);
   } else if (mode == "failure" && rest.size() == 2) {
     Failure(c, std::stoi(rest[1]));
