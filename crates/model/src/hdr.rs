@@ -18,6 +18,41 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
 use serde::{Deserialize, Serialize};
 
+use crate::load::LatencySummary;
+
+/// Lowest latency told apart: 1 us (values are nanoseconds).
+pub const LOWEST_NS: u64 = 1_000;
+/// Highest latency recorded: 1 hour (larger values are clamped).
+pub const HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
+/// Significant digits of every latency histogram.
+pub const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// A latency histogram in nanoseconds with the settings every generator
+/// uses ([`LOWEST_NS`] to [`HIGHEST_NS`], [`SIGNIFICANT_DIGITS`]): the same
+/// settings everywhere is what lets histograms from many generators be
+/// added exactly (`crate::merge`).
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS).expect("valid histogram bounds")
+}
+
+/// The summary of a latency histogram (all zero when it is empty).
+pub fn summary(h: &Histogram<u64>) -> LatencySummary {
+    if h.is_empty() {
+        return LatencySummary::default();
+    }
+    LatencySummary {
+        count: h.len(),
+        min_ns: h.min(),
+        mean_ns: h.mean().round() as u64,
+        p50_ns: h.value_at_quantile(0.50),
+        p90_ns: h.value_at_quantile(0.90),
+        p95_ns: h.value_at_quantile(0.95),
+        p99_ns: h.value_at_quantile(0.99),
+        p999_ns: h.value_at_quantile(0.999),
+        max_ns: h.max(),
+    }
+}
+
 /// A latency histogram as results carry it: HdrHistogram V2 + deflate, in
 /// base64 (in JSON, the bare string: the type is transparent to serde).
 /// Empty in a result read back without its histogram.
