@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use protobench_model::hdr::EncodedHistogram;
+use protobench_model::merge::LaneHistograms;
 use protobench_model::load::{EndReason, Environment, Generator, LoadPlan, LoadResult, SCHEMA_VERSION};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -25,13 +26,37 @@ pub async fn run(
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: CancellationToken,
 ) -> Result<LoadResult, LoadError> {
+    run_at(plan, events, cancel, None).await.map(|(result, _)| result)
+}
+
+/// [`run`] for one agent of a distributed run (docs/distributed.md): the
+/// measured window's start (warm-up first) is `start`, an absolute time on
+/// this machine's clock, instead of as soon as the connections are open;
+/// [`Event::Interval`]s carry each second's histogram; and the result comes
+/// with the histograms the coordinator adds besides the latency one.
+///
+/// A start that has passed once the connections are open is refused
+/// ([`LoadError::Late`]): the agent would miss the common start.
+pub async fn run_at(
+    plan: LoadPlan,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: CancellationToken,
+    start: Option<SystemTime>,
+) -> Result<(LoadResult, LaneHistograms), LoadError> {
     validate(&plan)?;
     let prepared = prepare::prepare(&plan).await?;
     let addr = prepared.addr;
+    let start = Start { at: start, events };
     match prepared.driver {
-        prepare::AnyDriver::Http1(d) => run_with(Arc::new(d), prepared.check, plan, addr, events, cancel).await,
-        prepare::AnyDriver::Http2(d) => run_with(Arc::new(*d), prepared.check, plan, addr, events, cancel).await,
+        prepare::AnyDriver::Http1(d) => run_with(Arc::new(d), prepared.check, plan, addr, start, cancel).await,
+        prepare::AnyDriver::Http2(d) => run_with(Arc::new(*d), prepared.check, plan, addr, start, cancel).await,
     }
+}
+
+/// When to start and where to send events.
+struct Start {
+    at: Option<SystemTime>,
+    events: Option<mpsc::UnboundedSender<Event>>,
 }
 
 // Longer than the project's ~120-line guide on purpose: it is one async
@@ -44,9 +69,10 @@ async fn run_with<D: driver::Driver + Send + Sync>(
     check: crate::check::Check,
     plan: LoadPlan,
     addr: std::net::SocketAddr,
-    events: Option<mpsc::UnboundedSender<Event>>,
+    start: Start,
     cancel: CancellationToken,
-) -> Result<LoadResult, LoadError> {
+) -> Result<(LoadResult, LaneHistograms), LoadError> {
+    let Start { at: start_at, events } = start;
     let threads = if plan.threads > 0 {
         plan.threads as usize
     } else {
@@ -121,8 +147,22 @@ async fn run_with<D: driver::Driver + Send + Sync>(
             cause,
         });
     }
-    let t0 = Instant::now() + Duration::from_millis(1);
-    let wall0 = SystemTime::now() + Duration::from_millis(1) + Duration::from_nanos(plan.warmup_ns);
+    let (t0, wall0) = match start_at {
+        None => (Instant::now() + Duration::from_millis(1), SystemTime::now() + Duration::from_millis(1)),
+        Some(at) => match at.duration_since(SystemTime::now()) {
+            Ok(ahead) => (Instant::now() + ahead, at),
+            Err(past) => {
+                let _ = start_tx.send(Some(None));
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(LoadError::Late {
+                    late_ns: past.duration().as_nanos() as u64,
+                });
+            }
+        },
+    };
+    let wall0 = wall0 + Duration::from_nanos(plan.warmup_ns);
     let _ = start_tx.send(Some(Some(t0)));
     if let Some(ev) = &events {
         let _ = ev.send(Event::Started {
@@ -138,6 +178,12 @@ async fn run_with<D: driver::Driver + Send + Sync>(
         match msg {
             engine::Msg::Second(r) => {
                 if let Some(p) = timeline.add(r, threads) {
+                    if let (Some(ev), true) = (&events, start_at.is_some()) {
+                        let _ = ev.send(Event::Interval {
+                            second: p.second,
+                            histogram: timeline.last_histogram(p.second),
+                        });
+                    }
                     calls += p.successes + p.errors;
                     errors += p.errors;
                     if let Some(ev) = &events {
@@ -186,7 +232,7 @@ fn assemble(
     ended: Instant,
     interrupted: bool,
     wall0: SystemTime,
-) -> LoadResult {
+) -> (LoadResult, LaneHistograms) {
     let mut latency = record::histogram();
     let mut service = record::histogram();
     let mut lag = record::histogram();
@@ -267,7 +313,13 @@ fn assemble(
     });
     let (timeline, intervals) = timeline.finish_with_histograms();
     let (http_statuses, grpc_statuses) = statuses.into_counts();
-    LoadResult {
+    let lane = LaneHistograms {
+        service: EncodedHistogram::encode(&service),
+        connect: EncodedHistogram::encode(&connect),
+        lag: EncodedHistogram::encode(&lag),
+        error_latency: error_latency.as_ref().map(EncodedHistogram::encode),
+    };
+    let result = LoadResult {
         schema_version: SCHEMA_VERSION,
         plan: plan.clone(),
         // The commit is the binary's, which the engine cannot know: the
@@ -321,7 +373,10 @@ fn assemble(
                 histogram: EncodedHistogram::encode(h),
             })
             .collect(),
-    }
+        agents: Vec::new(),
+        incomplete: false,
+    };
+    (result, lane)
 }
 
 /// Inputs of the generator-bound rule.

@@ -15,6 +15,22 @@ use hdrhistogram::Histogram;
 
 use crate::hdr::{EncodedHistogram, HdrError, HIGHEST_NS, LOWEST_NS, SIGNIFICANT_DIGITS, latency_histogram};
 
+/// The histograms of one generator's result that the coordinator adds
+/// besides the latency one ([`crate::load::LoadResult::histogram`]); each
+/// V2 + deflate, base64, with the shared settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LaneHistograms {
+    /// Latency from the actual start (uncorrected).
+    pub service: EncodedHistogram,
+    /// Connection opening time.
+    pub connect: EncodedHistogram,
+    /// Schedule lag (open loop).
+    pub lag: EncodedHistogram,
+    /// Latency of failed calls, when any failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_latency: Option<EncodedHistogram>,
+}
+
 /// Why a histogram could not be added.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MergeError {
