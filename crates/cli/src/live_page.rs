@@ -321,7 +321,9 @@ fn apply(s: &mut State, e: &RunEvent, baseline: Option<&Baseline>) -> bool {
         RunEvent::Warning(w) | RunEvent::Notice(w) => s.notes.push(format!("warning: {w}")),
         RunEvent::Round(line) => s.notes.push(format!("note: {line}")),
         RunEvent::Link(link) => s.notes.push(format!("link {}", link.summary_line())),
-        RunEvent::ServerStarting { .. } | RunEvent::Engine(Event::Started { .. }) | RunEvent::Measured(_) => {
+        RunEvent::ServerStarting { .. }
+        | RunEvent::Engine(Event::Started { .. } | Event::Interval { .. })
+        | RunEvent::Measured(_) => {
             return false;
         }
     }

@@ -13,6 +13,10 @@ use std::fmt;
 
 use hdrhistogram::Histogram;
 
+use crate::load::{
+    AgentLane, EndReason, Environment, ErrorCount, Generator, IntervalHistogram, LoadPlan, LoadResult, SCHEMA_VERSION,
+    StatusCount, TimelinePoint,
+};
 use crate::hdr::{EncodedHistogram, HdrError, HIGHEST_NS, LOWEST_NS, SIGNIFICANT_DIGITS, latency_histogram};
 
 /// The histograms of one generator's result that the coordinator adds
@@ -136,6 +140,212 @@ impl IntervalSum {
             let _ = t.add(h);
         }
         t
+    }
+}
+
+/// What the coordinator gathered from one agent.
+#[derive(Debug, Clone)]
+pub struct Lane {
+    /// Its lane in the result, without the figures (filled in by [`merge_lanes`]).
+    pub meta: AgentLane,
+    /// Its seconds as streamed: the point and the histogram of each.
+    pub seconds: Vec<(TimelinePoint, EncodedHistogram)>,
+    /// Its final result and histograms; `None` when it failed before sending them.
+    pub done: Option<(LoadResult, LaneHistograms)>,
+}
+
+/// The merged result of a distributed run: the finished agents' histograms
+/// and counters added (never averaged), each agent's lane kept. An agent
+/// that failed is named in its lane (`failure`) and the result is
+/// `incomplete`; its figures (from the seconds it streamed) stay in its
+/// lane only, so the merged figures are those of the agents that finished.
+///
+/// `plan` is the whole plan (what was asked of all agents), `started_at`
+/// the common start of the measured window, `environment` the coordinator's.
+pub fn merge_lanes(
+    plan: &LoadPlan,
+    lanes: Vec<Lane>,
+    started_at: String,
+    environment: Environment,
+) -> Result<LoadResult, MergeError> {
+    let mut latency = latency_histogram();
+    let (mut service, mut connect, mut lag) = (latency_histogram(), latency_histogram(), latency_histogram());
+    let mut error_latency: Option<Histogram<u64>> = None;
+    let mut seconds = IntervalSum::new();
+    let mut points: BTreeMap<u32, TimelinePoint> = BTreeMap::new();
+    let mut errors: Vec<ErrorCount> = Vec::new();
+    let (mut http, mut grpc): (BTreeMap<u32, u64>, BTreeMap<u32, u64>) = (BTreeMap::new(), BTreeMap::new());
+    let mut agents = Vec::with_capacity(lanes.len());
+    let mut acc = Totals::default();
+    let mut bound_reasons = Vec::new();
+    for lane in lanes {
+        let mut meta = lane.meta;
+        let source = meta.agent.clone();
+        let Some((r, other)) = lane.done else {
+            // Failed: its lane shows what it streamed.
+            let mut h = latency_histogram();
+            for (p, e) in &lane.seconds {
+                add_encoded(&mut h, e, &source)?;
+                meta.successes += p.successes;
+                meta.calls += p.successes + p.errors;
+            }
+            meta.latency = crate::hdr::summary(&h);
+            meta.rate = meta.successes as f64 / (lane.seconds.len().max(1) as f64);
+            agents.push(meta);
+            continue;
+        };
+        add_encoded(&mut latency, &r.histogram, &source)?;
+        add_encoded(&mut service, &other.service, &source)?;
+        add_encoded(&mut connect, &other.connect, &source)?;
+        add_encoded(&mut lag, &other.lag, &source)?;
+        if let Some(e) = &other.error_latency {
+            add_encoded(error_latency.get_or_insert_with(latency_histogram), e, &source)?;
+        }
+        for (p, h) in &lane.seconds {
+            seconds.add(p.second, h, &source)?;
+            let m = points.entry(p.second).or_insert(TimelinePoint {
+                second: p.second,
+                successes: 0,
+                errors: 0,
+                p50_ns: 0,
+                p95_ns: 0,
+                p99_ns: 0,
+                users: 0,
+            });
+            m.successes += p.successes;
+            m.errors += p.errors;
+            m.users += p.users;
+        }
+        for e in &r.errors {
+            match errors.iter_mut().find(|x| x.kind == e.kind) {
+                Some(x) => x.count += e.count,
+                None => errors.push(e.clone()),
+            }
+        }
+        for s in &r.http_statuses {
+            *http.entry(s.code).or_default() += s.count;
+        }
+        for s in &r.grpc_statuses {
+            *grpc.entry(s.code).or_default() += s.count;
+        }
+        acc.add(&r);
+        if r.generator.generator_bound {
+            bound_reasons.push(format!(
+                "agent {} ({}): {}",
+                meta.index,
+                meta.agent,
+                r.generator.reason.as_deref().unwrap_or("generator-bound")
+            ));
+        }
+        meta.calls = r.calls;
+        meta.successes = r.successes;
+        meta.rate = r.rate;
+        meta.latency = r.latency;
+        meta.generator = r.generator.clone();
+        agents.push(meta);
+    }
+    for (second, h) in seconds.seconds() {
+        if let Some(p) = points.get_mut(&second) {
+            if !h.is_empty() {
+                p.p50_ns = h.value_at_quantile(0.5);
+                p.p95_ns = h.value_at_quantile(0.95);
+                p.p99_ns = h.value_at_quantile(0.99);
+            }
+        }
+    }
+    errors.sort_by(|a, b| b.count.cmp(&a.count));
+    let to_counts = |m: BTreeMap<u32, u64>| m.into_iter().map(|(code, count)| StatusCount { code, count }).collect();
+    let incomplete = agents.iter().any(|a| a.failure.is_some());
+    let secs = acc.duration_ns.max(1) as f64 / 1e9;
+    let calls = acc.successes + acc.failures;
+    let per_call = |b: u64| if calls == 0 { 0.0 } else { b as f64 / calls as f64 };
+    Ok(LoadResult {
+        schema_version: SCHEMA_VERSION,
+        plan: plan.clone(),
+        environment,
+        started_at,
+        duration_ns: acc.duration_ns.max(1),
+        end_reason: acc.end_reason.unwrap_or(EndReason::Interrupted),
+        calls,
+        successes: acc.successes,
+        rate: acc.successes as f64 / secs,
+        started_rate: acc.started_rate,
+        latency: crate::hdr::summary(&latency),
+        service_time: crate::hdr::summary(&service),
+        connect: crate::hdr::summary(&connect),
+        connections_opened: acc.connections_opened,
+        connects_per_second: acc.connects_per_second,
+        // Weighted by each agent's successes (its latency sum is not sent).
+        connect_share: if acc.successes == 0 { 0.0 } else { acc.connect_share_weighted / acc.successes as f64 },
+        errors,
+        success_percent: if calls == 0 { 0.0 } else { acc.successes as f64 * 100.0 / calls as f64 },
+        http_statuses: to_counts(http),
+        grpc_statuses: to_counts(grpc),
+        error_latency: error_latency.as_ref().map(crate::hdr::summary),
+        bytes_sent: acc.bytes_sent,
+        bytes_received: acc.bytes_received,
+        bytes_sent_per_call: per_call(acc.bytes_sent),
+        bytes_received_per_call: per_call(acc.bytes_received),
+        generator: Generator {
+            threads: acc.threads,
+            cpu_ns: acc.cpu_ns,
+            cpu_ns_per_call: if calls == 0 { 0.0 } else { acc.cpu_ns as f64 / calls as f64 },
+            cpu_utilization: acc.cpu_utilization_max,
+            schedule_lag: crate::hdr::summary(&lag),
+            generator_bound: !bound_reasons.is_empty(),
+            reason: (!bound_reasons.is_empty()).then(|| bound_reasons.join("; ")),
+        },
+        timeline: points.into_values().collect(),
+        histogram: EncodedHistogram::encode(&latency),
+        intervals: seconds
+            .seconds()
+            .map(|(second, h)| IntervalHistogram {
+                second,
+                histogram: EncodedHistogram::encode(h),
+            })
+            .collect(),
+        agents,
+        incomplete,
+    })
+}
+
+/// The counters added over finished agents.
+#[derive(Default)]
+struct Totals {
+    successes: u64,
+    failures: u64,
+    started_rate: f64,
+    connections_opened: u64,
+    connects_per_second: f64,
+    connect_share_weighted: f64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    threads: u32,
+    cpu_ns: u64,
+    cpu_utilization_max: f64,
+    duration_ns: u64,
+    end_reason: Option<EndReason>,
+}
+
+impl Totals {
+    fn add(&mut self, r: &LoadResult) {
+        self.successes += r.successes;
+        self.failures += r.calls - r.successes;
+        self.started_rate += r.started_rate;
+        self.connections_opened += r.connections_opened;
+        self.connects_per_second += r.connects_per_second;
+        self.connect_share_weighted += r.connect_share * r.successes as f64;
+        self.bytes_sent += r.bytes_sent;
+        self.bytes_received += r.bytes_received;
+        self.threads += r.generator.threads;
+        self.cpu_ns += r.generator.cpu_ns;
+        // The busiest agent: the one a saturation would show in.
+        self.cpu_utilization_max = self.cpu_utilization_max.max(r.generator.cpu_utilization);
+        self.duration_ns = self.duration_ns.max(r.duration_ns);
+        self.end_reason = match (self.end_reason, r.end_reason) {
+            (Some(EndReason::Interrupted), _) | (_, EndReason::Interrupted) => Some(EndReason::Interrupted),
+            (_, e) => Some(e),
+        };
     }
 }
 

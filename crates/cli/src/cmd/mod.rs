@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub(crate) mod agent;
 pub(crate) mod build;
 pub(crate) mod common;
 pub(crate) mod compare;
