@@ -178,12 +178,6 @@ async fn run_with<D: driver::Driver + Send + Sync>(
         match msg {
             engine::Msg::Second(r) => {
                 if let Some(p) = timeline.add(r, threads) {
-                    if let (Some(ev), true) = (&events, start_at.is_some()) {
-                        let _ = ev.send(Event::Interval {
-                            second: p.second,
-                            histogram: timeline.last_histogram(p.second),
-                        });
-                    }
                     calls += p.successes + p.errors;
                     errors += p.errors;
                     if let Some(ev) = &events {
@@ -194,6 +188,12 @@ async fn run_with<D: driver::Driver + Send + Sync>(
                             rate: p.successes as f64,
                             p99_ns: p.p99_ns,
                             second: p,
+                        });
+                    }
+                    if let (Some(ev), true) = (&events, start_at.is_some()) {
+                        let _ = ev.send(Event::Interval {
+                            second: p.second,
+                            histogram: timeline.last_histogram(p.second),
                         });
                     }
                 }

@@ -53,7 +53,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             .await
             .with_context(|| format!("listening on {}", args.listen))?;
         let addr = listener.local_addr().context("reading the bound address")?;
-        eprintln!("agent listening on {addr} (protobench {})", protobench_runner::agents::VERSION);
+        // As `serve` says it: one line on stdout, for scripts and tests.
+        println!("listening addr={addr} agent protobench={}", protobench_runner::agents::VERSION);
+        let _ = std::io::Write::flush(&mut std::io::stdout());
         let cancel = CancellationToken::new();
         let mut signals = super::common::ShutdownSignals::install()?;
         let on_signal = cancel.clone();
