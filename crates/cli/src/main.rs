@@ -35,6 +35,8 @@ enum Command {
     Load(Box<cmd::load::Args>),
     /// Run load plans for a coordinator (`load --agents`) holding the shared token.
     Agent(cmd::agent::Args),
+    /// Write Kubernetes manifests for a distributed load (agents as an Indexed Job).
+    Kube(cmd::kube::Args),
     /// Check a server against the contract's vectors, one line per workload.
     Verify(cmd::verify::Args),
     /// Run a preset (default: quick), store every measurement and write the report.
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Load(args) => cmd::load::run(*args),
         Command::Agent(args) => cmd::agent::run(args),
+        Command::Kube(args) => cmd::kube::run(args),
         Command::Verify(args) => cmd::verify::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Runs(args) => cmd::runs::run(args),

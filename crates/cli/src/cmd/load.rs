@@ -173,6 +173,10 @@ pub(crate) struct Args {
     /// (an agent not connected by then is refused for the run).
     #[arg(long, value_parser = duration_arg, default_value = "3s")]
     start_ahead: Duration,
+    /// With --agents: keep trying to reach agents that are not up yet for
+    /// this long (pods starting) before giving up.
+    #[arg(long, value_parser = duration_arg, default_value = "0s")]
+    agent_wait: Duration,
     #[command(flatten)]
     tls: TlsArgs,
     /// Custom HTTP call: method (default GET, or POST with a body).
@@ -468,6 +472,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 token,
                 max_clock_uncertainty: args.max_clock_uncertainty,
                 start_ahead: args.start_ahead,
+                agent_wait: args.agent_wait,
             }),
             Err(e) => {
                 outputs.discard();

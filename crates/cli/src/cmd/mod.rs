@@ -7,6 +7,7 @@ pub(crate) mod compare;
 pub(crate) mod completions;
 pub(crate) mod contract;
 pub(crate) mod import;
+pub(crate) mod kube;
 pub(crate) mod load;
 pub(crate) mod load_db;
 pub(crate) mod man;

@@ -47,6 +47,10 @@ pub struct Coordinator {
     pub max_clock_uncertainty: Duration,
     /// How far ahead of the orders the common start is set.
     pub start_ahead: Duration,
+    /// How long to keep trying to reach an agent that refuses connections
+    /// (or whose name does not resolve yet: pods still starting); zero =
+    /// one attempt.
+    pub agent_wait: Duration,
 }
 
 /// Why a distributed run could not start.
@@ -118,10 +122,18 @@ impl Coordinator {
             agent: addr.to_owned(),
             message,
         };
-        let stream = tokio::time::timeout(ANSWER_TIMEOUT, tokio::net::TcpStream::connect(addr))
-            .await
-            .map_err(|_| fail(format!("no connection within {} s", ANSWER_TIMEOUT.as_secs())))?
-            .map_err(|e| fail(format!("cannot connect: {e}")))?;
+        let give_up = Instant::now() + self.agent_wait;
+        let stream = loop {
+            let attempt = tokio::time::timeout(ANSWER_TIMEOUT, tokio::net::TcpStream::connect(addr))
+                .await
+                .map_err(|_| fail(format!("no connection within {} s", ANSWER_TIMEOUT.as_secs())))
+                .and_then(|r| r.map_err(|e| fail(format!("cannot connect: {e}"))));
+            match attempt {
+                Ok(s) => break s,
+                Err(e) if Instant::now() >= give_up => return Err(e),
+                Err(_) => tokio::time::sleep(Duration::from_secs(1)).await,
+            }
+        };
         let _ = stream.set_nodelay(true);
         let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
             .await
