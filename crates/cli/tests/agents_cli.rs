@@ -93,14 +93,31 @@ fn three_agents_merge_into_one_result_with_each_agents_lane() {
     let _server = Server(server);
     let agents: Vec<Agent> = (0..3).map(|_| agent(&token)).collect();
     let list = agents.iter().map(|a| a.addr.as_str()).collect::<Vec<_>>().join(",");
+    let db = dir.path().join("results.db");
     let out = common::protobench(&load_args(
         &addr,
         &list,
         &token,
-        &["--rate", "150", "-c", "30", "--duration", "3s"],
+        &["--rate", "150", "-c", "30", "--duration", "3s", "--db", db.to_str().unwrap()],
     ));
     assert!(out.status.success(), "{}", common::stderr(&out));
     let r = json(&out.stdout);
+    // The published schema holds the lanes.
+    let schema_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/load-result.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator.iter_errors(&r).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // Stored like any load result, lanes included.
+    let stored: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT result_json FROM measurements", [], |row| row.get(0))
+        .unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(stored["agents"], r["agents"]);
+    // Merged seconds: every whole second of the window, summed over agents.
+    let seconds = r["timeline"].as_array().unwrap();
+    assert!(seconds.len() >= 3, "{seconds:?}");
     let lanes = r["agents"].as_array().unwrap();
     assert_eq!(lanes.len(), 3);
     assert!(r.get("incomplete").is_none(), "{r}");
