@@ -375,6 +375,7 @@ fn assemble(
             .collect(),
         agents: Vec::new(),
         incomplete: false,
+        agent_intervals: Vec::new(),
     };
     (result, lane)
 }

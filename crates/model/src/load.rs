@@ -390,6 +390,11 @@ pub struct LoadResult {
     /// figures cover what the other agents measured, not the asked load.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub incomplete: bool,
+    /// A distributed run: each agent's per-second histograms as it streamed
+    /// them, `(agent index, second)`, for `.hlog` exports with agent tags.
+    /// In memory only, as `intervals`.
+    #[serde(skip)]
+    pub agent_intervals: Vec<(u32, IntervalHistogram)>,
 }
 
 /// One agent's part of a distributed run.

@@ -178,7 +178,17 @@ pub fn merge_lanes(
     let mut agents = Vec::with_capacity(lanes.len());
     let mut acc = Totals::default();
     let mut bound_reasons = Vec::new();
+    let mut agent_intervals = Vec::new();
     for lane in lanes {
+        agent_intervals.extend(lane.seconds.iter().map(|(p, h)| {
+            (
+                lane.meta.index,
+                IntervalHistogram {
+                    second: p.second,
+                    histogram: h.clone(),
+                },
+            )
+        }));
         let mut meta = lane.meta;
         let source = meta.agent.clone();
         let Some((r, other)) = lane.done else {
@@ -306,6 +316,7 @@ pub fn merge_lanes(
             .collect(),
         agents,
         incomplete,
+        agent_intervals,
     })
 }
 

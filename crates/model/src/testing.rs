@@ -117,6 +117,7 @@ pub fn result(protocol: &str, workload: &str, rate: f64, errors: u64, seconds: u
         intervals: Vec::new(),
         agents: Vec::new(),
         incomplete: false,
+        agent_intervals: Vec::new(),
     }
 }
 
