@@ -59,6 +59,12 @@ impl Drop for Server {
     }
 }
 
+/// Sends `sig` (e.g. `-KILL`) to process `pid`.
+fn signal(sig: &str, pid: u32) {
+    let status = Command::new("kill").args([sig, &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
 fn load_args<'a>(server: &'a str, agents: &'a str, token: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     let mut a = vec![
         "load",
@@ -98,15 +104,28 @@ fn three_agents_merge_into_one_result_with_each_agents_lane() {
         &addr,
         &list,
         &token,
-        &["--rate", "150", "-c", "30", "--duration", "3s", "--db", db.to_str().unwrap()],
+        &[
+            "--rate",
+            "150",
+            "-c",
+            "30",
+            "--duration",
+            "3s",
+            "--db",
+            db.to_str().unwrap(),
+        ],
     ));
     assert!(out.status.success(), "{}", common::stderr(&out));
     let r = json(&out.stdout);
     // The published schema holds the lanes.
-    let schema_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/load-result.schema.json");
+    let schema_path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/load-result.schema.json");
     let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&r).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    let errors: Vec<String> = validator
+        .iter_errors(&r)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
     assert!(errors.is_empty(), "{errors:?}");
     // Stored like any load result, lanes included.
     let stored: String = rusqlite::Connection::open(&db)
@@ -128,14 +147,21 @@ fn three_agents_merge_into_one_result_with_each_agents_lane() {
     assert_eq!(r["successes"].as_f64().unwrap(), sum("successes"));
     assert_eq!(r["latency"]["count"].as_f64().unwrap(), sum("successes"));
     let rate = r["rate"].as_f64().unwrap();
-    assert!((rate - sum("rate")).abs() <= 0.02 * rate, "merged {rate}, lanes {}", sum("rate"));
+    assert!(
+        (rate - sum("rate")).abs() <= 0.02 * rate,
+        "merged {rate}, lanes {}",
+        sum("rate")
+    );
     // 150 calls/s asked: 50 each, offsets 0, 1/150 s, 2/150 s.
     assert!((rate - 150.0).abs() < 15.0, "merged rate {rate}");
     for (i, l) in lanes.iter().enumerate() {
         assert_eq!(l["index"], i as u64);
         assert_eq!(l["agent"], agents[i].addr);
         assert_eq!(l["rate_share"], 50.0);
-        assert_eq!(l["start_offset_ns"].as_u64().unwrap(), (i as f64 * 1e9 / 150.0).round() as u64);
+        assert_eq!(
+            l["start_offset_ns"].as_u64().unwrap(),
+            (i as f64 * 1e9 / 150.0).round() as u64
+        );
         assert!(l["clock_offset_ns"].is_i64(), "{l}");
         assert!(l["clock_uncertainty_ns"].as_u64().unwrap() > 0, "{l}");
         assert!(l["generator"]["generator_bound"].is_boolean());
@@ -143,7 +169,11 @@ fn three_agents_merge_into_one_result_with_each_agents_lane() {
     }
     // Percentiles come from the merged histogram, not an average: the
     // merged max is the largest lane max.
-    let lane_max = lanes.iter().map(|l| l["latency"]["max_ns"].as_u64().unwrap()).max().unwrap();
+    let lane_max = lanes
+        .iter()
+        .map(|l| l["latency"]["max_ns"].as_u64().unwrap())
+        .max()
+        .unwrap();
     assert_eq!(r["latency"]["max_ns"].as_u64().unwrap(), lane_max);
 }
 
@@ -170,11 +200,21 @@ fn agents_refuse_a_coordinator_without_the_token_and_need_one_to_start() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(common::stderr(&out).contains("no agent token"), "{}", common::stderr(&out));
+    assert!(
+        common::stderr(&out).contains("no agent token"),
+        "{}",
+        common::stderr(&out)
+    );
     // Nor with a short one.
     let short = dir.path().join("short");
     std::fs::write(&short, "abc").unwrap();
-    let out = common::protobench(&["agent", "--listen", "127.0.0.1:0", "--token-file", short.to_str().unwrap()]);
+    let out = common::protobench(&[
+        "agent",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        short.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(common::stderr(&out).contains("at least 16"), "{}", common::stderr(&out));
 }
@@ -225,8 +265,7 @@ fn killing_an_agent_mid_run_keeps_the_others_and_names_it() {
         .unwrap();
     // Into the measured window (start 1 s ahead, then 3 s), kill agent 1.
     std::thread::sleep(Duration::from_secs(4));
-    let victim = agents[1].child.id();
-    assert!(Command::new("kill").args(["-KILL", &victim.to_string()]).status().unwrap().success());
+    signal("-KILL", agents[1].child.id());
     let started = Instant::now();
     let out = coordinator.wait_with_output().unwrap();
     // The coordinator does not wait for the dead agent (the stall limit is
@@ -269,11 +308,7 @@ fn ctrl_c_on_the_coordinator_stops_every_agent() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_secs(3));
-    assert!(Command::new("kill")
-        .args(["-INT", &coordinator.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
+    signal("-INT", coordinator.id());
     let out = coordinator.wait_with_output().unwrap();
     let r = json(&out.stdout);
     assert_eq!(r["end_reason"], "interrupted", "{r}");
@@ -285,7 +320,11 @@ fn ctrl_c_on_the_coordinator_stops_every_agent() {
         if out.status.success() && json(&out.stdout).get("incomplete").is_none() {
             break;
         }
-        assert!(Instant::now() < deadline, "agents still busy: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            Instant::now() < deadline,
+            "agents still busy: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
 }

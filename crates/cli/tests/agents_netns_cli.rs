@@ -34,7 +34,12 @@ fn can_emulate() -> bool {
 
 fn ip(args: &[&str]) {
     let out = Command::new("ip").args(args).output().unwrap();
-    assert!(out.status.success(), "ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A bridged LAN: a bridge in its own namespace, and one veth per host
@@ -63,7 +68,10 @@ impl Lan {
     /// Attaches host `k` with address NET.`host`: in a new namespace, or
     /// (`None`) this process's own.
     fn attach(&mut self, k: usize, host: u8, namespace: Option<&str>) -> String {
-        let (outer, inner) = (format!("pa{}{k}", std::process::id()), format!("pb{}{k}", std::process::id()));
+        let (outer, inner) = (
+            format!("pa{}{k}", std::process::id()),
+            format!("pb{}{k}", std::process::id()),
+        );
         let bridge = self.namespaces[0].clone();
         ip(&["link", "add", &inner, "type", "veth", "peer", "name", &outer]);
         ip(&["link", "set", &outer, "netns", &bridge]);
@@ -184,15 +192,24 @@ fn three_agents_on_their_own_hosts_load_a_server_on_its_own() {
     assert!(r.get("incomplete").is_none(), "{r}");
     let lane_rates: f64 = lanes.iter().map(|l| l["rate"].as_f64().unwrap()).sum();
     let rate = r["rate"].as_f64().unwrap();
-    assert!((rate - lane_rates).abs() <= 0.02 * rate, "merged {rate}, lanes {lane_rates}");
+    assert!(
+        (rate - lane_rates).abs() <= 0.02 * rate,
+        "merged {rate}, lanes {lane_rates}"
+    );
     assert!((rate - 300.0).abs() < 30.0, "merged rate {rate}");
     for (i, l) in lanes.iter().enumerate() {
         assert_eq!(l["agent"], agents[i]);
         assert!(l["successes"].as_u64().unwrap() > 200, "{l}");
         // Offsets are reported (the same kernel clock here: near zero,
         // within the uncertainty plus scheduling noise).
-        let (offset, unc) = (l["clock_offset_ns"].as_i64().unwrap(), l["clock_uncertainty_ns"].as_i64().unwrap());
+        let (offset, unc) = (
+            l["clock_offset_ns"].as_i64().unwrap(),
+            l["clock_uncertainty_ns"].as_i64().unwrap(),
+        );
         assert!(unc > 0 && offset.abs() < 50_000_000, "{l}");
     }
-    assert_eq!(r["calls"].as_u64().unwrap(), lanes.iter().map(|l| l["calls"].as_u64().unwrap()).sum::<u64>());
+    assert_eq!(
+        r["calls"].as_u64().unwrap(),
+        lanes.iter().map(|l| l["calls"].as_u64().unwrap()).sum::<u64>()
+    );
 }

@@ -55,7 +55,10 @@ fn manifests(dir: &Path, agents: &str, extra: &[&str]) -> PathBuf {
         "-z",
         "60s",
     ]);
-    let out = Command::new(env!("CARGO_BIN_EXE_protobench")).args(&args).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .args(&args)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     file
 }
@@ -70,7 +73,11 @@ fn manifests_pass_the_api_type_validation_and_broken_ones_do_not() {
     let Some(v) = validator() else { return };
     let dir = tempfile::tempdir().unwrap();
     for n in ["1", "3", "16"] {
-        let file = manifests(dir.path(), n, &["--namespace", "bench", "--image", "registry.example/protobench:0.1.0"]);
+        let file = manifests(
+            dir.path(),
+            n,
+            &["--namespace", "bench", "--image", "registry.example/protobench:0.1.0"],
+        );
         let (ok, text) = validate(&v, &file, n);
         assert!(ok, "{n} agents: {text}");
         assert!(text.contains(&format!("({n} agents)")), "{text}");
@@ -84,10 +91,22 @@ fn manifests_pass_the_api_type_validation_and_broken_ones_do_not() {
         ("completionMode: Indexed", "completionMod: Indexed", "strict decode"),
         ("clusterIP: None", "clusterIP: \"\"", "headless"),
         ("cpu: \"2\"", "cpu: \"two\"", "strict decode"),
-        ("subdomain: protobench-agents", "subdomain: elsewhere", "names no Service"),
+        (
+            "subdomain: protobench-agents",
+            "subdomain: elsewhere",
+            "names no Service",
+        ),
         ("parallelism: 3", "parallelism: 2", "parallelism must equal"),
-        ("name: protobench-token\n  namespace", "name: other-token\n  namespace", "no Secret"),
-        ("protobench-agents-2.protobench-agents", "protobench-agents-7.protobench-agents", "agent 2 is"),
+        (
+            "name: protobench-token\n  namespace",
+            "name: other-token\n  namespace",
+            "no Secret",
+        ),
+        (
+            "protobench-agents-2.protobench-agents",
+            "protobench-agents-7.protobench-agents",
+            "agent 2 is",
+        ),
     ] {
         assert!(good.contains(from), "{from}");
         let broken = dir.path().join("broken.yaml");
@@ -102,16 +121,35 @@ fn manifests_pass_the_api_type_validation_and_broken_ones_do_not() {
 
 #[test]
 fn bad_input_is_refused_with_the_flag_named() {
-    let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_protobench")).args(args).output().unwrap();
-    let out = run(&["kube", "manifests", "--agents", "2", "--name", "Bad_Name", "--", "127.0.0.1:1"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--name \"Bad_Name\""));
-    let out = run(&["kube", "manifests", "--agents", "2", "--", "127.0.0.1:1", "--agents", "x:1"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("must not hold --agents"));
-    let out = run(&["kube", "manifests", "--agents", "2", "--", "127.0.0.1:1", "--no-such-flag"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not valid `protobench load` arguments"));
-    let out = run(&["kube", "manifests", "--agents", "0", "--", "127.0.0.1:1"]);
-    assert_eq!(out.status.code(), Some(2));
+    // (flags before `--`, load arguments after it, what stderr must say)
+    let cases: [(&[&str], &[&str], &str); 4] = [
+        (
+            &["--agents", "2", "--name", "Bad_Name"],
+            &["127.0.0.1:1"],
+            "--name \"Bad_Name\"",
+        ),
+        (
+            &["--agents", "2"],
+            &["127.0.0.1:1", "--agents", "x:1"],
+            "must not hold --agents",
+        ),
+        (
+            &["--agents", "2"],
+            &["127.0.0.1:1", "--no-such-flag"],
+            "not valid `protobench load` arguments",
+        ),
+        (&["--agents", "0"], &["127.0.0.1:1"], "--agents"),
+    ];
+    for (flags, load, expect) in cases {
+        let out = Command::new(env!("CARGO_BIN_EXE_protobench"))
+            .args(["kube", "manifests"])
+            .args(flags)
+            .arg("--")
+            .args(load)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?} {load:?}: {err}");
+        assert!(err.contains(expect), "{flags:?} {load:?}: {err}");
+    }
 }

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use protobench_model::hdr::EncodedHistogram;
-use protobench_model::merge::LaneHistograms;
 use protobench_model::load::{EndReason, Environment, Generator, LoadPlan, LoadResult, SCHEMA_VERSION};
+use protobench_model::merge::LaneHistograms;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -50,6 +50,48 @@ pub async fn run_at(
     match prepared.driver {
         prepare::AnyDriver::Http1(d) => run_with(Arc::new(d), prepared.check, plan, addr, start, cancel).await,
         prepare::AnyDriver::Http2(d) => run_with(Arc::new(*d), prepared.check, plan, addr, start, cancel).await,
+    }
+}
+
+/// The common start: now (plus 1 ms for the threads to see it), or the
+/// given absolute time, refused when it has passed; with its wall-clock time.
+fn common_start(at: Option<SystemTime>) -> Result<(Instant, SystemTime), LoadError> {
+    match at {
+        None => Ok((
+            Instant::now() + Duration::from_millis(1),
+            SystemTime::now() + Duration::from_millis(1),
+        )),
+        Some(at) => match at.duration_since(SystemTime::now()) {
+            Ok(ahead) => Ok((Instant::now() + ahead, at)),
+            Err(past) => Err(LoadError::Late {
+                late_ns: past.duration().as_nanos() as u64,
+            }),
+        },
+    }
+}
+
+/// Sends a closed second as `Progress` (with the calls and errors so far)
+/// and, for an agent's run (`intervals`), its histogram as `Interval`.
+fn forward_second(
+    ev: &mpsc::UnboundedSender<Event>,
+    timeline: &engine::Timeline,
+    p: protobench_model::load::TimelinePoint,
+    (calls, errors): (u64, u64),
+    intervals: bool,
+) {
+    let _ = ev.send(Event::Progress {
+        elapsed_ns: (u64::from(p.second) + 1) * 1_000_000_000,
+        calls,
+        errors,
+        rate: p.successes as f64,
+        p99_ns: p.p99_ns,
+        second: p,
+    });
+    if intervals {
+        let _ = ev.send(Event::Interval {
+            second: p.second,
+            histogram: timeline.last_histogram(p.second),
+        });
     }
 }
 
@@ -147,20 +189,15 @@ async fn run_with<D: driver::Driver + Send + Sync>(
             cause,
         });
     }
-    let (t0, wall0) = match start_at {
-        None => (Instant::now() + Duration::from_millis(1), SystemTime::now() + Duration::from_millis(1)),
-        Some(at) => match at.duration_since(SystemTime::now()) {
-            Ok(ahead) => (Instant::now() + ahead, at),
-            Err(past) => {
-                let _ = start_tx.send(Some(None));
-                for h in handles {
-                    let _ = h.join();
-                }
-                return Err(LoadError::Late {
-                    late_ns: past.duration().as_nanos() as u64,
-                });
+    let (t0, wall0) = match common_start(start_at) {
+        Ok(start) => start,
+        Err(e) => {
+            let _ = start_tx.send(Some(None));
+            for h in handles {
+                let _ = h.join();
             }
-        },
+            return Err(e);
+        }
     };
     let wall0 = wall0 + Duration::from_nanos(plan.warmup_ns);
     let _ = start_tx.send(Some(Some(t0)));
@@ -181,20 +218,7 @@ async fn run_with<D: driver::Driver + Send + Sync>(
                     calls += p.successes + p.errors;
                     errors += p.errors;
                     if let Some(ev) = &events {
-                        let _ = ev.send(Event::Progress {
-                            elapsed_ns: (u64::from(p.second) + 1) * 1_000_000_000,
-                            calls,
-                            errors,
-                            rate: p.successes as f64,
-                            p99_ns: p.p99_ns,
-                            second: p,
-                        });
-                    }
-                    if let (Some(ev), true) = (&events, start_at.is_some()) {
-                        let _ = ev.send(Event::Interval {
-                            second: p.second,
-                            histogram: timeline.last_histogram(p.second),
-                        });
+                        forward_second(ev, &timeline, p, (calls, errors), start_at.is_some());
                     }
                 }
             }
@@ -313,12 +337,6 @@ fn assemble(
     });
     let (timeline, intervals) = timeline.finish_with_histograms();
     let (http_statuses, grpc_statuses) = statuses.into_counts();
-    let lane = LaneHistograms {
-        service: EncodedHistogram::encode(&service),
-        connect: EncodedHistogram::encode(&connect),
-        lag: EncodedHistogram::encode(&lag),
-        error_latency: error_latency.as_ref().map(EncodedHistogram::encode),
-    };
     let result = LoadResult {
         schema_version: SCHEMA_VERSION,
         plan: plan.clone(),
@@ -366,18 +384,35 @@ fn assemble(
         },
         timeline,
         histogram: EncodedHistogram::encode(&latency),
-        intervals: intervals
-            .iter()
-            .map(|(second, h)| protobench_model::load::IntervalHistogram {
-                second: *second,
-                histogram: EncodedHistogram::encode(h),
-            })
-            .collect(),
+        intervals: intervals.iter().map(interval).collect(),
         agents: Vec::new(),
         incomplete: false,
         agent_intervals: Vec::new(),
     };
+    let lane = lane_histograms(&service, &connect, &lag, error_latency.as_ref());
     (result, lane)
+}
+
+fn interval((second, h): &(u32, hdrhistogram::Histogram<u64>)) -> protobench_model::load::IntervalHistogram {
+    protobench_model::load::IntervalHistogram {
+        second: *second,
+        histogram: EncodedHistogram::encode(h),
+    }
+}
+
+/// The histograms besides latency that a coordinator of agents adds.
+fn lane_histograms(
+    service: &hdrhistogram::Histogram<u64>,
+    connect: &hdrhistogram::Histogram<u64>,
+    lag: &hdrhistogram::Histogram<u64>,
+    error_latency: Option<&hdrhistogram::Histogram<u64>>,
+) -> LaneHistograms {
+    LaneHistograms {
+        service: EncodedHistogram::encode(service),
+        connect: EncodedHistogram::encode(connect),
+        lag: EncodedHistogram::encode(lag),
+        error_latency: error_latency.map(EncodedHistogram::encode),
+    }
 }
 
 /// Inputs of the generator-bound rule.

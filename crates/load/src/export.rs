@@ -109,12 +109,18 @@ pub fn hlog(result: &LoadResult) -> Result<String, HistogramError> {
     let whole = result.duration_ns / 1_000_000_000;
     // The merged seconds tagged `latency`; a distributed run's agents'
     // own seconds after them, tagged `agent-<index>`.
-    let tags: Vec<String> = result.agent_intervals.iter().map(|(a, _)| format!("agent-{a}")).collect();
-    let lines = result
-        .intervals
+    let tags: Vec<String> = result
+        .agent_intervals
         .iter()
-        .map(|i| (i, "latency"))
-        .chain(result.agent_intervals.iter().zip(&tags).map(|((_, i), t)| (i, t.as_str())));
+        .map(|(a, _)| format!("agent-{a}"))
+        .collect();
+    let lines = result.intervals.iter().map(|i| (i, "latency")).chain(
+        result
+            .agent_intervals
+            .iter()
+            .zip(&tags)
+            .map(|((_, i), t)| (i, t.as_str())),
+    );
     for (i, tag) in lines {
         let h = i.histogram.decode()?;
         // The last second may be partial.
@@ -231,7 +237,11 @@ mod tests {
         assert_eq!(tags.len(), 8, "{text}");
         assert_eq!(tags.iter().filter(|t| *t == "latency").count(), 2);
         for agent in 0..3 {
-            assert_eq!(tags.iter().filter(|t| **t == format!("agent-{agent}")).count(), 2, "{text}");
+            assert_eq!(
+                tags.iter().filter(|t| **t == format!("agent-{agent}")).count(),
+                2,
+                "{text}"
+            );
         }
     }
 

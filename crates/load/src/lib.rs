@@ -30,10 +30,10 @@ mod export;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod pacer;
-mod share;
 mod prepare;
 mod record;
 mod reflect;
+mod share;
 pub mod stages;
 mod timer;
 mod validate;
@@ -47,7 +47,9 @@ pub use protobench_model::load::{
 };
 use protobench_model::load::{DEFAULT_CONNECT_TIMEOUT_NS, DEFAULT_DURATION_NS, DEFAULT_TIMEOUT_NS};
 
-pub use crate::coordinator::{CPU_BOUND_UTILIZATION, LAG_BOUND_NS, MIN_JUDGED_CALLS, MIN_JUDGED_WINDOW_NS, run, run_at};
+pub use crate::coordinator::{
+    CPU_BOUND_UTILIZATION, LAG_BOUND_NS, MIN_JUDGED_CALLS, MIN_JUDGED_WINDOW_NS, run, run_at,
+};
 pub use crate::driver::http2::Http2Error;
 pub use crate::driver::net::TlsError;
 pub use crate::error::{ConnectCause, HistogramError, LoadError, PlanError};

@@ -12,7 +12,7 @@ pub(crate) fn histogram() -> Histogram<u64> {
 
 /// The summary of a histogram.
 pub(crate) fn summary(h: &Histogram<u64>) -> LatencySummary {
-    protobench_model::hdr::summary(h)
+    LatencySummary::of(h)
 }
 
 /// Errors by kind: count and the first message, in a fixed array indexed

@@ -135,7 +135,10 @@ mod tests {
             let gaps: Vec<u64> = t.windows(2).map(|w| w[1] - w[0]).collect();
             // One call every 333,333 ns (rounding: +-1 ns), never two at once.
             let (lo, hi) = (gaps.iter().min().unwrap(), gaps.iter().max().unwrap());
-            assert!(*lo >= 333_332 && *hi <= 333_335, "{threads} threads: gaps {lo}..{hi} ns");
+            assert!(
+                *lo >= 333_332 && *hi <= 333_335,
+                "{threads} threads: gaps {lo}..{hi} ns"
+            );
         }
         // Without the offsets the same shares arrive in bursts of three.
         let bursty: Vec<Share> = shares

@@ -18,8 +18,6 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
 use serde::{Deserialize, Serialize};
 
-use crate::load::LatencySummary;
-
 /// Lowest latency told apart: 1 us (values are nanoseconds).
 pub const LOWEST_NS: u64 = 1_000;
 /// Highest latency recorded: 1 hour (larger values are clamped).
@@ -33,24 +31,6 @@ pub const SIGNIFICANT_DIGITS: u8 = 3;
 /// added exactly (`crate::merge`).
 pub fn latency_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS).expect("valid histogram bounds")
-}
-
-/// The summary of a latency histogram (all zero when it is empty).
-pub fn summary(h: &Histogram<u64>) -> LatencySummary {
-    if h.is_empty() {
-        return LatencySummary::default();
-    }
-    LatencySummary {
-        count: h.len(),
-        min_ns: h.min(),
-        mean_ns: h.mean().round() as u64,
-        p50_ns: h.value_at_quantile(0.50),
-        p90_ns: h.value_at_quantile(0.90),
-        p95_ns: h.value_at_quantile(0.95),
-        p99_ns: h.value_at_quantile(0.99),
-        p999_ns: h.value_at_quantile(0.999),
-        max_ns: h.max(),
-    }
 }
 
 /// A latency histogram as results carry it: HdrHistogram V2 + deflate, in

@@ -573,6 +573,26 @@ pub struct LatencySummary {
     pub max_ns: u64,
 }
 
+impl LatencySummary {
+    /// The summary of a latency histogram (all zero when it is empty).
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> LatencySummary {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            count: h.len(),
+            min_ns: h.min(),
+            mean_ns: h.mean().round() as u64,
+            p50_ns: h.value_at_quantile(0.50),
+            p90_ns: h.value_at_quantile(0.90),
+            p95_ns: h.value_at_quantile(0.95),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+        }
+    }
+}
+
 /// The kind of a failed call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

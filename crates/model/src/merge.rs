@@ -13,11 +13,11 @@ use std::fmt;
 
 use hdrhistogram::Histogram;
 
+use crate::hdr::{EncodedHistogram, HIGHEST_NS, HdrError, LOWEST_NS, SIGNIFICANT_DIGITS, latency_histogram};
 use crate::load::{
-    AgentLane, EndReason, Environment, ErrorCount, Generator, IntervalHistogram, LoadPlan, LoadResult, SCHEMA_VERSION,
-    StatusCount, TimelinePoint,
+    AgentLane, EndReason, Environment, ErrorCount, Generator, IntervalHistogram, LatencySummary, LoadPlan, LoadResult,
+    SCHEMA_VERSION, StatusCount, TimelinePoint,
 };
-use crate::hdr::{EncodedHistogram, HdrError, HIGHEST_NS, LOWEST_NS, SIGNIFICANT_DIGITS, latency_histogram};
 
 /// The histograms of one generator's result that the coordinator adds
 /// besides the latency one ([`crate::load::LoadResult::histogram`]); each
@@ -72,7 +72,8 @@ impl std::error::Error for MergeError {}
 /// Adds `h` into `acc` bucket for bucket after checking both have the
 /// shared settings; `source` names `h` in an error.
 pub fn add_exact(acc: &mut Histogram<u64>, h: &Histogram<u64>, source: &str) -> Result<(), MergeError> {
-    let shared = |x: &Histogram<u64>| x.low() == LOWEST_NS && x.high() == HIGHEST_NS && x.sigfig() == SIGNIFICANT_DIGITS;
+    let shared =
+        |x: &Histogram<u64>| x.low() == LOWEST_NS && x.high() == HIGHEST_NS && x.sigfig() == SIGNIFICANT_DIGITS;
     if !shared(h) || !shared(acc) {
         let x = if shared(h) { &*acc } else { h };
         return Err(MergeError::Settings {
@@ -162,19 +163,15 @@ pub struct Lane {
 ///
 /// `plan` is the whole plan (what was asked of all agents), `started_at`
 /// the common start of the measured window, `environment` the coordinator's.
+// Longer than the ~120-line guide: after the lanes are added (`Sums`,
+// `Totals`), the rest is one line per field of the merged result.
 pub fn merge_lanes(
     plan: &LoadPlan,
     lanes: Vec<Lane>,
     started_at: String,
     environment: Environment,
 ) -> Result<LoadResult, MergeError> {
-    let mut latency = latency_histogram();
-    let (mut service, mut connect, mut lag) = (latency_histogram(), latency_histogram(), latency_histogram());
-    let mut error_latency: Option<Histogram<u64>> = None;
-    let mut seconds = IntervalSum::new();
-    let mut points: BTreeMap<u32, TimelinePoint> = BTreeMap::new();
-    let mut errors: Vec<ErrorCount> = Vec::new();
-    let (mut http, mut grpc): (BTreeMap<u32, u64>, BTreeMap<u32, u64>) = (BTreeMap::new(), BTreeMap::new());
+    let mut sums = Sums::default();
     let mut agents = Vec::with_capacity(lanes.len());
     let mut acc = Totals::default();
     let mut bound_reasons = Vec::new();
@@ -190,54 +187,11 @@ pub fn merge_lanes(
             )
         }));
         let mut meta = lane.meta;
-        let source = meta.agent.clone();
         let Some((r, other)) = lane.done else {
-            // Failed: its lane shows what it streamed.
-            let mut h = latency_histogram();
-            for (p, e) in &lane.seconds {
-                add_encoded(&mut h, e, &source)?;
-                meta.successes += p.successes;
-                meta.calls += p.successes + p.errors;
-            }
-            meta.latency = crate::hdr::summary(&h);
-            meta.rate = meta.successes as f64 / (lane.seconds.len().max(1) as f64);
-            agents.push(meta);
+            agents.push(failed_lane(meta, &lane.seconds)?);
             continue;
         };
-        add_encoded(&mut latency, &r.histogram, &source)?;
-        add_encoded(&mut service, &other.service, &source)?;
-        add_encoded(&mut connect, &other.connect, &source)?;
-        add_encoded(&mut lag, &other.lag, &source)?;
-        if let Some(e) = &other.error_latency {
-            add_encoded(error_latency.get_or_insert_with(latency_histogram), e, &source)?;
-        }
-        for (p, h) in &lane.seconds {
-            seconds.add(p.second, h, &source)?;
-            let m = points.entry(p.second).or_insert(TimelinePoint {
-                second: p.second,
-                successes: 0,
-                errors: 0,
-                p50_ns: 0,
-                p95_ns: 0,
-                p99_ns: 0,
-                users: 0,
-            });
-            m.successes += p.successes;
-            m.errors += p.errors;
-            m.users += p.users;
-        }
-        for e in &r.errors {
-            match errors.iter_mut().find(|x| x.kind == e.kind) {
-                Some(x) => x.count += e.count,
-                None => errors.push(e.clone()),
-            }
-        }
-        for s in &r.http_statuses {
-            *http.entry(s.code).or_default() += s.count;
-        }
-        for s in &r.grpc_statuses {
-            *grpc.entry(s.code).or_default() += s.count;
-        }
+        sums.add(&r, &other, &lane.seconds, &meta.agent)?;
         acc.add(&r);
         if r.generator.generator_bound {
             bound_reasons.push(format!(
@@ -254,16 +208,28 @@ pub fn merge_lanes(
         meta.generator = r.generator.clone();
         agents.push(meta);
     }
+    let Sums {
+        latency,
+        service,
+        connect,
+        lag,
+        error_latency,
+        seconds,
+        mut points,
+        mut errors,
+        http,
+        grpc,
+    } = sums;
     for (second, h) in seconds.seconds() {
-        if let Some(p) = points.get_mut(&second) {
-            if !h.is_empty() {
-                p.p50_ns = h.value_at_quantile(0.5);
-                p.p95_ns = h.value_at_quantile(0.95);
-                p.p99_ns = h.value_at_quantile(0.99);
-            }
+        if let Some(p) = points.get_mut(&second)
+            && !h.is_empty()
+        {
+            p.p50_ns = h.value_at_quantile(0.5);
+            p.p95_ns = h.value_at_quantile(0.95);
+            p.p99_ns = h.value_at_quantile(0.99);
         }
     }
-    errors.sort_by(|a, b| b.count.cmp(&a.count));
+    errors.sort_by_key(|e| std::cmp::Reverse(e.count));
     let to_counts = |m: BTreeMap<u32, u64>| m.into_iter().map(|(code, count)| StatusCount { code, count }).collect();
     let incomplete = agents.iter().any(|a| a.failure.is_some());
     let secs = acc.duration_ns.max(1) as f64 / 1e9;
@@ -280,18 +246,26 @@ pub fn merge_lanes(
         successes: acc.successes,
         rate: acc.successes as f64 / secs,
         started_rate: acc.started_rate,
-        latency: crate::hdr::summary(&latency),
-        service_time: crate::hdr::summary(&service),
-        connect: crate::hdr::summary(&connect),
+        latency: LatencySummary::of(&latency),
+        service_time: LatencySummary::of(&service),
+        connect: LatencySummary::of(&connect),
         connections_opened: acc.connections_opened,
         connects_per_second: acc.connects_per_second,
         // Weighted by each agent's successes (its latency sum is not sent).
-        connect_share: if acc.successes == 0 { 0.0 } else { acc.connect_share_weighted / acc.successes as f64 },
+        connect_share: if acc.successes == 0 {
+            0.0
+        } else {
+            acc.connect_share_weighted / acc.successes as f64
+        },
         errors,
-        success_percent: if calls == 0 { 0.0 } else { acc.successes as f64 * 100.0 / calls as f64 },
+        success_percent: if calls == 0 {
+            0.0
+        } else {
+            acc.successes as f64 * 100.0 / calls as f64
+        },
         http_statuses: to_counts(http),
         grpc_statuses: to_counts(grpc),
-        error_latency: error_latency.as_ref().map(crate::hdr::summary),
+        error_latency: error_latency.as_ref().map(LatencySummary::of),
         bytes_sent: acc.bytes_sent,
         bytes_received: acc.bytes_received,
         bytes_sent_per_call: per_call(acc.bytes_sent),
@@ -299,9 +273,13 @@ pub fn merge_lanes(
         generator: Generator {
             threads: acc.threads,
             cpu_ns: acc.cpu_ns,
-            cpu_ns_per_call: if calls == 0 { 0.0 } else { acc.cpu_ns as f64 / calls as f64 },
+            cpu_ns_per_call: if calls == 0 {
+                0.0
+            } else {
+                acc.cpu_ns as f64 / calls as f64
+            },
             cpu_utilization: acc.cpu_utilization_max,
-            schedule_lag: crate::hdr::summary(&lag),
+            schedule_lag: LatencySummary::of(&lag),
             generator_bound: !bound_reasons.is_empty(),
             reason: (!bound_reasons.is_empty()).then(|| bound_reasons.join("; ")),
         },
@@ -318,6 +296,97 @@ pub fn merge_lanes(
         incomplete,
         agent_intervals,
     })
+}
+
+/// A failed agent's lane: what it streamed before it failed.
+fn failed_lane(mut meta: AgentLane, seconds: &[(TimelinePoint, EncodedHistogram)]) -> Result<AgentLane, MergeError> {
+    let mut h = latency_histogram();
+    for (p, e) in seconds {
+        add_encoded(&mut h, e, &meta.agent)?;
+        meta.successes += p.successes;
+        meta.calls += p.successes + p.errors;
+    }
+    meta.latency = LatencySummary::of(&h);
+    meta.rate = meta.successes as f64 / (seconds.len().max(1) as f64);
+    Ok(meta)
+}
+
+/// The histograms, seconds, errors and statuses added over finished agents.
+struct Sums {
+    latency: Histogram<u64>,
+    service: Histogram<u64>,
+    connect: Histogram<u64>,
+    lag: Histogram<u64>,
+    error_latency: Option<Histogram<u64>>,
+    seconds: IntervalSum,
+    points: BTreeMap<u32, TimelinePoint>,
+    errors: Vec<ErrorCount>,
+    http: BTreeMap<u32, u64>,
+    grpc: BTreeMap<u32, u64>,
+}
+
+impl Default for Sums {
+    fn default() -> Self {
+        Sums {
+            latency: latency_histogram(),
+            service: latency_histogram(),
+            connect: latency_histogram(),
+            lag: latency_histogram(),
+            error_latency: None,
+            seconds: IntervalSum::new(),
+            points: BTreeMap::new(),
+            errors: Vec::new(),
+            http: BTreeMap::new(),
+            grpc: BTreeMap::new(),
+        }
+    }
+}
+
+impl Sums {
+    /// Adds a finished agent (`source`): its result, other histograms and streamed seconds.
+    fn add(
+        &mut self,
+        r: &LoadResult,
+        other: &LaneHistograms,
+        seconds: &[(TimelinePoint, EncodedHistogram)],
+        source: &str,
+    ) -> Result<(), MergeError> {
+        add_encoded(&mut self.latency, &r.histogram, source)?;
+        add_encoded(&mut self.service, &other.service, source)?;
+        add_encoded(&mut self.connect, &other.connect, source)?;
+        add_encoded(&mut self.lag, &other.lag, source)?;
+        if let Some(e) = &other.error_latency {
+            add_encoded(self.error_latency.get_or_insert_with(latency_histogram), e, source)?;
+        }
+        for (p, h) in seconds {
+            self.seconds.add(p.second, h, source)?;
+            let m = self.points.entry(p.second).or_insert(TimelinePoint {
+                second: p.second,
+                successes: 0,
+                errors: 0,
+                p50_ns: 0,
+                p95_ns: 0,
+                p99_ns: 0,
+                users: 0,
+            });
+            m.successes += p.successes;
+            m.errors += p.errors;
+            m.users += p.users;
+        }
+        for e in &r.errors {
+            match self.errors.iter_mut().find(|x| x.kind == e.kind) {
+                Some(x) => x.count += e.count,
+                None => self.errors.push(e.clone()),
+            }
+        }
+        for s in &r.http_statuses {
+            *self.http.entry(s.code).or_default() += s.count;
+        }
+        for s in &r.grpc_statuses {
+            *self.grpc.entry(s.code).or_default() += s.count;
+        }
+        Ok(())
+    }
 }
 
 /// The counters added over finished agents.
@@ -396,8 +465,12 @@ mod tests {
         let mut sum = IntervalSum::new();
         for (k, h) in parts.iter().enumerate() {
             let second = (k % seconds as usize) as u32;
-            sum.add(second, &EncodedHistogram::encode(h), &format!("agent {}", k / seconds as usize))
-                .unwrap();
+            sum.add(
+                second,
+                &EncodedHistogram::encode(h),
+                &format!("agent {}", k / seconds as usize),
+            )
+            .unwrap();
         }
         let merged = sum.total();
         assert_eq!(merged.len(), all.len() as u64);
@@ -408,7 +481,7 @@ mod tests {
         };
         assert_eq!(buckets(&merged), buckets(&one));
         assert_eq!(merged, one);
-        assert_eq!(crate::hdr::summary(&merged), crate::hdr::summary(&one));
+        assert_eq!(LatencySummary::of(&merged), LatencySummary::of(&one));
         // And the per-second sums are the seconds' own samples.
         let per_second: u64 = sum.seconds().map(|(_, h)| h.len()).sum();
         assert_eq!(per_second, all.len() as u64);

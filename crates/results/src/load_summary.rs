@@ -156,27 +156,47 @@ fn agents(r: &LoadResult) -> String {
         "{:<10} {} agents{}, merged above (histograms added)\n",
         "agents",
         r.agents.len(),
-        if r.incomplete { ", INCOMPLETE: an agent failed" } else { "" }
+        if r.incomplete {
+            ", INCOMPLETE: an agent failed"
+        } else {
+            ""
+        }
     );
     for a in &r.agents {
         let latency = if a.latency.count == 0 {
             "-".to_owned()
         } else {
-            format!("p50 {} p99 {}", fmt_ns(a.latency.p50_ns as f64), fmt_ns(a.latency.p99_ns as f64))
+            format!(
+                "p50 {} p99 {}",
+                fmt_ns(a.latency.p50_ns as f64),
+                fmt_ns(a.latency.p99_ns as f64)
+            )
         };
         s += &format!(
             "{:<10} {} {}: {:.1} calls/s, {} calls, {latency}, clock {:+} us +-{} us{}\n",
             format!("agent {}", a.index),
             a.agent,
-            a.rate_share.map_or_else(|| format!("{} callers", a.concurrency), |q| format!("{q} calls/s asked")),
+            a.rate_share.map_or_else(
+                || format!("{} callers", a.concurrency),
+                |q| format!("{q} calls/s asked")
+            ),
             a.rate,
             a.calls,
             a.clock_offset_ns / 1000,
             a.clock_uncertainty_ns.div_ceil(1000),
-            if a.generator.generator_bound { ", GENERATOR-BOUND" } else { "" }
+            if a.generator.generator_bound {
+                ", GENERATOR-BOUND"
+            } else {
+                ""
+            }
         );
         if let Some(f) = &a.failure {
-            s += &format!("{:<10} FAILED {:.1} s after the start: {}\n", "", f.after_ns as f64 / 1e9, f.message);
+            s += &format!(
+                "{:<10} FAILED {:.1} s after the start: {}\n",
+                "",
+                f.after_ns as f64 / 1e9,
+                f.message
+            );
         }
     }
     s
@@ -480,11 +500,18 @@ mod tests {
                 message: m.into(),
             }),
         };
-        r.agents = vec![lane(0, false, None), lane(1, true, None), lane(2, false, Some("connection lost"))];
+        r.agents = vec![
+            lane(0, false, None),
+            lane(1, true, None),
+            lane(2, false, Some("connection lost")),
+        ];
         r.incomplete = true;
         let t = text(&r);
         assert!(t.contains("3 agents, INCOMPLETE: an agent failed"), "{t}");
-        assert!(t.contains("agent 0    10.0.0.0:7070 100 calls/s asked: 100.0 calls/s, 300 calls"), "{t}");
+        assert!(
+            t.contains("agent 0    10.0.0.0:7070 100 calls/s asked: 100.0 calls/s, 300 calls"),
+            "{t}"
+        );
         assert!(t.contains("clock -12 us +-150 us"), "{t}");
         assert_eq!(t.matches("GENERATOR-BOUND").count(), 1, "{t}");
         assert!(t.contains("FAILED 2.5 s after the start: connection lost"), "{t}");

@@ -54,7 +54,10 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("listening on {}", args.listen))?;
         let addr = listener.local_addr().context("reading the bound address")?;
         // As `serve` says it: one line on stdout, for scripts and tests.
-        println!("listening addr={addr} agent protobench={}", protobench_runner::agents::VERSION);
+        println!(
+            "listening addr={addr} agent protobench={}",
+            protobench_runner::agents::VERSION
+        );
         let _ = std::io::Write::flush(&mut std::io::stdout());
         let cancel = CancellationToken::new();
         let mut signals = super::common::ShutdownSignals::install()?;

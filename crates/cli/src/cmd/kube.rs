@@ -98,7 +98,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let text = manifests(&m, &token);
     match &m.output {
-        None => std::io::stdout().write_all(text.as_bytes()).context("writing the manifests")?,
+        None => std::io::stdout()
+            .write_all(text.as_bytes())
+            .context("writing the manifests")?,
         Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
     }
     Ok(ExitCode::SUCCESS)
@@ -107,7 +109,9 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn check_name(name: &str, flag: &str) -> Result<(), String> {
     let ok = !name.is_empty()
         && name.len() <= 40
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !name.starts_with('-')
         && !name.ends_with('-');
     if ok {
@@ -133,12 +137,10 @@ fn q(s: &str) -> String {
     serde_json::to_string(s).expect("a string serializes")
 }
 
-// Longer than the ~120-line guide: the manifests are one YAML document
-// per object, written out whole so that they read as what gets applied.
-fn manifests(m: &ManifestArgs, token: &str) -> String {
+/// The coordinator's `protobench load` arguments, one YAML list item a line.
+fn coordinator_args(m: &ManifestArgs) -> String {
     let (name, ns) = (&m.name, &m.namespace);
-    let agents_job = format!("{name}-agents");
-    let service = format!("{name}-agents");
+    let (agents_job, service) = (format!("{name}-agents"), format!("{name}-agents"));
     let addresses: Vec<String> = (0..m.agents)
         .map(|i| format!("{agents_job}-{i}.{service}.{ns}.svc:{AGENT_PORT}"))
         .collect();
@@ -153,16 +155,30 @@ fn manifests(m: &ManifestArgs, token: &str) -> String {
         "/results/results.db".into(),
     ]);
     // The result as JSON in the pod's log too, unless a form was chosen.
-    let form_given = m
-        .load
-        .iter()
-        .any(|a| ["-O", "--format", "--output"].iter().any(|f| a == f || a.starts_with(&format!("{f}="))));
+    let form_given = m.load.iter().any(|a| {
+        ["-O", "--format", "--output"]
+            .iter()
+            .any(|f| a == f || a.starts_with(&format!("{f}=")))
+    });
     if !form_given {
         load.extend(["--format".into(), "json".into()]);
     }
-    let coordinator_args: String = load.iter().map(|a| format!("\n            - {}", q(a))).collect();
+    load.iter().map(|a| format!("\n            - {}", q(a))).collect()
+}
+
+// Longer than the ~120-line guide: the manifests are one YAML document
+// per object, written out whole so that they read as what gets applied.
+fn manifests(m: &ManifestArgs, token: &str) -> String {
+    let (name, ns) = (&m.name, &m.namespace);
+    let (agents_job, service) = (format!("{name}-agents"), format!("{name}-agents"));
+    let coordinator_args = coordinator_args(m);
     let image = q(&m.image);
     let (cpu, memory) = (q(&m.agent_cpu), q(&m.agent_memory));
+    let hardened = "securityContext:
+            runAsNonRoot: true
+            runAsUser: 65532
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true";
     let token_env = format!(
         "- name: PROTOBENCH_AGENT_TOKEN
               valueFrom:
@@ -171,8 +187,7 @@ fn manifests(m: &ManifestArgs, token: &str) -> String {
                   key: token"
     );
     format!(
-        "# protobench {version}: a distributed load of {n} agents (docs/distributed.md).
-# Apply: kubectl apply -f THIS_FILE
+        "# protobench {version}: a distributed load of {n} agents; kubectl apply -f this file (docs/distributed.md).
 ---
 apiVersion: v1
 kind: Secret
@@ -243,11 +258,7 @@ spec:
             limits:
               cpu: {cpu}
               memory: {memory}
-          securityContext:
-            runAsNonRoot: true
-            runAsUser: 65532
-            allowPrivilegeEscalation: false
-            readOnlyRootFilesystem: true
+          {hardened}
 ---
 apiVersion: v1
 kind: PersistentVolumeClaim
@@ -295,11 +306,7 @@ spec:
           volumeMounts:
             - name: results
               mountPath: /results
-          securityContext:
-            runAsNonRoot: true
-            runAsUser: 65532
-            allowPrivilegeEscalation: false
-            readOnlyRootFilesystem: true
+          {hardened}
       volumes:
         - name: results
           persistentVolumeClaim:

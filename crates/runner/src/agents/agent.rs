@@ -82,7 +82,9 @@ struct State {
 type AgentBody = http_body_util::Either<Full<Bytes>, FrameBody>;
 
 fn plain(status: StatusCode, text: &str) -> Response<AgentBody> {
-    let mut r = Response::new(http_body_util::Either::Left(Full::new(Bytes::from(format!("{text}\n")))));
+    let mut r = Response::new(http_body_util::Either::Left(Full::new(Bytes::from(format!(
+        "{text}\n"
+    )))));
     *r.status_mut() = status;
     r
 }
@@ -132,8 +134,10 @@ async fn handle(state: &State, req: Request<Incoming>) -> Response<AgentBody> {
                 drop(guard);
             });
             let mut r = Response::new(http_body_util::Either::Right(FrameBody(rx)));
-            r.headers_mut()
-                .insert(hyper::header::CONTENT_TYPE, "application/x-ndjson".parse().expect("valid"));
+            r.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                "application/x-ndjson".parse().expect("valid"),
+            );
             r
         }
         _ => plain(StatusCode::NOT_FOUND, "not found: GET /v1/clock, POST /v1/run"),
@@ -208,13 +212,16 @@ fn frame_of(ev: Event, pending: &mut Option<TimelinePoint>, measure_start_ns: u6
             *pending = Some(second);
             None
         }
-        Event::Interval { second, histogram } => pending.take().filter(|p| p.second == second).map(|point| {
-            Frame::Second {
-                at_unix_ns: measure_start_ns + u64::from(second) * 1_000_000_000,
-                point,
-                histogram,
-            }
-        }),
+        Event::Interval { second, histogram } => {
+            pending
+                .take()
+                .filter(|p| p.second == second)
+                .map(|point| Frame::Second {
+                    at_unix_ns: measure_start_ns + u64::from(second) * 1_000_000_000,
+                    point,
+                    histogram,
+                })
+        }
     }
 }
 
@@ -225,7 +232,10 @@ impl http_body::Body for FrameBody {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<BodyFrame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<BodyFrame<Bytes>, Infallible>>> {
         self.0.poll_recv(cx).map(|o| o.map(|b| Ok(BodyFrame::data(b))))
     }
 }

@@ -192,6 +192,10 @@ impl Coordinator {
         Ok(body)
     }
 
+    // Longer than the ~120-line guide: one sequence (connect, clock,
+    // orders, the frames of every agent until each is done or lost) whose
+    // lanes and channels live across its awaits; its parts (connect,
+    // clock, drive, Progress) are functions already.
     /// Runs `plan` over the agents; see the module's documentation.
     pub async fn run(
         &self,
@@ -199,12 +203,11 @@ impl Coordinator {
         events: Option<mpsc::UnboundedSender<Event>>,
         cancel: CancellationToken,
     ) -> Result<LoadResult, CoordinatorError> {
-        let shares = protobench_load::split(&plan, self.agents.len() as u32).map_err(|source| {
-            CoordinatorError::Split {
+        let shares =
+            protobench_load::split(&plan, self.agents.len() as u32).map_err(|source| CoordinatorError::Split {
                 agents: self.agents.len(),
                 source,
-            }
-        })?;
+            })?;
         let mut links = Vec::with_capacity(self.agents.len());
         for a in &self.agents {
             links.push(self.connect(a).await?);
@@ -229,7 +232,8 @@ impl Coordinator {
         let mut tasks = Vec::with_capacity(links.len());
         let mut lanes = Vec::with_capacity(links.len());
         for ((link, clock), share) in links.into_iter().zip(&clocks).zip(&shares) {
-            let agent_start = (start_ns as i128 + i128::from(clock.offset_ns) + i128::from(share.start_offset_ns)) as u64;
+            let agent_start =
+                (start_ns as i128 + i128::from(clock.offset_ns) + i128::from(share.start_offset_ns)) as u64;
             let order = Order {
                 index: share.index,
                 plan: share.plan.clone(),
@@ -278,7 +282,11 @@ impl Coordinator {
                     progress.lane_gone();
                 }
                 Got::Frame(Frame::Failed { message, late }) => {
-                    let message = if late { format!("refused for this point: {message}") } else { message };
+                    let message = if late {
+                        format!("refused for this point: {message}")
+                    } else {
+                        message
+                    };
                     lane.meta.failure = Some(failure(start_instant, message));
                     live -= 1;
                     progress.lane_gone();
@@ -296,13 +304,18 @@ impl Coordinator {
             t.abort();
         }
         if cancel.is_cancelled() {
-            for lane in lanes.iter_mut().filter(|l| l.done.is_none() && l.meta.failure.is_none()) {
-                lane.meta.failure = Some(failure(start_instant, "stopped: the coordinator was interrupted".into()));
+            for lane in lanes
+                .iter_mut()
+                .filter(|l| l.done.is_none() && l.meta.failure.is_none())
+            {
+                lane.meta.failure = Some(failure(
+                    start_instant,
+                    "stopped: the coordinator was interrupted".into(),
+                ));
             }
         }
-        let started_at = protobench_model::time::rfc3339_millis(
-            UNIX_EPOCH + Duration::from_nanos(start_ns + plan.warmup_ns),
-        );
+        let started_at =
+            protobench_model::time::rfc3339_millis(UNIX_EPOCH + Duration::from_nanos(start_ns + plan.warmup_ns));
         let environment = Environment::detect(VERSION, None);
         let mut merged = merge_lanes(&plan, lanes, started_at, environment)?;
         if cancel.is_cancelled() {
@@ -429,7 +442,14 @@ async fn drive(
 struct Progress {
     events: Option<mpsc::UnboundedSender<Event>>,
     live: usize,
-    seconds: std::collections::BTreeMap<u32, (usize, protobench_model::load::TimelinePoint, hdrhistogram::Histogram<u64>)>,
+    seconds: std::collections::BTreeMap<
+        u32,
+        (
+            usize,
+            protobench_model::load::TimelinePoint,
+            hdrhistogram::Histogram<u64>,
+        ),
+    >,
     calls: u64,
     errors: u64,
 }
@@ -486,8 +506,11 @@ impl Progress {
             }
             let (_, (_, mut p, h)) = entry.remove_entry();
             if !h.is_empty() {
-                (p.p50_ns, p.p95_ns, p.p99_ns) =
-                    (h.value_at_quantile(0.5), h.value_at_quantile(0.95), h.value_at_quantile(0.99));
+                (p.p50_ns, p.p95_ns, p.p99_ns) = (
+                    h.value_at_quantile(0.5),
+                    h.value_at_quantile(0.95),
+                    h.value_at_quantile(0.99),
+                );
             }
             self.calls += p.successes + p.errors;
             self.errors += p.errors;
