@@ -458,7 +458,7 @@ fn apply(s: &mut State, e: &RunEvent, baseline: Option<&Baseline>, cpu: Cpu, lan
         RunEvent::Link(link) => s.notes.push(format!("link {}", link.summary_line())),
         RunEvent::ServerStarting { .. }
         | RunEvent::ServerReady { .. }
-        | RunEvent::Engine(Event::Started { .. })
+        | RunEvent::Engine(Event::Started { .. } | Event::Interval { .. })
         | RunEvent::Measured(_) => {
             return false;
         }

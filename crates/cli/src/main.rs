@@ -33,6 +33,10 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Load a server with one workload (or a custom call) and report latency, errors, bytes and CPU.
     Load(Box<cmd::load::Args>),
+    /// Run load plans for a coordinator (`load --agents`) holding the shared token.
+    Agent(cmd::agent::Args),
+    /// Write Kubernetes manifests for a distributed load (agents as an Indexed Job).
+    Kube(cmd::kube::Args),
     /// Check a server against the contract's vectors, one line per workload.
     Verify(cmd::verify::Args),
     /// Run a preset (default: quick), store every measurement and write the report.
@@ -77,6 +81,8 @@ fn main() -> ExitCode {
         Command::Contract(args) => cmd::contract::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Load(args) => cmd::load::run(*args),
+        Command::Agent(args) => cmd::agent::run(args),
+        Command::Kube(args) => cmd::kube::run(args),
         Command::Verify(args) => cmd::verify::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Runs(args) => cmd::runs::run(args),

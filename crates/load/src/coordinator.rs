@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use protobench_model::hdr::EncodedHistogram;
 use protobench_model::load::{EndReason, Environment, Generator, LoadPlan, LoadResult, SCHEMA_VERSION};
+use protobench_model::merge::LaneHistograms;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -25,13 +26,79 @@ pub async fn run(
     events: Option<mpsc::UnboundedSender<Event>>,
     cancel: CancellationToken,
 ) -> Result<LoadResult, LoadError> {
+    run_at(plan, events, cancel, None).await.map(|(result, _)| result)
+}
+
+/// [`run`] for one agent of a distributed run (docs/distributed.md): the
+/// measured window's start (warm-up first) is `start`, an absolute time on
+/// this machine's clock, instead of as soon as the connections are open;
+/// [`Event::Interval`]s carry each second's histogram; and the result comes
+/// with the histograms the coordinator adds besides the latency one.
+///
+/// A start that has passed once the connections are open is refused
+/// ([`LoadError::Late`]): the agent would miss the common start.
+pub async fn run_at(
+    plan: LoadPlan,
+    events: Option<mpsc::UnboundedSender<Event>>,
+    cancel: CancellationToken,
+    start: Option<SystemTime>,
+) -> Result<(LoadResult, LaneHistograms), LoadError> {
     validate(&plan)?;
     let prepared = prepare::prepare(&plan).await?;
     let addr = prepared.addr;
+    let start = Start { at: start, events };
     match prepared.driver {
-        prepare::AnyDriver::Http1(d) => run_with(Arc::new(d), prepared.check, plan, addr, events, cancel).await,
-        prepare::AnyDriver::Http2(d) => run_with(Arc::new(*d), prepared.check, plan, addr, events, cancel).await,
+        prepare::AnyDriver::Http1(d) => run_with(Arc::new(d), prepared.check, plan, addr, start, cancel).await,
+        prepare::AnyDriver::Http2(d) => run_with(Arc::new(*d), prepared.check, plan, addr, start, cancel).await,
     }
+}
+
+/// The common start: now (plus 1 ms for the threads to see it), or the
+/// given absolute time, refused when it has passed; with its wall-clock time.
+fn common_start(at: Option<SystemTime>) -> Result<(Instant, SystemTime), LoadError> {
+    match at {
+        None => Ok((
+            Instant::now() + Duration::from_millis(1),
+            SystemTime::now() + Duration::from_millis(1),
+        )),
+        Some(at) => match at.duration_since(SystemTime::now()) {
+            Ok(ahead) => Ok((Instant::now() + ahead, at)),
+            Err(past) => Err(LoadError::Late {
+                late_ns: past.duration().as_nanos() as u64,
+            }),
+        },
+    }
+}
+
+/// Sends a closed second as `Progress` (with the calls and errors so far)
+/// and, for an agent's run (`intervals`), its histogram as `Interval`.
+fn forward_second(
+    ev: &mpsc::UnboundedSender<Event>,
+    timeline: &engine::Timeline,
+    p: protobench_model::load::TimelinePoint,
+    (calls, errors): (u64, u64),
+    intervals: bool,
+) {
+    let _ = ev.send(Event::Progress {
+        elapsed_ns: (u64::from(p.second) + 1) * 1_000_000_000,
+        calls,
+        errors,
+        rate: p.successes as f64,
+        p99_ns: p.p99_ns,
+        second: p,
+    });
+    if intervals {
+        let _ = ev.send(Event::Interval {
+            second: p.second,
+            histogram: timeline.last_histogram(p.second),
+        });
+    }
+}
+
+/// When to start and where to send events.
+struct Start {
+    at: Option<SystemTime>,
+    events: Option<mpsc::UnboundedSender<Event>>,
 }
 
 // Longer than the project's ~120-line guide on purpose: it is one async
@@ -44,9 +111,10 @@ async fn run_with<D: driver::Driver + Send + Sync>(
     check: crate::check::Check,
     plan: LoadPlan,
     addr: std::net::SocketAddr,
-    events: Option<mpsc::UnboundedSender<Event>>,
+    start: Start,
     cancel: CancellationToken,
-) -> Result<LoadResult, LoadError> {
+) -> Result<(LoadResult, LaneHistograms), LoadError> {
+    let Start { at: start_at, events } = start;
     let threads = if plan.threads > 0 {
         plan.threads as usize
     } else {
@@ -121,8 +189,17 @@ async fn run_with<D: driver::Driver + Send + Sync>(
             cause,
         });
     }
-    let t0 = Instant::now() + Duration::from_millis(1);
-    let wall0 = SystemTime::now() + Duration::from_millis(1) + Duration::from_nanos(plan.warmup_ns);
+    let (t0, wall0) = match common_start(start_at) {
+        Ok(start) => start,
+        Err(e) => {
+            let _ = start_tx.send(Some(None));
+            for h in handles {
+                let _ = h.join();
+            }
+            return Err(e);
+        }
+    };
+    let wall0 = wall0 + Duration::from_nanos(plan.warmup_ns);
     let _ = start_tx.send(Some(Some(t0)));
     if let Some(ev) = &events {
         let _ = ev.send(Event::Started {
@@ -141,14 +218,7 @@ async fn run_with<D: driver::Driver + Send + Sync>(
                     calls += p.successes + p.errors;
                     errors += p.errors;
                     if let Some(ev) = &events {
-                        let _ = ev.send(Event::Progress {
-                            elapsed_ns: (u64::from(p.second) + 1) * 1_000_000_000,
-                            calls,
-                            errors,
-                            rate: p.successes as f64,
-                            p99_ns: p.p99_ns,
-                            second: p,
-                        });
+                        forward_second(ev, &timeline, p, (calls, errors), start_at.is_some());
                     }
                 }
             }
@@ -186,7 +256,7 @@ fn assemble(
     ended: Instant,
     interrupted: bool,
     wall0: SystemTime,
-) -> LoadResult {
+) -> (LoadResult, LaneHistograms) {
     let mut latency = record::histogram();
     let mut service = record::histogram();
     let mut lag = record::histogram();
@@ -267,7 +337,7 @@ fn assemble(
     });
     let (timeline, intervals) = timeline.finish_with_histograms();
     let (http_statuses, grpc_statuses) = statuses.into_counts();
-    LoadResult {
+    let result = LoadResult {
         schema_version: SCHEMA_VERSION,
         plan: plan.clone(),
         // The commit is the binary's, which the engine cannot know: the
@@ -314,13 +384,34 @@ fn assemble(
         },
         timeline,
         histogram: EncodedHistogram::encode(&latency),
-        intervals: intervals
-            .iter()
-            .map(|(second, h)| protobench_model::load::IntervalHistogram {
-                second: *second,
-                histogram: EncodedHistogram::encode(h),
-            })
-            .collect(),
+        intervals: intervals.iter().map(interval).collect(),
+        agents: Vec::new(),
+        incomplete: false,
+        agent_intervals: Vec::new(),
+    };
+    let lane = lane_histograms(&service, &connect, &lag, error_latency.as_ref());
+    (result, lane)
+}
+
+fn interval((second, h): &(u32, hdrhistogram::Histogram<u64>)) -> protobench_model::load::IntervalHistogram {
+    protobench_model::load::IntervalHistogram {
+        second: *second,
+        histogram: EncodedHistogram::encode(h),
+    }
+}
+
+/// The histograms besides latency that a coordinator of agents adds.
+fn lane_histograms(
+    service: &hdrhistogram::Histogram<u64>,
+    connect: &hdrhistogram::Histogram<u64>,
+    lag: &hdrhistogram::Histogram<u64>,
+    error_latency: Option<&hdrhistogram::Histogram<u64>>,
+) -> LaneHistograms {
+    LaneHistograms {
+        service: EncodedHistogram::encode(service),
+        connect: EncodedHistogram::encode(connect),
+        lag: EncodedHistogram::encode(lag),
+        error_latency: error_latency.map(EncodedHistogram::encode),
     }
 }
 

@@ -677,6 +677,17 @@ impl Timeline {
         None
     }
 
+    /// The histogram of a second that closed ([`Timeline::add`] returned
+    /// its point), encoded; empty when it had no successes.
+    pub(crate) fn last_histogram(&self, second: u32) -> protobench_model::hdr::EncodedHistogram {
+        self.histograms
+            .iter()
+            .rev()
+            .find(|(s, _)| *s == second)
+            .map(|(_, h)| protobench_model::hdr::EncodedHistogram::encode(h))
+            .unwrap_or_default()
+    }
+
     /// Closes what is left, in order.
     pub(crate) fn finish(mut self) -> Vec<protobench_model::load::TimelinePoint> {
         let rest = std::mem::take(&mut self.pending);

@@ -108,6 +108,13 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
+    /// The common start of a distributed run had passed when this
+    /// generator was ready ([`crate::run_at`]).
+    #[error("missed the common start by {} ms: refused for this point", late_ns / 1_000_000)]
+    Late {
+        /// How long after the start the generator was ready.
+        late_ns: u64,
+    },
     /// Not one connection could be opened.
     #[error("cannot connect to {target}: {message}")]
     Connect {

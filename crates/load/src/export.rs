@@ -107,7 +107,21 @@ pub fn hlog(result: &LoadResult) -> Result<String, HistogramError> {
     let io = |e: std::io::Error| HistogramError(e.to_string());
     let mut writer = builder.begin_log_with(&mut out, &mut serializer).map_err(io)?;
     let whole = result.duration_ns / 1_000_000_000;
-    for i in &result.intervals {
+    // The merged seconds tagged `latency`; a distributed run's agents'
+    // own seconds after them, tagged `agent-<index>`.
+    let tags: Vec<String> = result
+        .agent_intervals
+        .iter()
+        .map(|(a, _)| format!("agent-{a}"))
+        .collect();
+    let lines = result.intervals.iter().map(|i| (i, "latency")).chain(
+        result
+            .agent_intervals
+            .iter()
+            .zip(&tags)
+            .map(|((_, i), t)| (i, t.as_str())),
+    );
+    for (i, tag) in lines {
         let h = i.histogram.decode()?;
         // The last second may be partial.
         let length_ns = (result.duration_ns - u64::from(i.second).min(whole) * 1_000_000_000).min(1_000_000_000);
@@ -116,7 +130,7 @@ pub fn hlog(result: &LoadResult) -> Result<String, HistogramError> {
                 &h,
                 std::time::Duration::from_secs(u64::from(i.second)),
                 std::time::Duration::from_nanos(length_ns.max(1)),
-                Tag::new("latency"),
+                Tag::new(tag),
             )
             .map_err(|e| HistogramError(e.to_string()))?;
     }
@@ -189,6 +203,46 @@ mod tests {
             h.buckets(),
             2048
         )));
+    }
+
+    #[test]
+    fn hlog_of_a_distributed_run_tags_each_agents_seconds() {
+        let mut r = protobench_model::testing::result("rest", "inventory.s", 100.0, 0, 2);
+        r.duration_ns = 2_000_000_000;
+        let encoded = |ms: u64, n: u64| {
+            let mut h = protobench_model::hdr::latency_histogram();
+            h.record_n(ms * 1_000_000, n).unwrap();
+            protobench_model::hdr::EncodedHistogram::encode(&h)
+        };
+        for second in 0..2u32 {
+            r.intervals.push(protobench_model::load::IntervalHistogram {
+                second,
+                histogram: encoded(2, 30),
+            });
+            for agent in 0..3u32 {
+                let i = protobench_model::load::IntervalHistogram {
+                    second,
+                    histogram: encoded(2, 10),
+                };
+                r.agent_intervals.push((agent, i));
+            }
+        }
+        let text = hlog(&r).unwrap();
+        let mut tags = Vec::new();
+        for entry in hdrhistogram::serialization::interval_log::IntervalLogIterator::new(text.as_bytes()) {
+            if let Ok(hdrhistogram::serialization::interval_log::LogEntry::Interval(i)) = entry {
+                tags.push(i.tag().map(|t| t.as_str().to_owned()).unwrap_or_default());
+            }
+        }
+        assert_eq!(tags.len(), 8, "{text}");
+        assert_eq!(tags.iter().filter(|t| *t == "latency").count(), 2);
+        for agent in 0..3 {
+            assert_eq!(
+                tags.iter().filter(|t| **t == format!("agent-{agent}")).count(),
+                2,
+                "{text}"
+            );
+        }
     }
 
     #[test]

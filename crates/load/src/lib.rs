@@ -33,6 +33,7 @@ pub mod pacer;
 mod prepare;
 mod record;
 mod reflect;
+mod share;
 pub mod stages;
 mod timer;
 mod validate;
@@ -46,12 +47,15 @@ pub use protobench_model::load::{
 };
 use protobench_model::load::{DEFAULT_CONNECT_TIMEOUT_NS, DEFAULT_DURATION_NS, DEFAULT_TIMEOUT_NS};
 
-pub use crate::coordinator::{CPU_BOUND_UTILIZATION, LAG_BOUND_NS, MIN_JUDGED_CALLS, MIN_JUDGED_WINDOW_NS, run};
+pub use crate::coordinator::{
+    CPU_BOUND_UTILIZATION, LAG_BOUND_NS, MIN_JUDGED_CALLS, MIN_JUDGED_WINDOW_NS, run, run_at,
+};
 pub use crate::driver::http2::Http2Error;
 pub use crate::driver::net::TlsError;
 pub use crate::error::{ConnectCause, HistogramError, LoadError, PlanError};
 pub use crate::export::{hgrm, hlog};
 pub use crate::reflect::ReflectionError;
+pub use crate::share::{Share, SplitError, split};
 pub use crate::validate::{MAX_CONCURRENCY, MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};
 pub use crate::verify::{Outcome, VerifyReport, WorkloadVerdict, verify};
 
@@ -82,6 +86,14 @@ pub enum Event {
         /// The second that closed, as it goes into the result's timeline
         /// (users, successes, errors, p50/p95/p99).
         second: TimelinePoint,
+    },
+    /// Only from [`run_at`], right after the second's [`Event::Progress`]:
+    /// that second's corrected latency histogram, as agents stream it.
+    Interval {
+        /// Seconds since the measured window started.
+        second: u32,
+        /// The second's histogram (empty when it had no successes).
+        histogram: protobench_model::hdr::EncodedHistogram,
     },
 }
 

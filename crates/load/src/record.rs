@@ -4,32 +4,15 @@
 use hdrhistogram::Histogram;
 use protobench_model::load::{ErrorCount, ErrorKind, LatencySummary, StatusCount};
 
-/// Lowest value told apart: 1 us (values are nanoseconds).
-const LOWEST_NS: u64 = 1_000;
-/// Highest value recorded: 1 hour (larger values are clamped).
-const HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
-
-/// A latency histogram in nanoseconds, 1 us to 1 h, 3 significant digits.
+/// A latency histogram in nanoseconds, 1 us to 1 h, 3 significant digits
+/// (the settings every generator shares: `protobench_model::hdr`).
 pub(crate) fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, 3).expect("valid histogram bounds")
+    protobench_model::hdr::latency_histogram()
 }
 
 /// The summary of a histogram.
 pub(crate) fn summary(h: &Histogram<u64>) -> LatencySummary {
-    if h.is_empty() {
-        return LatencySummary::default();
-    }
-    LatencySummary {
-        count: h.len(),
-        min_ns: h.min(),
-        mean_ns: h.mean().round() as u64,
-        p50_ns: h.value_at_quantile(0.50),
-        p90_ns: h.value_at_quantile(0.90),
-        p95_ns: h.value_at_quantile(0.95),
-        p99_ns: h.value_at_quantile(0.99),
-        p999_ns: h.value_at_quantile(0.999),
-        max_ns: h.max(),
-    }
+    LatencySummary::of(h)
 }
 
 /// Errors by kind: count and the first message, in a fixed array indexed

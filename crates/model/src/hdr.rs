@@ -18,6 +18,21 @@ use hdrhistogram::Histogram;
 use hdrhistogram::serialization::{Deserializer, Serializer as _, V2DeflateSerializer};
 use serde::{Deserialize, Serialize};
 
+/// Lowest latency told apart: 1 us (values are nanoseconds).
+pub const LOWEST_NS: u64 = 1_000;
+/// Highest latency recorded: 1 hour (larger values are clamped).
+pub const HIGHEST_NS: u64 = 3_600 * 1_000_000_000;
+/// Significant digits of every latency histogram.
+pub const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// A latency histogram in nanoseconds with the settings every generator
+/// uses ([`LOWEST_NS`] to [`HIGHEST_NS`], [`SIGNIFICANT_DIGITS`]): the same
+/// settings everywhere is what lets histograms from many generators be
+/// added exactly (`crate::merge`).
+pub fn latency_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS).expect("valid histogram bounds")
+}
+
 /// A latency histogram as results carry it: HdrHistogram V2 + deflate, in
 /// base64 (in JSON, the bare string: the type is transparent to serde).
 /// Empty in a result read back without its histogram.

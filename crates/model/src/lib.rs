@@ -20,6 +20,7 @@ pub mod findings;
 pub mod format;
 pub mod hdr;
 pub mod load;
+pub mod merge;
 pub mod network;
 pub mod run;
 pub mod stats;

@@ -382,6 +382,66 @@ pub struct LoadResult {
     /// JSON form nor in the store (a result read back has none).
     #[serde(skip)]
     pub intervals: Vec<IntervalHistogram>,
+    /// A distributed run (docs/distributed.md): each agent's lane, in agent
+    /// order; empty for a run of one generator.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentLane>,
+    /// A distributed run lost an agent (its lane says which and when): the
+    /// figures cover what the other agents measured, not the asked load.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
+    /// A distributed run: each agent's per-second histograms as it streamed
+    /// them, `(agent index, second)`, for `.hlog` exports with agent tags.
+    /// In memory only, as `intervals`.
+    #[serde(skip)]
+    pub agent_intervals: Vec<(u32, IntervalHistogram)>,
+}
+
+/// One agent's part of a distributed run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentLane {
+    /// The agent's number (0-based; a Kubernetes Indexed Job's index).
+    pub index: u32,
+    /// Its address, `host:port`.
+    pub agent: String,
+    /// Its clock minus the coordinator's, from the best of the clock
+    /// samples (positive: the agent's clock is ahead).
+    pub clock_offset_ns: i64,
+    /// Half the round trip of that sample: the offset is known to within
+    /// plus or minus this.
+    pub clock_uncertainty_ns: u64,
+    /// Round trip of that sample.
+    pub round_trip_ns: u64,
+    /// Its share: callers (closed loop) or calls started per second (open loop).
+    pub concurrency: u32,
+    /// Its share of the open-loop rate; `None` in a closed loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_share: Option<f64>,
+    /// Where its schedule starts after the common start (open loop: i / rate).
+    pub start_offset_ns: u64,
+    /// Calls it completed in its measured window.
+    pub calls: u64,
+    /// Of those, successes.
+    pub successes: u64,
+    /// Its successful calls per second.
+    pub rate: f64,
+    /// Its corrected latency.
+    pub latency: LatencySummary,
+    /// Its own generator cost and verdict (one saturated agent shows here).
+    pub generator: Generator,
+    /// Set when the agent failed: when and why. Its data until then is
+    /// kept only as far as it had streamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<AgentFailure>,
+}
+
+/// How an agent failed during a distributed run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentFailure {
+    /// Time since the common start (may precede it: refused or unreachable).
+    pub after_ns: i64,
+    /// What happened, one line.
+    pub message: String,
 }
 
 /// The latency histogram of one second of the measured window.
@@ -511,6 +571,26 @@ pub struct LatencySummary {
     pub p999_ns: u64,
     /// Largest.
     pub max_ns: u64,
+}
+
+impl LatencySummary {
+    /// The summary of a latency histogram (all zero when it is empty).
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> LatencySummary {
+        if h.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            count: h.len(),
+            min_ns: h.min(),
+            mean_ns: h.mean().round() as u64,
+            p50_ns: h.value_at_quantile(0.50),
+            p90_ns: h.value_at_quantile(0.90),
+            p95_ns: h.value_at_quantile(0.95),
+            p99_ns: h.value_at_quantile(0.99),
+            p999_ns: h.value_at_quantile(0.999),
+            max_ns: h.max(),
+        }
+    }
 }
 
 /// The kind of a failed call.

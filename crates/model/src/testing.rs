@@ -115,6 +115,9 @@ pub fn result(protocol: &str, workload: &str, rate: f64, errors: u64, seconds: u
             .collect(),
         histogram: "HISTFAAAABx4nJNpmSzMwMDAxQABzFCaEUzOmNZgLwEARHsDMA==".into(),
         intervals: Vec::new(),
+        agents: Vec::new(),
+        incomplete: false,
+        agent_intervals: Vec::new(),
     }
 }
 

@@ -145,6 +145,63 @@ fn latency_line(label: &str, l: &LatencySummary) -> String {
     )
 }
 
+/// The lanes of a distributed run (docs/distributed.md): one line per
+/// agent (its rate, latency, clock and its own generator verdict), and
+/// what became of an agent that failed. Empty for one generator.
+fn agents(r: &LoadResult) -> String {
+    if r.agents.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "{:<10} {} agents{}, merged above (histograms added)\n",
+        "agents",
+        r.agents.len(),
+        if r.incomplete {
+            ", INCOMPLETE: an agent failed"
+        } else {
+            ""
+        }
+    );
+    for a in &r.agents {
+        let latency = if a.latency.count == 0 {
+            "-".to_owned()
+        } else {
+            format!(
+                "p50 {} p99 {}",
+                fmt_ns(a.latency.p50_ns as f64),
+                fmt_ns(a.latency.p99_ns as f64)
+            )
+        };
+        s += &format!(
+            "{:<10} {} {}: {:.1} calls/s, {} calls, {latency}, clock {:+} us +-{} us{}\n",
+            format!("agent {}", a.index),
+            a.agent,
+            a.rate_share.map_or_else(
+                || format!("{} callers", a.concurrency),
+                |q| format!("{q} calls/s asked")
+            ),
+            a.rate,
+            a.calls,
+            a.clock_offset_ns / 1000,
+            a.clock_uncertainty_ns.div_ceil(1000),
+            if a.generator.generator_bound {
+                ", GENERATOR-BOUND"
+            } else {
+                ""
+            }
+        );
+        if let Some(f) = &a.failure {
+            s += &format!(
+                "{:<10} FAILED {:.1} s after the start: {}\n",
+                "",
+                f.after_ns as f64 / 1e9,
+                f.message
+            );
+        }
+    }
+    s
+}
+
 /// The readable summary of one load run (`protobench load`'s text output).
 pub fn text(r: &LoadResult) -> String {
     let p = &r.plan;
@@ -256,6 +313,7 @@ pub fn text(r: &LoadResult) -> String {
         (Some(reason), false) => s += &format!("{:<10} not judged: {reason}\n", ""),
         (None, false) => {}
     }
+    s += &agents(r);
     // A histogram that does not decode: the summary goes without it.
     if let Some(h) = r.histogram.decode().ok().filter(|h| !h.is_empty()) {
         s += "\nlatency histogram (successful calls, from the intended start):\n";
@@ -414,6 +472,49 @@ mod tests {
 
     fn text_of(r: LoadResult) -> String {
         text(&r)
+    }
+
+    #[test]
+    fn a_distributed_run_shows_each_agents_lane_and_a_failed_one() {
+        let mut r = testing::result("rest", "inventory.s", 300.0, 0, 3);
+        assert!(!text(&r).contains("agents"));
+        let lane = |index: u32, bound: bool, failure: Option<&str>| protobench_model::load::AgentLane {
+            index,
+            agent: format!("10.0.0.{index}:7070"),
+            clock_offset_ns: -12_000,
+            clock_uncertainty_ns: 150_000,
+            round_trip_ns: 300_000,
+            concurrency: 10,
+            rate_share: Some(100.0),
+            start_offset_ns: 0,
+            calls: 300,
+            successes: 300,
+            rate: 100.0,
+            latency: testing::latency(1_000_000),
+            generator: protobench_model::load::Generator {
+                generator_bound: bound,
+                ..r.generator.clone()
+            },
+            failure: failure.map(|m| protobench_model::load::AgentFailure {
+                after_ns: 2_500_000_000,
+                message: m.into(),
+            }),
+        };
+        r.agents = vec![
+            lane(0, false, None),
+            lane(1, true, None),
+            lane(2, false, Some("connection lost")),
+        ];
+        r.incomplete = true;
+        let t = text(&r);
+        assert!(t.contains("3 agents, INCOMPLETE: an agent failed"), "{t}");
+        assert!(
+            t.contains("agent 0    10.0.0.0:7070 100 calls/s asked: 100.0 calls/s, 300 calls"),
+            "{t}"
+        );
+        assert!(t.contains("clock -12 us +-150 us"), "{t}");
+        assert_eq!(t.matches("GENERATOR-BOUND").count(), 1, "{t}");
+        assert!(t.contains("FAILED 2.5 s after the start: connection lost"), "{t}");
     }
 
     #[test]

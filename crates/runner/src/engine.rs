@@ -109,3 +109,42 @@ impl Engine for LoadEngine {
         }
     }
 }
+
+/// The engine of a run on agents (docs/distributed.md): each plan is
+/// measured by the [`Coordinator`](crate::agents::coordinator::Coordinator)
+/// over its agents; verification stays with the local engine (from the
+/// coordinator's host). The run loop sees one more [`Engine`].
+#[derive(Debug, Clone)]
+pub struct AgentsEngine {
+    /// Drives the agents.
+    pub coordinator: crate::agents::coordinator::Coordinator,
+    /// Verifies servers, and stamps the commit on results.
+    pub local: LoadEngine,
+}
+
+impl Engine for AgentsEngine {
+    async fn measure(
+        &self,
+        plan: LoadPlan,
+        events: Option<UnboundedSender<Event>>,
+        cancel: CancellationToken,
+    ) -> Result<LoadResult, MeasureError> {
+        let mut result = self
+            .coordinator
+            .run(plan, events, cancel)
+            .await
+            .map_err(|e| MeasureError(error_chain(&e)))?;
+        result.environment.commit = self.local.commit.clone();
+        Ok(result)
+    }
+
+    async fn verify(
+        &self,
+        protocol: Protocol,
+        target: &str,
+        tls: bool,
+        workloads: &[String],
+    ) -> Result<(), VerifyError> {
+        self.local.verify(protocol, target, tls, workloads).await
+    }
+}

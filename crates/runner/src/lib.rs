@@ -18,6 +18,7 @@
 //! ```
 
 /// One call specification for `load` and `[[targets]]`.
+pub mod agents;
 pub mod call;
 pub mod engine;
 pub mod error;

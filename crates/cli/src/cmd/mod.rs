@@ -1,11 +1,13 @@
 //! One module per subcommand.
 
+pub(crate) mod agent;
 pub(crate) mod build;
 pub(crate) mod common;
 pub(crate) mod compare;
 pub(crate) mod completions;
 pub(crate) mod contract;
 pub(crate) mod import;
+pub(crate) mod kube;
 pub(crate) mod load;
 pub(crate) mod load_db;
 pub(crate) mod man;

@@ -690,6 +690,7 @@ mod live {
                 | RunEvent::Notice(_)
                 | RunEvent::Round(_)
                 | RunEvent::Link(_)
+                | RunEvent::Engine(Event::Interval { .. })
                 | RunEvent::Measured(_) => None,
             }
         }

@@ -1,0 +1,330 @@
+//! `protobench agent` and `load --agents` as processes on loopback: the
+//! merged result of three agents, the token and start refusals, an agent
+//! killed mid-run, and Ctrl-C on the coordinator (docs/distributed.md).
+//! Every run is bounded (seconds of load, `timeout` on each process).
+
+mod common;
+
+use std::io::BufRead;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "agents-cli-test-token-0123456789";
+
+fn token_file(dir: &tempfile::TempDir) -> String {
+    let p = dir.path().join("token");
+    std::fs::write(&p, format!("{TOKEN}\n")).unwrap();
+    p.display().to_string()
+}
+
+/// Starts an agent on a free loopback port; returns it and its address.
+#[allow(clippy::zombie_processes, reason = "Agent's drop kills and waits")]
+fn agent(token_file: &str) -> Agent {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--token-file", token_file])
+        .env_remove("PROTOBENCH_AGENT_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().expect("the agent prints its address").unwrap();
+    let addr = line
+        .split(' ')
+        .find_map(|kv| kv.strip_prefix("addr="))
+        .unwrap_or_else(|| panic!("no addr in {line:?}"))
+        .to_owned();
+    Agent { child, addr }
+}
+
+struct Agent {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Sends `sig` (e.g. `-KILL`) to process `pid`.
+fn signal(sig: &str, pid: u32) {
+    let status = Command::new("kill").args([sig, &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill {sig} {pid}");
+}
+
+fn load_args<'a>(server: &'a str, agents: &'a str, token: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "load",
+        "--protocol",
+        "rest",
+        server,
+        "--workload",
+        "inventory.s",
+        "--agents",
+        agents,
+        "--agent-token-file",
+        token,
+        "--max-clock-uncertainty",
+        "200ms",
+        "-O",
+        "json",
+        "--quiet",
+    ];
+    a.extend_from_slice(extra);
+    a
+}
+
+fn json(stdout: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(stdout)))
+}
+
+#[test]
+fn three_agents_merge_into_one_result_with_each_agents_lane() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = token_file(&dir);
+    let (server, addr) = common::serve("rest", &[]);
+    let _server = Server(server);
+    let agents: Vec<Agent> = (0..3).map(|_| agent(&token)).collect();
+    let list = agents.iter().map(|a| a.addr.as_str()).collect::<Vec<_>>().join(",");
+    let db = dir.path().join("results.db");
+    let out = common::protobench(&load_args(
+        &addr,
+        &list,
+        &token,
+        &[
+            "--rate",
+            "150",
+            "-c",
+            "30",
+            "--duration",
+            "3s",
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    ));
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let r = json(&out.stdout);
+    // The published schema holds the lanes.
+    let schema_path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/load-result.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&r)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    // Stored like any load result, lanes included.
+    let stored: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT result_json FROM measurements", [], |row| row.get(0))
+        .unwrap();
+    let stored: serde_json::Value = serde_json::from_str(&stored).unwrap();
+    assert_eq!(stored["agents"], r["agents"]);
+    // Merged seconds: every whole second of the window, summed over agents.
+    let seconds = r["timeline"].as_array().unwrap();
+    assert!(seconds.len() >= 3, "{seconds:?}");
+    let lanes = r["agents"].as_array().unwrap();
+    assert_eq!(lanes.len(), 3);
+    assert!(r.get("incomplete").is_none(), "{r}");
+    let sum = |k: &str| lanes.iter().map(|l| l[k].as_f64().unwrap()).sum::<f64>();
+    // The merged counts are the agents' sums; the rate their sum (within
+    // the windows' rounding: each lane's window is the same length).
+    assert_eq!(r["calls"].as_f64().unwrap(), sum("calls"));
+    assert_eq!(r["successes"].as_f64().unwrap(), sum("successes"));
+    assert_eq!(r["latency"]["count"].as_f64().unwrap(), sum("successes"));
+    let rate = r["rate"].as_f64().unwrap();
+    assert!(
+        (rate - sum("rate")).abs() <= 0.02 * rate,
+        "merged {rate}, lanes {}",
+        sum("rate")
+    );
+    // 150 calls/s asked: 50 each, offsets 0, 1/150 s, 2/150 s.
+    assert!((rate - 150.0).abs() < 15.0, "merged rate {rate}");
+    for (i, l) in lanes.iter().enumerate() {
+        assert_eq!(l["index"], i as u64);
+        assert_eq!(l["agent"], agents[i].addr);
+        assert_eq!(l["rate_share"], 50.0);
+        assert_eq!(
+            l["start_offset_ns"].as_u64().unwrap(),
+            (i as f64 * 1e9 / 150.0).round() as u64
+        );
+        assert!(l["clock_offset_ns"].is_i64(), "{l}");
+        assert!(l["clock_uncertainty_ns"].as_u64().unwrap() > 0, "{l}");
+        assert!(l["generator"]["generator_bound"].is_boolean());
+        assert!(l["latency"]["max_ns"].as_u64().unwrap() <= r["latency"]["max_ns"].as_u64().unwrap());
+    }
+    // Percentiles come from the merged histogram, not an average: the
+    // merged max is the largest lane max.
+    let lane_max = lanes
+        .iter()
+        .map(|l| l["latency"]["max_ns"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(r["latency"]["max_ns"].as_u64().unwrap(), lane_max);
+}
+
+#[test]
+fn agents_refuse_a_coordinator_without_the_token_and_need_one_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = token_file(&dir);
+    let a = agent(&token);
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "not-the-token-but-long-enough").unwrap();
+    let out = common::protobench(&load_args(
+        "127.0.0.1:9",
+        &a.addr,
+        wrong.to_str().unwrap(),
+        &["-c", "1", "--duration", "1s"],
+    ));
+    assert_eq!(out.status.code(), Some(3), "{}", common::stderr(&out));
+    let e = common::stderr(&out);
+    assert!(e.contains(&a.addr) && e.contains("401") && e.contains("token"), "{e}");
+    // No default token: an agent without one does not start.
+    let out = Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .args(["agent", "--listen", "127.0.0.1:0"])
+        .env_remove("PROTOBENCH_AGENT_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::stderr(&out).contains("no agent token"),
+        "{}",
+        common::stderr(&out)
+    );
+    // Nor with a short one.
+    let short = dir.path().join("short");
+    std::fs::write(&short, "abc").unwrap();
+    let out = common::protobench(&[
+        "agent",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        short.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::stderr(&out).contains("at least 16"), "{}", common::stderr(&out));
+}
+
+#[test]
+fn an_agent_that_misses_the_start_is_refused_for_the_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = token_file(&dir);
+    let (server, addr) = common::serve("rest", &[]);
+    let _server = Server(server);
+    let a = agent(&token);
+    // A start 1 ms ahead cannot be met: the order arrives after it.
+    let out = common::protobench(&load_args(
+        &addr,
+        &a.addr,
+        &token,
+        &["-c", "2", "--duration", "1s", "--start-ahead", "1ms"],
+    ));
+    let r = json(&out.stdout);
+    assert_eq!(r["incomplete"], true, "{r}");
+    let failure = &r["agents"][0]["failure"];
+    assert!(
+        failure["message"].as_str().unwrap().contains("refused for this point"),
+        "{failure}"
+    );
+    assert_eq!(r["calls"], 0);
+}
+
+#[test]
+fn killing_an_agent_mid_run_keeps_the_others_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = token_file(&dir);
+    let (server, addr) = common::serve("rest", &[]);
+    let _server = Server(server);
+    let agents: Vec<Agent> = (0..2).map(|_| agent(&token)).collect();
+    let list = format!("{},{}", agents[0].addr, agents[1].addr);
+    let coordinator = Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .args(load_args(
+            &addr,
+            &list,
+            &token,
+            &["--rate", "100", "-c", "20", "--duration", "8s", "--start-ahead", "1s"],
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Into the measured window (start 1 s ahead, then 3 s), kill agent 1.
+    std::thread::sleep(Duration::from_secs(4));
+    signal("-KILL", agents[1].child.id());
+    let started = Instant::now();
+    let out = coordinator.wait_with_output().unwrap();
+    // The coordinator does not wait for the dead agent (the stall limit is
+    // 1 s + the 10 s call timeout + 5 s; a broken connection is seen at once).
+    assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r = json(&out.stdout);
+    assert_eq!(r["incomplete"], true, "{r}");
+    let (kept, dead) = (&r["agents"][0], &r["agents"][1]);
+    assert!(kept.get("failure").is_none(), "{kept}");
+    assert!(kept["successes"].as_u64().unwrap() > 300, "{kept}");
+    let failure = &dead["failure"];
+    assert!(failure["after_ns"].as_i64().unwrap() > 1_000_000_000, "{failure}");
+    assert!(!failure["message"].as_str().unwrap().is_empty());
+    // The merged figures are the surviving agent's.
+    assert_eq!(r["successes"], kept["successes"]);
+    // The dead agent's lane keeps the seconds it streamed before dying.
+    assert!(dead["successes"].as_u64().unwrap() > 0, "{dead}");
+}
+
+#[test]
+fn ctrl_c_on_the_coordinator_stops_every_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = token_file(&dir);
+    let (server, addr) = common::serve("rest", &[]);
+    let _server = Server(server);
+    let agents: Vec<Agent> = (0..2).map(|_| agent(&token)).collect();
+    let list = format!("{},{}", agents[0].addr, agents[1].addr);
+    let args = load_args(
+        &addr,
+        &list,
+        &token,
+        &["--rate", "50", "-c", "10", "--duration", "60s", "--start-ahead", "1s"],
+    );
+    let coordinator = Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    signal("-INT", coordinator.id());
+    let out = coordinator.wait_with_output().unwrap();
+    let r = json(&out.stdout);
+    assert_eq!(r["end_reason"], "interrupted", "{r}");
+    // Every agent stopped its run: each takes a new one at once (an agent
+    // still running would answer 409 "already running a plan").
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let out = common::protobench(&load_args(&addr, &list, &token, &["-c", "2", "--duration", "1s"]));
+        if out.status.success() && json(&out.stdout).get("incomplete").is_none() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "agents still busy: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
