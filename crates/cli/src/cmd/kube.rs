@@ -16,6 +16,9 @@ use crate::exit::Exit;
 
 /// Flags of `protobench kube`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    protobench kube manifests --agents 3 -- --protocol rest --target my-server:8080 \\\n    \
+    --workload inventory.s -c 48 -z 60s > bench.yaml")]
 pub(crate) struct Args {
     #[command(subcommand)]
     command: KubeCommand,
@@ -31,7 +34,7 @@ enum KubeCommand {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     protobench kube manifests --agents 4 --image registry.example/protobench:0.1.0 -- \\\n    \
-    --protocol grpc my-server.bench.svc:50051 --workload inventory.s -c 400 -z 60s > bench.yaml\n  \
+    --protocol grpc --target my-server.bench.svc:50051 --workload inventory.s -c 400 -z 60s > bench.yaml\n  \
     kubectl apply -f bench.yaml")]
 struct ManifestArgs {
     /// Agents (pods of the Indexed Job), at least 1.
