@@ -34,6 +34,7 @@ mod prepare;
 mod record;
 mod reflect;
 pub mod stages;
+mod stream;
 mod timer;
 mod validate;
 mod verify;
@@ -52,6 +53,7 @@ pub use crate::driver::net::TlsError;
 pub use crate::error::{ConnectCause, HistogramError, LoadError, PlanError};
 pub use crate::export::{hgrm, hlog};
 pub use crate::reflect::ReflectionError;
+pub use crate::stream::{MAX_STREAM_RATE, MAX_STREAMS, run_stream, validate_stream};
 pub use crate::validate::{MAX_CONCURRENCY, MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};
 pub use crate::verify::{Outcome, VerifyReport, WorkloadVerdict, verify};
 
