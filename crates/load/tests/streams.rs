@@ -282,3 +282,86 @@ async fn an_injected_failure_is_each_stream_s_final_status() {
     let r = go(p).await;
     assert_eq!((r.ends[0].kind, r.ends[0].code), (StreamEndKind::HttpStatus, Some(500)), "{:?}", r.ends);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_cannot_keep_up_shows_deferred_sends() {
+    let s = server(false, None).await;
+    // 64 KiB messages at 100,000/s on one stream: 6.5 GB/s asked of
+    // loopback, far past what the server echoes; the HTTP/2 windows fill.
+    let mut p = plan(&s, Protocol::Grpc, StreamTransport::Grpc, "stream.echo.64k");
+    p.messages = Some(200);
+    p.rate = Some(100_000.0);
+    let r = go(p).await;
+    assert_clean(&r, 1, 200);
+    assert!(r.deferred_sends > 0, "{r:?}");
+    // Their latency still counts from the schedule: the last of 200
+    // messages was due 2 ms after the first, and arrived far later.
+    assert!(r.latency.max_ns > 2_000_000, "{:?}", r.latency);
+}
+
+async fn verify(s: &RunningServer, protocol: Protocol, transports: &[StreamTransport]) -> protobench_load::VerifyReport {
+    let listener = s.listener(protocol).unwrap();
+    let tls = listener.tls.then(|| TlsPlan {
+        insecure: true,
+        ..Default::default()
+    });
+    let checks = protobench_load::stream_checks(protocol, transports);
+    assert!(!checks.is_empty());
+    protobench_load::verify_streams(
+        protocol,
+        &listener.addr.to_string(),
+        tls.as_ref(),
+        &checks,
+        dataset(),
+        Duration::from_secs(30),
+    )
+    .await
+    .expect("verify runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_passes_every_streaming_check_of_the_rust_server_clear_and_tls() {
+    for tls in [false, true] {
+        let s = server(tls, None).await;
+        for (protocol, transports, checks) in [
+            (Protocol::Grpc, &[StreamTransport::Grpc][..], 8),
+            (Protocol::Rest, &[StreamTransport::WebSocket, StreamTransport::Sse][..], 2 * 8 + 5),
+            (Protocol::RestH2, &[StreamTransport::Sse][..], 5),
+        ] {
+            let report = verify(&s, protocol, transports).await;
+            assert_eq!(report.verdicts.len(), checks, "{protocol}: {:?}", report.verdicts);
+            assert!(report.passed(), "{protocol} tls={tls}: {:#?}", report.verdicts);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_catches_a_server_that_drops_or_swaps_an_event() {
+    for (fault, says) in [
+        (FeedFault::Drop { seq: 5 }, "found 99 messages, expected 100"),
+        (FeedFault::Swap { seq: 7 }, "message 6: found seq 8, expected 7"),
+    ] {
+        let s = server(false, Some(fault)).await;
+        let report = verify(&s, Protocol::Rest, &[StreamTransport::Sse, StreamTransport::WebSocket]).await;
+        let sub = report
+            .verdicts
+            .iter()
+            .find(|v| v.workload == "stream.sub.1k (sse)")
+            .expect("the SSE subscription was checked");
+        assert_eq!(sub.outcome.to_string(), format!("FAIL: {says}"), "{fault:?}");
+        let ws = report
+            .verdicts
+            .iter()
+            .find(|v| v.workload == "stream.sub.tiny (websocket, binary)")
+            .unwrap();
+        assert_eq!(ws.outcome.to_string(), format!("FAIL: {says}"), "{fault:?}");
+        // The echo streams carry no feed: they still pass.
+        assert!(
+            report
+                .verdicts
+                .iter()
+                .filter(|v| v.workload.starts_with("stream.echo"))
+                .all(|v| v.outcome == protobench_load::Outcome::Ok)
+        );
+    }
+}

@@ -18,10 +18,14 @@
 //! stream opens its own connection, inside its set-up.
 
 mod grpc;
+mod open;
 mod record;
 mod session;
 mod sse;
+mod verify;
 mod ws;
+
+pub use self::verify::{StreamCheck, stream_checks, verify_streams};
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -48,6 +52,47 @@ use crate::timer::{PreciseTimer, thread_cpu_ns};
 pub const MAX_STREAMS: u32 = crate::validate::MAX_CONCURRENCY;
 /// The highest per-stream message rate.
 pub const MAX_STREAM_RATE: f64 = 1_000_000.0;
+
+/// A stream's time limit when none is given: 60 s (from its start to its end).
+pub const DEFAULT_STREAM_TIMEOUT_NS: u64 = 60_000_000_000;
+
+/// A streaming plan with defaults: one stream on one connection, the
+/// workload's messages, ping-pong (echo) or the workload's rate
+/// (subscription), every stream once, text frames, one engine thread.
+pub fn stream_plan_defaults(protocol: Protocol, transport: StreamTransport, target: &str, workload: &str) -> StreamPlan {
+    StreamPlan {
+        protocol,
+        transport,
+        target: target.to_owned(),
+        workload: workload.to_owned(),
+        frames: protobench_model::stream::Frames::Text,
+        streams: 1,
+        connections: 1,
+        messages: None,
+        rate: None,
+        duration_ns: None,
+        timeout_ns: DEFAULT_STREAM_TIMEOUT_NS,
+        connect_timeout_ns: protobench_model::load::DEFAULT_CONNECT_TIMEOUT_NS,
+        tls: None,
+        threads: 1,
+    }
+}
+
+pub(crate) fn probe_plan(protocol: Protocol, transport: StreamTransport, workload: &str) -> StreamPlan {
+    stream_plan_defaults(protocol, transport, "", workload)
+}
+
+/// The transport a streaming workload takes on `protocol` when none is
+/// named: gRPC's streams on `grpc`; on `rest` and `rest-h2` WebSocket for
+/// the echo stream (and upload), SSE for the subscription, polling for poll.
+pub fn default_transport(protocol: Protocol, op: StreamOperation) -> StreamTransport {
+    match (protocol, op) {
+        (Protocol::Grpc, _) => StreamTransport::Grpc,
+        (_, StreamOperation::Subscribe) => StreamTransport::Sse,
+        (_, StreamOperation::Poll) => StreamTransport::Poll,
+        _ => StreamTransport::WebSocket,
+    }
+}
 
 /// Checks a streaming plan; returns its workload.
 pub fn validate_stream(plan: &StreamPlan) -> Result<&'static StreamWorkload, PlanError> {
@@ -453,68 +498,120 @@ async fn open_and_run(
     intended: Instant,
 ) -> Result<Outcome, Outcome> {
     let plan = &shared.plan;
-    let job = EchoJob {
-        messages: shared.messages.clone(),
-        count: shared.echo_count,
-        interval: plan.rate.map(|r| Duration::from_secs_f64(1.0 / r)),
+    let target = open::Target {
+        protocol: plan.protocol,
+        transport: plan.transport,
+        op: shared.op,
+        frames: plan.frames,
+        endpoint: &shared.endpoint,
+        path: &shared.path,
+        subscribe: &shared.subscribe,
     };
-    let endpoint = &shared.endpoint;
-    match plan.transport {
-        StreamTransport::Grpc | StreamTransport::Sse if plan.protocol.is_http2() => {
-            let own;
-            let conn = match conn {
-                Some(c) => c,
-                None => {
-                    own = grpc::connect(endpoint, counters).await?;
-                    &own
-                }
-            };
-            let grpc_call = plan.transport == StreamTransport::Grpc;
-            let echo = shared.op == StreamOperation::EchoStream;
-            let (response, send) = grpc::open(conn, endpoint, &shared.path, grpc_call, !grpc_call).await?;
-            let mut sink = grpc::GrpcSink(send);
-            if !grpc_call {
-                rec.borrow_mut().sent += 1;
-                let body = grpc::head(response, false).await?;
-                set_up(rec, intended);
-                return Ok(session::feed(sse::SseSource::new(sse::Body::H2(grpc::H2Body(body))), &shared.subscribe, intended, rec).await);
-            }
-            if !echo {
-                sink.send_frame(grpc::frame(&shared.subscribe), true).await?;
-                rec.borrow_mut().sent += 1;
-            }
-            let body = grpc::head(response, true).await?;
-            set_up(rec, intended);
-            let source = grpc::GrpcSource::new(body);
-            if echo {
-                Ok(session::echo(sink, source, &job, intended, timer, rec).await)
-            } else {
-                Ok(session::feed(source, &shared.subscribe, intended, rec).await)
-            }
+    let opened = open::open_stream(&target, conn, counters).await?;
+    set_up(rec, intended);
+    rec.borrow_mut().sent += opened.requests;
+    if shared.op == StreamOperation::EchoStream {
+        let job = EchoJob {
+            messages: shared.messages.clone(),
+            count: shared.echo_count,
+            interval: plan.rate.map(|r| Duration::from_secs_f64(1.0 / r)),
+        };
+        let sink = opened.sink.expect("an echo stream has a sending half");
+        return Ok(session::echo(sink, opened.source, &job, intended, timer, rec).await);
+    }
+    let outcome = session::feed(opened.source, &shared.subscribe, intended, rec).await;
+    if let Some(mut sink) = opened.sink {
+        // A WebSocket subscription: answer the server's close.
+        let _ = sink.finish().await;
+    }
+    Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(protocol: Protocol, transport: StreamTransport, workload: &str) -> StreamPlan {
+        stream_plan_defaults(protocol, transport, "127.0.0.1:1", workload)
+    }
+
+    #[test]
+    fn validation_names_the_flag_and_what_was_expected() {
+        use StreamTransport as T;
+        let cases: &[(StreamPlan, &str)] = &[
+            // An unknown workload lists the known ones.
+            (
+                plan(Protocol::Grpc, T::Grpc, "stream.nope"),
+                "unknown streaming workload `stream.nope` (known: stream.echo.64b,",
+            ),
+            // gRPC streams only on the grpc listener.
+            (
+                plan(Protocol::Rest, T::Grpc, "stream.echo.64b"),
+                "--stream grpc runs on --protocol grpc, not rest",
+            ),
+            // WebSocket over HTTP/2 is served but not driven yet: said so.
+            (
+                plan(Protocol::RestH2, T::WebSocket, "stream.echo.64b"),
+                "--stream websocket runs on --protocol rest, not rest-h2 (WebSocket over HTTP/2, RFC 8441, is served but not yet driven by the engine)",
+            ),
+            // SSE carries only the subscription.
+            (
+                plan(Protocol::Rest, T::Sse, "stream.echo.64b"),
+                "workload stream.echo.64b is EchoStream, which --stream sse does not carry (it carries Subscribe)",
+            ),
+            // Upload is in the contract, not yet in the engine.
+            (
+                plan(Protocol::Grpc, T::Grpc, "stream.upload.1k"),
+                "the engine does not drive Upload over --stream grpc yet (it drives EchoStream, Subscribe)",
+            ),
+            (
+                StreamPlan {
+                    streams: 4,
+                    connections: 2,
+                    ..plan(Protocol::Rest, T::WebSocket, "stream.echo.64b")
+                },
+                "--connections (2) must equal --streams (4) for --protocol rest",
+            ),
+            (
+                StreamPlan {
+                    rate: Some(0.5),
+                    ..plan(Protocol::Grpc, T::Grpc, "stream.sub.1k")
+                },
+                "--rate for a subscription is the server's whole events per second, got 0.5",
+            ),
+            (
+                StreamPlan {
+                    messages: Some(0),
+                    ..plan(Protocol::Grpc, T::Grpc, "stream.echo.64b")
+                },
+                "--messages must be 1..=1000000, got 0",
+            ),
+            (
+                StreamPlan {
+                    threads: 2,
+                    ..plan(Protocol::Grpc, T::Grpc, "stream.echo.64b")
+                },
+                "--threads (2) cannot be greater than --streams (1)",
+            ),
+        ];
+        for (p, says) in cases {
+            let e = validate_stream(p).unwrap_err().to_string();
+            assert!(e.starts_with(says), "{e}");
         }
-        StreamTransport::WebSocket => {
-            let socket = ws::open(endpoint, counters, &shared.path).await?;
-            set_up(rec, intended);
-            let (mut sink, source) = ws::split(socket, plan.frames);
-            if shared.op == StreamOperation::EchoStream {
-                Ok(session::echo(sink, source, &job, intended, timer, rec).await)
-            } else {
-                sink.send_message(&shared.subscribe).await?;
-                rec.borrow_mut().sent += 1;
-                let outcome = session::feed(source, &shared.subscribe, intended, rec).await;
-                let _ = sink.finish().await;
-                Ok(outcome)
-            }
-        }
-        StreamTransport::Sse => {
-            let body = sse::open_h1(endpoint, counters, &shared.path).await?;
-            rec.borrow_mut().sent += 1;
-            set_up(rec, intended);
-            Ok(session::feed(sse::SseSource::new(body), &shared.subscribe, intended, rec).await)
-        }
-        StreamTransport::Grpc | StreamTransport::Poll => Err(Outcome::new(
-            StreamEndKind::Broken,
-            format!("--stream {} over --protocol {} is not driven", plan.transport, plan.protocol),
-        )),
+        // Many streams on few HTTP/2 connections are fine.
+        let shared = StreamPlan {
+            streams: 8,
+            connections: 2,
+            ..plan(Protocol::RestH2, T::Sse, "stream.sub.1k")
+        };
+        assert!(validate_stream(&shared).is_ok());
+    }
+
+    #[test]
+    fn the_default_transport_follows_the_protocol_and_the_operation() {
+        use StreamOperation as O;
+        assert_eq!(default_transport(Protocol::Grpc, O::Subscribe), StreamTransport::Grpc);
+        assert_eq!(default_transport(Protocol::Rest, O::EchoStream), StreamTransport::WebSocket);
+        assert_eq!(default_transport(Protocol::RestH2, O::Subscribe), StreamTransport::Sse);
     }
 }

@@ -190,6 +190,7 @@ mod tests {
         record_ns(&mut h, -5);
         record_ns(&mut h, 10);
         assert_eq!(h.len(), 2);
-        assert!(h.max() <= 1_001);
+        // Both at the lowest value (1 us), within its HDR bucket.
+        assert!(h.max() < 2_000, "{}", h.max());
     }
 }

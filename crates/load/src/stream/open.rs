@@ -1,0 +1,155 @@
+//! Opening one stream on any transport, up to the point where it carries
+//! messages (the response head, the WebSocket upgrade's 101): the one
+//! place that knows which transport half goes with which operation, shared
+//! by the load path and by `verify`.
+
+use std::rc::Rc;
+
+use bytes::Bytes;
+use protobench_contract::pb::bench::{FeedEvent, StreamMessage, SubscribeRequest};
+use protobench_contract::stream::StreamOperation;
+use protobench_model::load::Protocol;
+use protobench_model::stream::{Frames, StreamEndKind, StreamTransport};
+
+use super::record::Outcome;
+use super::session::{MessageSink, MessageSource};
+use super::{grpc, sse, ws};
+use crate::driver::ByteCounters;
+use crate::driver::net::Endpoint;
+
+/// What a stream is opened for.
+pub(crate) struct Target<'a> {
+    pub(crate) protocol: Protocol,
+    pub(crate) transport: StreamTransport,
+    pub(crate) op: StreamOperation,
+    pub(crate) frames: Frames,
+    pub(crate) endpoint: &'a Endpoint,
+    /// The gRPC path, WebSocket path, or SSE path and query.
+    pub(crate) path: &'a str,
+    /// A subscription's request (sent while opening).
+    pub(crate) subscribe: &'a SubscribeRequest,
+}
+
+/// The sending half of any transport.
+pub(crate) enum AnySink {
+    Grpc(grpc::GrpcSink),
+    Ws(ws::WsSink),
+}
+
+impl MessageSink for AnySink {
+    async fn send(&mut self, message: &StreamMessage) -> Result<bool, Outcome> {
+        match self {
+            AnySink::Grpc(s) => s.send(message).await,
+            AnySink::Ws(s) => s.send(message).await,
+        }
+    }
+
+    async fn finish(&mut self) -> Result<(), Outcome> {
+        match self {
+            AnySink::Grpc(s) => s.finish().await,
+            AnySink::Ws(s) => s.finish().await,
+        }
+    }
+}
+
+/// The receiving half of any transport.
+pub(crate) enum AnySource {
+    Grpc(grpc::GrpcSource),
+    Ws(ws::WsSource),
+    Sse(sse::SseSource),
+}
+
+impl MessageSource<StreamMessage> for AnySource {
+    async fn next(&mut self) -> Result<Option<StreamMessage>, Outcome> {
+        match self {
+            AnySource::Grpc(s) => s.next().await,
+            AnySource::Ws(s) => s.next().await,
+            AnySource::Sse(_) => Err(Outcome::new(StreamEndKind::WrongMessage, "SSE carries no echo")),
+        }
+    }
+}
+
+impl MessageSource<FeedEvent> for AnySource {
+    async fn next(&mut self) -> Result<Option<FeedEvent>, Outcome> {
+        match self {
+            AnySource::Grpc(s) => s.next().await,
+            AnySource::Ws(s) => s.next().await,
+            AnySource::Sse(s) => s.next().await,
+        }
+    }
+}
+
+/// An open stream: its halves (a subscription over gRPC or SSE has no
+/// sending half left) and the requests sent while opening it.
+pub(crate) struct Opened {
+    pub(crate) sink: Option<AnySink>,
+    pub(crate) source: AnySource,
+    pub(crate) requests: u64,
+}
+
+/// Opens a stream: on `conn` (a shared HTTP/2 connection) or on a
+/// connection of its own.
+pub(crate) async fn open_stream(
+    t: &Target<'_>,
+    conn: Option<&h2::client::SendRequest<Bytes>>,
+    counters: &Rc<ByteCounters>,
+) -> Result<Opened, Outcome> {
+    let echo = t.op == StreamOperation::EchoStream;
+    match t.transport {
+        StreamTransport::Grpc | StreamTransport::Sse if t.protocol.is_http2() => {
+            let own;
+            let conn = match conn {
+                Some(c) => c,
+                None => {
+                    own = grpc::connect(t.endpoint, counters).await?;
+                    &own
+                }
+            };
+            let is_grpc = t.transport == StreamTransport::Grpc;
+            let (response, send) = grpc::open(conn, t.endpoint, t.path, is_grpc, !is_grpc).await?;
+            let mut sink = grpc::GrpcSink(send);
+            if !is_grpc {
+                let body = grpc::head(response, false).await?;
+                let source = AnySource::Sse(sse::SseSource::new(sse::Body::H2(grpc::H2Body(body))));
+                return Ok(Opened {
+                    sink: None,
+                    source,
+                    requests: 1,
+                });
+            }
+            if !echo {
+                sink.send_frame(grpc::frame(t.subscribe), true).await?;
+            }
+            let source = AnySource::Grpc(grpc::GrpcSource::new(grpc::head(response, true).await?));
+            Ok(Opened {
+                sink: echo.then_some(AnySink::Grpc(sink)),
+                source,
+                requests: u64::from(!echo),
+            })
+        }
+        StreamTransport::WebSocket => {
+            let socket = ws::open(t.endpoint, counters, t.path).await?;
+            let (mut sink, source) = ws::split(socket, t.frames);
+            if !echo {
+                sink.send_message(t.subscribe).await?;
+            }
+            Ok(Opened {
+                sink: Some(AnySink::Ws(sink)),
+                source: AnySource::Ws(source),
+                requests: u64::from(!echo),
+            })
+        }
+        StreamTransport::Sse => {
+            let body = sse::open_h1(t.endpoint, counters, t.path).await?;
+            Ok(Opened {
+                sink: None,
+                source: AnySource::Sse(sse::SseSource::new(body)),
+                requests: 1,
+            })
+        }
+        StreamTransport::Grpc | StreamTransport::Poll => Err(Outcome::new(
+            StreamEndKind::Broken,
+            format!("--stream {} over --protocol {} is not driven", t.transport, t.protocol),
+        )),
+    }
+}
