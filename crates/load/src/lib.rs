@@ -54,8 +54,8 @@ pub use crate::error::{ConnectCause, HistogramError, LoadError, PlanError};
 pub use crate::export::{hgrm, hlog};
 pub use crate::reflect::ReflectionError;
 pub use crate::stream::{
-    DEFAULT_STREAM_TIMEOUT_NS, MAX_STREAM_RATE, MAX_STREAMS, StreamCheck, default_transport, run_stream,
-    stream_checks, stream_plan_defaults, validate_stream, verify_streams,
+    DEFAULT_STREAM_TIMEOUT_NS, MAX_STREAM_RATE, MAX_STREAMS, StreamCheck, default_transport, run_stream, stream_checks,
+    stream_plan_defaults, validate_stream, verify_streams,
 };
 pub use crate::validate::{MAX_CONCURRENCY, MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};
 pub use crate::verify::{Outcome, VerifyReport, WorkloadVerdict, verify};

@@ -280,7 +280,12 @@ async fn an_injected_failure_is_each_stream_s_final_status() {
     assert_eq!((r.ends[0].kind, r.ends[0].code), (StreamEndKind::GrpcStatus, Some(14)));
     let p = plan(&s, Protocol::Rest, StreamTransport::WebSocket, "stream.echo.64b");
     let r = go(p).await;
-    assert_eq!((r.ends[0].kind, r.ends[0].code), (StreamEndKind::HttpStatus, Some(500)), "{:?}", r.ends);
+    assert_eq!(
+        (r.ends[0].kind, r.ends[0].code),
+        (StreamEndKind::HttpStatus, Some(500)),
+        "{:?}",
+        r.ends
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -299,7 +304,11 @@ async fn a_stream_that_cannot_keep_up_shows_deferred_sends() {
     assert!(r.latency.max_ns > 2_000_000, "{:?}", r.latency);
 }
 
-async fn verify(s: &RunningServer, protocol: Protocol, transports: &[StreamTransport]) -> protobench_load::VerifyReport {
+async fn verify(
+    s: &RunningServer,
+    protocol: Protocol,
+    transports: &[StreamTransport],
+) -> protobench_load::VerifyReport {
     let listener = s.listener(protocol).unwrap();
     let tls = listener.tls.then(|| TlsPlan {
         insecure: true,
@@ -325,7 +334,11 @@ async fn verify_passes_every_streaming_check_of_the_rust_server_clear_and_tls() 
         let s = server(tls, None).await;
         for (protocol, transports, checks) in [
             (Protocol::Grpc, &[StreamTransport::Grpc][..], 8),
-            (Protocol::Rest, &[StreamTransport::WebSocket, StreamTransport::Sse][..], 2 * 8 + 5),
+            (
+                Protocol::Rest,
+                &[StreamTransport::WebSocket, StreamTransport::Sse][..],
+                2 * 8 + 5,
+            ),
             (Protocol::RestH2, &[StreamTransport::Sse][..], 5),
         ] {
             let report = verify(&s, protocol, transports).await;

@@ -252,11 +252,7 @@ pub struct StreamResult {
 impl StreamResult {
     /// Streams that failed, in all.
     pub fn failed_streams(&self) -> u64 {
-        self.ends
-            .iter()
-            .filter(|e| e.kind.is_failure())
-            .map(|e| e.count)
-            .sum()
+        self.ends.iter().filter(|e| e.kind.is_failure()).map(|e| e.count).sum()
     }
 }
 

@@ -8,6 +8,7 @@ pub(crate) mod contract;
 pub(crate) mod import;
 pub(crate) mod load;
 pub(crate) mod load_db;
+pub(crate) mod load_stream;
 pub(crate) mod man;
 pub(crate) mod report;
 pub(crate) mod run;

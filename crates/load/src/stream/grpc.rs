@@ -47,13 +47,21 @@ pub(crate) async fn connect(endpoint: &Endpoint, counters: &Rc<ByteCounters>) ->
         .enable_push(false)
         .handshake::<_, Bytes>(io)
         .await
-        .map_err(|e| Outcome::new(StreamEndKind::Connect, format!("HTTP/2 handshake with {}: {e}", endpoint.addr)))?;
+        .map_err(|e| {
+            Outcome::new(
+                StreamEndKind::Connect,
+                format!("HTTP/2 handshake with {}: {e}", endpoint.addr),
+            )
+        })?;
     tokio::task::spawn_local(async move {
         let _ = connection.await;
     });
-    send.ready()
-        .await
-        .map_err(|e| Outcome::new(StreamEndKind::Connect, format!("HTTP/2 connection to {}: {e}", endpoint.addr)))
+    send.ready().await.map_err(|e| {
+        Outcome::new(
+            StreamEndKind::Connect,
+            format!("HTTP/2 connection to {}: {e}", endpoint.addr),
+        )
+    })
 }
 
 /// Opens a stream: a request to `path` with the gRPC headers (or, with
@@ -101,13 +109,18 @@ pub(crate) async fn head(response: h2::client::ResponseFuture, grpc: bool) -> Re
         super::sse::event_stream(&parts.headers)?;
     } else {
         if let Some(status) = grpc_status(&parts.headers) {
-            return Err(status.unwrap_or_else(|| Outcome::new(StreamEndKind::Broken, "trailers-only OK before any message")));
+            return Err(
+                status.unwrap_or_else(|| Outcome::new(StreamEndKind::Broken, "trailers-only OK before any message"))
+            );
         }
         let ct = parts.headers.get("content-type").map(|v| v.as_bytes()).unwrap_or(b"");
         if !is_grpc_content_type(ct) {
             return Err(Outcome::new(
                 StreamEndKind::WrongMessage,
-                format!("content type {:?} (expected application/grpc)", String::from_utf8_lossy(ct)),
+                format!(
+                    "content type {:?} (expected application/grpc)",
+                    String::from_utf8_lossy(ct)
+                ),
             ));
         }
     }
@@ -118,7 +131,10 @@ pub(crate) async fn head(response: h2::client::ResponseFuture, grpc: bool) -> Re
 /// `Some(Some(outcome))` for a failure.
 fn grpc_status(headers: &HeaderMap) -> Option<Option<Outcome>> {
     let code = headers.get("grpc-status")?;
-    let code: i64 = std::str::from_utf8(code.as_bytes()).ok().and_then(|s| s.parse().ok()).unwrap_or(2);
+    let code: i64 = std::str::from_utf8(code.as_bytes())
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
     if code == 0 {
         return Some(None);
     }
@@ -161,7 +177,9 @@ impl GrpcSink {
                 None => return Err(Outcome::new(StreamEndKind::Broken, "the stream closed while sending")),
             }
         }
-        self.0.send_data(bytes, end).map_err(|e| broken("sending a message", e))?;
+        self.0
+            .send_data(bytes, end)
+            .map_err(|e| broken("sending a message", e))?;
         Ok(blocked)
     }
 }
@@ -198,7 +216,10 @@ impl GrpcSource {
         loop {
             if self.buf.len() >= 5 {
                 if self.buf[0] != 0 {
-                    return Err(Outcome::new(StreamEndKind::WrongMessage, "a compressed gRPC message (none was asked for)"));
+                    return Err(Outcome::new(
+                        StreamEndKind::WrongMessage,
+                        "a compressed gRPC message (none was asked for)",
+                    ));
                 }
                 let len = u32::from_be_bytes([self.buf[1], self.buf[2], self.buf[3], self.buf[4]]) as usize;
                 if len > MAX_GRPC_MESSAGE {
@@ -227,11 +248,18 @@ impl GrpcSource {
                 format!("the stream ended inside a message ({} bytes left)", self.buf.len()),
             ));
         }
-        let trailers = self.body.trailers().await.map_err(|e| broken("reading the trailers", e))?;
+        let trailers = self
+            .body
+            .trailers()
+            .await
+            .map_err(|e| broken("reading the trailers", e))?;
         match trailers.as_ref().and_then(grpc_status) {
             Some(None) => Ok(None),
             Some(Some(failure)) => Err(failure),
-            None => Err(Outcome::new(StreamEndKind::Broken, "the stream ended without grpc-status")),
+            None => Err(Outcome::new(
+                StreamEndKind::Broken,
+                "the stream ended without grpc-status",
+            )),
         }
     }
 }

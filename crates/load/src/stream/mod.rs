@@ -59,7 +59,12 @@ pub const DEFAULT_STREAM_TIMEOUT_NS: u64 = 60_000_000_000;
 /// A streaming plan with defaults: one stream on one connection, the
 /// workload's messages, ping-pong (echo) or the workload's rate
 /// (subscription), every stream once, text frames, one engine thread.
-pub fn stream_plan_defaults(protocol: Protocol, transport: StreamTransport, target: &str, workload: &str) -> StreamPlan {
+pub fn stream_plan_defaults(
+    protocol: Protocol,
+    transport: StreamTransport,
+    target: &str,
+    workload: &str,
+) -> StreamPlan {
     StreamPlan {
         protocol,
         transport,
@@ -134,7 +139,9 @@ pub fn validate_stream(plan: &StreamPlan) -> Result<&'static StreamWorkload, Pla
         ));
     }
     let driven: &[StreamOperation] = match plan.transport {
-        StreamTransport::Grpc | StreamTransport::WebSocket => &[StreamOperation::EchoStream, StreamOperation::Subscribe],
+        StreamTransport::Grpc | StreamTransport::WebSocket => {
+            &[StreamOperation::EchoStream, StreamOperation::Subscribe]
+        }
         StreamTransport::Sse => &[StreamOperation::Subscribe],
         StreamTransport::Poll => &[],
     };
@@ -142,7 +149,11 @@ pub fn validate_stream(plan: &StreamPlan) -> Result<&'static StreamWorkload, Pla
         return fail(format!(
             "the engine does not drive {op} over --stream {} yet (it drives {})",
             plan.transport,
-            if driven.is_empty() { "nothing there".to_owned() } else { names(driven) }
+            if driven.is_empty() {
+                "nothing there".to_owned()
+            } else {
+                names(driven)
+            }
         ));
     }
     if !(1..=MAX_STREAMS).contains(&plan.streams) {
@@ -167,7 +178,9 @@ pub fn validate_stream(plan: &StreamPlan) -> Result<&'static StreamWorkload, Pla
     }
     if let Some(rate) = plan.rate {
         if !(rate.is_finite() && rate > 0.0 && rate <= MAX_STREAM_RATE) {
-            return fail(format!("--rate must be a number of messages per second per stream in (0, 1000000], got {rate}"));
+            return fail(format!(
+                "--rate must be a number of messages per second per stream in (0, 1000000], got {rate}"
+            ));
         }
         if op == StreamOperation::Subscribe && rate.fract() != 0.0 {
             return fail(format!(
@@ -221,7 +234,11 @@ pub async fn run_stream(plan: StreamPlan, cancel: CancellationToken) -> Result<S
     let target = crate::prepare::parse_target(&plan.target);
     let connect_limit = Duration::from_nanos(plan.connect_timeout_ns);
     let addr = crate::prepare::resolve(&target.authority, connect_limit).await?;
-    let alpn: &[&[u8]] = if plan.protocol.is_http2() { &[b"h2"] } else { &[b"http/1.1"] };
+    let alpn: &[&[u8]] = if plan.protocol.is_http2() {
+        &[b"h2"]
+    } else {
+        &[b"http/1.1"]
+    };
     let endpoint = Endpoint::new(addr, target.authority.clone(), plan.tls.as_ref(), alpn)?;
     let threads = plan.threads.max(1).min(plan.streams);
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel::<Option<Outcome>>();
@@ -279,7 +296,9 @@ pub async fn run_stream(plan: StreamPlan, cancel: CancellationToken) -> Result<S
     let (mut sent, mut received, mut cpu_ns, mut last) = (0u64, 0u64, 0u64, start);
     for join in joins {
         let report = join.await.map_err(|_| {
-            LoadError::Thread(std::io::Error::other("an engine thread ended without its report (a panic)"))
+            LoadError::Thread(std::io::Error::other(
+                "an engine thread ended without its report (a panic)",
+            ))
         })?;
         total.merge(report.rec);
         sent += report.bytes_sent;
@@ -389,7 +408,11 @@ async fn thread_main(
             }
         }
     }
-    let _ = ready.send(if sharing && connections.is_empty() { failure.take() } else { None });
+    let _ = ready.send(if sharing && connections.is_empty() {
+        failure.take()
+    } else {
+        None
+    });
     let start = match start.wait_for(Option::is_some).await {
         Ok(at) => (*at).expect("waited for a start"),
         Err(_) => {
@@ -443,7 +466,10 @@ async fn slot(
     let mut intended = start;
     loop {
         rec.borrow_mut().opened();
-        let one = tokio::time::timeout(limit, one_stream(&shared, conn.as_ref(), &counters, &rec, &timer, intended));
+        let one = tokio::time::timeout(
+            limit,
+            one_stream(&shared, conn.as_ref(), &counters, &rec, &timer, intended),
+        );
         let outcome = match deadline {
             None => one.await,
             Some(at) => tokio::select! {
@@ -611,7 +637,10 @@ mod tests {
     fn the_default_transport_follows_the_protocol_and_the_operation() {
         use StreamOperation as O;
         assert_eq!(default_transport(Protocol::Grpc, O::Subscribe), StreamTransport::Grpc);
-        assert_eq!(default_transport(Protocol::Rest, O::EchoStream), StreamTransport::WebSocket);
+        assert_eq!(
+            default_transport(Protocol::Rest, O::EchoStream),
+            StreamTransport::WebSocket
+        );
         assert_eq!(default_transport(Protocol::RestH2, O::Subscribe), StreamTransport::Sse);
     }
 }

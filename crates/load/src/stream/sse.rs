@@ -60,11 +60,16 @@ impl Body {
 
 /// Opens an SSE stream over HTTP/1.1 on its own connection; returns once
 /// the response head (200, `text/event-stream`) is in.
-pub(crate) async fn open_h1(endpoint: &Endpoint, counters: &Rc<ByteCounters>, path_and_query: &str) -> Result<Body, Outcome> {
+pub(crate) async fn open_h1(
+    endpoint: &Endpoint,
+    counters: &Rc<ByteCounters>,
+    path_and_query: &str,
+) -> Result<Body, Outcome> {
     let io = endpoint.connect(counters).await.map_err(Outcome::from)?;
-    let (mut send, connection) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(hyper_util::rt::TokioIo::new(io))
-        .await
-        .map_err(|e| broken("HTTP/1.1 connection", e))?;
+    let (mut send, connection) =
+        hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(hyper_util::rt::TokioIo::new(io))
+            .await
+            .map_err(|e| broken("HTTP/1.1 connection", e))?;
     tokio::task::spawn_local(async move {
         let _ = connection.await;
     });
@@ -73,7 +78,10 @@ pub(crate) async fn open_h1(endpoint: &Endpoint, counters: &Rc<ByteCounters>, pa
         .header("accept", "text/event-stream")
         .body(Empty::new())
         .map_err(|e| broken("building the request", e))?;
-    let response = send.send_request(request).await.map_err(|e| broken("waiting for the response head", e))?;
+    let response = send
+        .send_request(request)
+        .await
+        .map_err(|e| broken("waiting for the response head", e))?;
     if response.status() != http::StatusCode::OK {
         return Err(status(response.status().as_u16()));
     }
@@ -89,7 +97,10 @@ pub(crate) fn event_stream(headers: &http::HeaderMap) -> Result<(), Outcome> {
     } else {
         Err(Outcome::new(
             StreamEndKind::WrongMessage,
-            format!("content type {:?} (expected text/event-stream)", String::from_utf8_lossy(ct)),
+            format!(
+                "content type {:?} (expected text/event-stream)",
+                String::from_utf8_lossy(ct)
+            ),
         ))
     }
 }
@@ -162,7 +173,9 @@ impl MessageSource<FeedEvent> for SseSource {
         loop {
             while let Some(line) = self.line() {
                 let line = line?;
-                let Some((event, data)) = self.apply(&line) else { continue };
+                let Some((event, data)) = self.apply(&line) else {
+                    continue;
+                };
                 if self.ended {
                     return Err(Outcome::new(
                         StreamEndKind::WrongMessage,
@@ -192,7 +205,12 @@ impl MessageSource<FeedEvent> for SseSource {
             match self.body.chunk().await? {
                 Some(data) => self.buf.extend_from_slice(data.chunk()),
                 None if self.ended => return Ok(None),
-                None => return Err(Outcome::new(StreamEndKind::Broken, "the response ended without the end event")),
+                None => {
+                    return Err(Outcome::new(
+                        StreamEndKind::Broken,
+                        "the response ended without the end event",
+                    ));
+                }
             }
         }
     }

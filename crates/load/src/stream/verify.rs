@@ -139,7 +139,11 @@ async fn verify_one(
         (StreamTransport::Grpc, op) => op.grpc_path().to_owned(),
         (StreamTransport::WebSocket, StreamOperation::EchoStream) => contract_stream::WS_ECHO_PATH.to_owned(),
         (StreamTransport::WebSocket, _) => contract_stream::WS_SUBSCRIBE_PATH.to_owned(),
-        _ => format!("{}?{}", contract_stream::SSE_PATH, contract_stream::subscribe_query(&subscribe)),
+        _ => format!(
+            "{}?{}",
+            contract_stream::SSE_PATH,
+            contract_stream::subscribe_query(&subscribe)
+        ),
     };
     let target = open::Target {
         protocol,
@@ -233,7 +237,11 @@ async fn collect<T>(mut source: impl MessageSource<T>) -> Received<T> {
 }
 
 /// Sends every message (then the client's end) while collecting the replies.
-async fn collect_echo(mut sink: impl MessageSink, source: AnySource, sent: &[StreamMessage]) -> Received<StreamMessage> {
+async fn collect_echo(
+    mut sink: impl MessageSink,
+    source: AnySource,
+    sent: &[StreamMessage],
+) -> Received<StreamMessage> {
     let failed = RefCell::new(None);
     let send = async {
         for m in sent {

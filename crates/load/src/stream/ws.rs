@@ -72,9 +72,14 @@ pub(crate) struct WsSink {
 
 impl WsSink {
     /// Sends any contract message in the plan's frame type.
-    pub(crate) async fn send_message<M: prost::Message + serde::Serialize>(&mut self, message: &M) -> Result<bool, Outcome> {
+    pub(crate) async fn send_message<M: prost::Message + serde::Serialize>(
+        &mut self,
+        message: &M,
+    ) -> Result<bool, Outcome> {
         let frame = match self.frames {
-            Frames::Text => Message::text(String::from_utf8(protobench_contract::stream::to_json(message)).expect("JSON is UTF-8")),
+            Frames::Text => {
+                Message::text(String::from_utf8(protobench_contract::stream::to_json(message)).expect("JSON is UTF-8"))
+            }
             Frames::Binary => Message::binary(message.encode_to_vec()),
         };
         let (sent, blocked) = super::session::waited(self.sink.send(frame)).await;
@@ -113,7 +118,12 @@ impl<M: prost::Message + Default + serde::de::DeserializeOwned> MessageSource<M>
     async fn next(&mut self) -> Result<Option<M>, Outcome> {
         loop {
             let message = match self.stream.next().await {
-                None => return Err(Outcome::new(StreamEndKind::Broken, "the connection closed without a close frame")),
+                None => {
+                    return Err(Outcome::new(
+                        StreamEndKind::Broken,
+                        "the connection closed without a close frame",
+                    ));
+                }
                 Some(Err(e)) => return Err(broken("reading the stream", e)),
                 Some(Ok(message)) => message,
             };
@@ -121,7 +131,9 @@ impl<M: prost::Message + Default + serde::de::DeserializeOwned> MessageSource<M>
                 (Message::Text(text), Frames::Text) => protobench_contract::stream::from_json::<M>(text.as_bytes()),
                 (Message::Binary(bytes), Frames::Binary) => protobench_contract::stream::from_protobuf::<M>(&bytes),
                 (Message::Close(frame), _) => {
-                    let (code, reason) = frame.map_or((None, String::new()), |f| (Some(u16::from(f.code)), f.reason.to_string()));
+                    let (code, reason) = frame.map_or((None, String::new()), |f| {
+                        (Some(u16::from(f.code)), f.reason.to_string())
+                    });
                     return match StreamEnd::from_close(code, &reason) {
                         StreamEnd::Clean => Ok(None),
                         StreamEnd::Close { code, reason } => Err(Outcome::coded(
