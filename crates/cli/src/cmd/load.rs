@@ -500,7 +500,8 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             json: args.output == Output::Json,
             out: args.out.clone(),
         };
-        return super::load_stream::run(plan, output);
+        let tls_on = plan.tls.is_some();
+        return Ok(super::load_stream::run(plan, output)?.unwrap_or_else(|e| refused(&e, tls_on)));
     }
     if args.stream.is_some() || args.messages.is_some() || args.streams != 1 {
         return Ok(usage(
@@ -713,7 +714,7 @@ fn measure(
 
 /// A run the engine refused or could not start: the error (and a TLS hint
 /// when it fits), and the exit code its kind calls for.
-pub(super) fn refused(e: &LoadError, tls_on: bool) -> ExitCode {
+fn refused(e: &LoadError, tls_on: bool) -> ExitCode {
     match e {
         LoadError::Plan(_)
         | LoadError::Input { .. }

@@ -21,9 +21,9 @@ pub(crate) struct Output {
     pub(crate) out: Option<PathBuf>,
 }
 
-/// Runs the plan and prints its result.
-pub(crate) fn run(plan: StreamPlan, output: Output) -> anyhow::Result<ExitCode> {
-    let tls_on = plan.tls.is_some();
+/// Runs the plan and prints its result; a run that could not start is
+/// the engine's error, for the caller to report.
+pub(crate) fn run(plan: StreamPlan, output: Output) -> anyhow::Result<Result<ExitCode, protobench_load::LoadError>> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -44,7 +44,7 @@ pub(crate) fn run(plan: StreamPlan, output: Output) -> anyhow::Result<ExitCode> 
     });
     let mut result = match result {
         Ok(r) => r,
-        Err(e) => return Ok(super::load::refused(&e, tls_on)),
+        Err(e) => return Ok(Err(e)),
     };
     result.environment.commit = super::common::git_commit();
     let text = if output.json {
@@ -60,9 +60,11 @@ pub(crate) fn run(plan: StreamPlan, output: Output) -> anyhow::Result<ExitCode> 
             out.flush()?;
         }
     }
-    Ok(if result.end_reason == protobench_model::load::EndReason::Interrupted {
-        ExitCode::from(Exit::Interrupted)
-    } else {
-        ExitCode::from(Exit::Success)
-    })
+    Ok(Ok(
+        if result.end_reason == protobench_model::load::EndReason::Interrupted {
+            ExitCode::from(Exit::Interrupted)
+        } else {
+            ExitCode::from(Exit::Success)
+        },
+    ))
 }

@@ -106,7 +106,7 @@ pub(crate) async fn head(response: h2::client::ResponseFuture, grpc: bool) -> Re
         ));
     }
     if !grpc {
-        super::sse::event_stream(&parts.headers)?;
+        event_stream(&parts.headers)?;
     } else {
         if let Some(status) = grpc_status(&parts.headers) {
             return Err(
@@ -125,6 +125,22 @@ pub(crate) async fn head(response: h2::client::ResponseFuture, grpc: bool) -> Re
         }
     }
     Ok(body)
+}
+
+/// Checks the content type of an SSE response (either HTTP version).
+pub(crate) fn event_stream(headers: &http::HeaderMap) -> Result<(), Outcome> {
+    let ct = headers.get("content-type").map(|v| v.as_bytes()).unwrap_or(b"");
+    if ct.starts_with(b"text/event-stream") {
+        Ok(())
+    } else {
+        Err(Outcome::new(
+            StreamEndKind::WrongMessage,
+            format!(
+                "content type {:?} (expected text/event-stream)",
+                String::from_utf8_lossy(ct)
+            ),
+        ))
+    }
 }
 
 /// `grpc-status` of a header map: `None` if absent, `Some(None)` for OK,

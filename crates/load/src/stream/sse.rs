@@ -85,24 +85,8 @@ pub(crate) async fn open_h1(
     if response.status() != http::StatusCode::OK {
         return Err(status(response.status().as_u16()));
     }
-    event_stream(response.headers())?;
+    super::grpc::event_stream(response.headers())?;
     Ok(Body::H1(response.into_body()))
-}
-
-/// Checks the content type of an SSE response.
-pub(crate) fn event_stream(headers: &http::HeaderMap) -> Result<(), Outcome> {
-    let ct = headers.get("content-type").map(|v| v.as_bytes()).unwrap_or(b"");
-    if ct.starts_with(b"text/event-stream") {
-        Ok(())
-    } else {
-        Err(Outcome::new(
-            StreamEndKind::WrongMessage,
-            format!(
-                "content type {:?} (expected text/event-stream)",
-                String::from_utf8_lossy(ct)
-            ),
-        ))
-    }
 }
 
 /// Feed events parsed from an event stream: `event: feed` with the
