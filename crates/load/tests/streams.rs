@@ -118,6 +118,8 @@ async fn grpc_echo_open_loop_many_streams_on_shared_connections() {
     assert_clean(&r, 4, 200);
     assert_eq!(r.messages_sent, 200);
     assert_eq!(r.streams.max_open, 4);
+    // Open loop: every send's lateness against its schedule is recorded.
+    assert_eq!(r.send_lag.count, 200);
     // 50 messages at 200/s: the streams last about 250 ms.
     assert!(r.duration_ns >= 240_000_000, "{} ns", r.duration_ns);
     // A 64-byte payload in a gRPC frame inside an HTTP/2 DATA frame: about
@@ -138,8 +140,10 @@ async fn grpc_echo_ping_pong_over_tls_one_connection_per_stream() {
     p.messages = Some(20);
     let r = go(p).await;
     assert_clean(&r, 3, 60);
-    // Ping-pong: one message in flight, never a deferred send on 1 KB.
+    // Ping-pong: one message in flight, never a deferred send on 1 KB,
+    // and no schedule to be late against.
     assert_eq!(r.deferred_sends, 0);
+    assert_eq!(r.send_lag.count, 0);
     // The set-up includes each stream's TLS handshake.
     assert!(r.setup.min_ns > 0);
 }

@@ -245,6 +245,19 @@ pub struct StreamResult {
     pub cpu_ns: u64,
     /// `cpu_ns / (messages_sent + messages_received)`.
     pub cpu_ns_per_message: f64,
+    /// `cpu_ns` over the threads' summed wall time from the start to their
+    /// last stream's end, at most 1.0 (= every engine thread busy).
+    #[serde(default)]
+    pub cpu_utilization: f64,
+    /// Open-loop echo: how late each message was sent against its
+    /// intended time (the generator's own lag; all of it is in `latency`).
+    #[serde(default)]
+    pub send_lag: LatencySummary,
+    /// Whether the engine, not the server, may have limited the run: its
+    /// threads were at least 90% busy, or the send lag p99 passed 10 ms
+    /// (the unary engine's rules, docs/engine.md).
+    #[serde(default)]
+    pub generator_bound: bool,
     /// The per-message latency histogram in ns: HdrHistogram V2 + deflate, base64.
     pub histogram: EncodedHistogram,
 }

@@ -54,11 +54,18 @@ pub fn text(r: &StreamResult) -> String {
     s += &latency_line("latency", &r.latency);
     s += &latency_line("set-up", &r.setup);
     s += &latency_line("first msg", &r.first_message);
+    s += &latency_line("send lag", &r.send_lag);
     s += &format!(
-        "generator  {} thread{}, CPU {}/message\n",
+        "generator  {} thread{}, CPU {}/message, {:.0}% busy{}\n",
         r.threads,
         plural(u64::from(r.threads)),
-        fmt_ns(r.cpu_ns_per_message)
+        fmt_ns(r.cpu_ns_per_message),
+        r.cpu_utilization * 100.0,
+        if r.generator_bound {
+            " (generator-bound: the engine, not the server, may have set the pace)"
+        } else {
+            ""
+        }
     );
     s += "ends\n";
     for e in &r.ends {

@@ -293,7 +293,7 @@ pub async fn run_stream(plan: StreamPlan, cancel: CancellationToken) -> Result<S
     let wall0 = std::time::SystemTime::now();
     let _ = start_tx.send(Some(start));
     let mut total = StreamRecorder::default();
-    let (mut sent, mut received, mut cpu_ns, mut last) = (0u64, 0u64, 0u64, start);
+    let (mut sent, mut received, mut cpu_ns, mut last, mut wall_ns) = (0u64, 0u64, 0u64, start, 0u64);
     for join in joins {
         let report = join.await.map_err(|_| {
             LoadError::Thread(std::io::Error::other(
@@ -304,6 +304,7 @@ pub async fn run_stream(plan: StreamPlan, cancel: CancellationToken) -> Result<S
         sent += report.bytes_sent;
         received += report.bytes_received;
         cpu_ns += report.cpu_ns;
+        wall_ns += report.ended.saturating_duration_since(start).as_nanos() as u64;
         last = last.max(report.ended);
     }
     let duration_ns = (last - start).as_nanos().max(1) as u64;
@@ -316,6 +317,9 @@ pub async fn run_stream(plan: StreamPlan, cancel: CancellationToken) -> Result<S
     } else {
         EndReason::Requests
     };
+    let cpu_utilization = (cpu_ns as f64 / wall_ns.max(1) as f64).min(1.0);
+    let send_lag = summary(&total.lag);
+    let generator_bound = cpu_utilization >= crate::CPU_BOUND_UTILIZATION || send_lag.p99_ns > crate::LAG_BOUND_NS;
     Ok(StreamResult {
         schema_version: STREAM_SCHEMA_VERSION,
         environment: Environment::detect(env!("CARGO_PKG_VERSION"), None),
@@ -339,6 +343,9 @@ pub async fn run_stream(plan: StreamPlan, cancel: CancellationToken) -> Result<S
         threads,
         cpu_ns,
         cpu_ns_per_message: per(cpu_ns, total.sent + total.received),
+        cpu_utilization,
+        send_lag,
+        generator_bound,
         histogram: EncodedHistogram::encode(&total.latency),
         plan,
     })

@@ -56,6 +56,7 @@ pub(crate) struct StreamRecorder {
     pub(crate) latency: Histogram<u64>,
     pub(crate) setup: Histogram<u64>,
     pub(crate) first: Histogram<u64>,
+    pub(crate) lag: Histogram<u64>,
     pub(crate) sent: u64,
     pub(crate) received: u64,
     pub(crate) deferred: u64,
@@ -70,6 +71,7 @@ impl Default for StreamRecorder {
             latency: histogram(),
             setup: histogram(),
             first: histogram(),
+            lag: histogram(),
             sent: 0,
             received: 0,
             deferred: 0,
@@ -115,6 +117,7 @@ impl StreamRecorder {
         self.latency.add(&other.latency).expect("same bounds");
         self.setup.add(&other.setup).expect("same bounds");
         self.first.add(&other.first).expect("same bounds");
+        self.lag.add(&other.lag).expect("same bounds");
         self.sent += other.sent;
         self.received += other.received;
         self.deferred += other.deferred;

@@ -180,6 +180,7 @@ pub(crate) async fn echo<S: MessageSink, R: MessageSource<StreamMessage>>(
         for seq in 1..=job.count {
             let at = start + interval * (seq - 1);
             timer.sleep_until(at).await;
+            record_ns(&mut rec.borrow_mut().lag, ns_between(at, Instant::now()));
             due.borrow_mut().push_back(at);
             let (sent, blocked) = waited(sink.send(&job.message(seq))).await;
             sent?;
