@@ -71,6 +71,7 @@ fn plan(server: &RunningServer, protocol: Protocol, transport: StreamTransport, 
         connections: 1,
         messages: None,
         rate: None,
+        poll_interval_ns: None,
         duration_ns: None,
         timeout_ns: 60_000_000_000,
         connect_timeout_ns: 5_000_000_000,
@@ -381,4 +382,28 @@ async fn verify_catches_a_server_that_drops_or_swaps_an_event() {
                 .all(|v| v.outcome == protobench_load::Outcome::Ok)
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polling_reads_the_whole_feed_over_both_http_versions() {
+    let s = server(false, None).await;
+    for protocol in [Protocol::Rest, Protocol::RestH2] {
+        // The workload's feed at rate 0: 100 events, 10 a poll, all due.
+        let mut p = plan(&s, protocol, StreamTransport::Poll, "stream.poll.1k");
+        p.streams = 2;
+        p.connections = 2;
+        let r = go(p).await;
+        assert_clean(&r, 2, 200);
+        // 10 polls per stream (every page full, the last says done).
+        assert_eq!(r.messages_sent, 20, "{protocol}");
+    }
+    // Paced at 1,000 events/s and polled every 20 ms: the events wait for
+    // the poll that picks them up, about 10 ms on average.
+    let mut p = plan(&s, Protocol::Rest, StreamTransport::Poll, "stream.poll.1k");
+    p.rate = Some(1000.0);
+    p.poll_interval_ns = Some(20_000_000);
+    let r = go(p).await;
+    assert_clean(&r, 1, 100);
+    assert!(r.messages_sent >= 5, "{} polls", r.messages_sent);
+    assert!(r.latency.p50_ns >= 2_000_000, "{:?}", r.latency);
 }

@@ -26,6 +26,9 @@ pub use protobench_contract::stream::StreamTransport;
 use crate::hdr::EncodedHistogram;
 use crate::load::{EndReason, Environment, LatencySummary, Protocol, TlsPlan};
 
+/// The poll interval when none is given: 10 ms.
+pub const DEFAULT_POLL_INTERVAL_NS: u64 = 10_000_000;
+
 /// The version of the [`StreamResult`] JSON form.
 pub const STREAM_SCHEMA_VERSION: u32 = 1;
 
@@ -91,6 +94,11 @@ pub struct StreamPlan {
     /// each event's scheduled time; `None`: the workload's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<f64>,
+    /// Polling: how long to wait after a page that was not full before the
+    /// next poll (a full page is followed by the next poll at once).
+    /// `None`: 10 ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval_ns: Option<u64>,
     /// Stop after this long; a stream that ends before is replaced by a
     /// new one (churn). `None`: every stream runs once, to its end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -295,6 +303,7 @@ mod tests {
             connections: 4,
             messages: Some(10),
             rate: Some(100.0),
+            poll_interval_ns: None,
             duration_ns: None,
             timeout_ns: 1,
             connect_timeout_ns: 1,

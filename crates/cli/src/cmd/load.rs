@@ -127,6 +127,10 @@ pub(crate) struct Args {
     /// asked for) [default: the workload's].
     #[arg(long, value_name = "N")]
     messages: Option<u32>,
+    /// Polling workloads (stream.poll.*): the wait after a page that was not
+    /// full before the next poll [default: 10ms].
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_arg)]
+    poll_interval: Option<Duration>,
     /// Streaming workloads over WebSocket: text (JSON) or binary (protobuf) frames.
     #[arg(long, value_name = "text|binary", default_value = "text", value_parser = frames_arg)]
     frames: protobench_model::stream::Frames,
@@ -476,6 +480,7 @@ impl Args {
         };
         plan.messages = self.messages;
         plan.rate = self.rate;
+        plan.poll_interval_ns = self.poll_interval.map(nanos);
         plan.duration_ns = self.duration.map(nanos);
         if self.timeout != Duration::from_secs(10) {
             plan.timeout_ns = nanos(self.timeout);

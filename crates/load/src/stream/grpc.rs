@@ -64,23 +64,42 @@ pub(crate) async fn connect(endpoint: &Endpoint, counters: &Rc<ByteCounters>) ->
     })
 }
 
-/// Opens a stream: a request to `path` with the gRPC headers (or, with
-/// `grpc` false, a plain GET), its head sent; `end` closes the client's
-/// side at once (no body).
+/// What an HTTP/2 stream carries: a gRPC call, an event stream (SSE) or
+/// one JSON reply (a poll).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Grpc,
+    EventStream,
+    Json,
+}
+
+impl Kind {
+    /// The content type a reply must have (gRPC's is checked apart).
+    pub(crate) fn content_type(self) -> &'static str {
+        match self {
+            Kind::Grpc => "application/grpc",
+            Kind::EventStream => "text/event-stream",
+            Kind::Json => "application/json",
+        }
+    }
+}
+
+/// Opens a stream: a request to `path` with the gRPC headers (or a plain
+/// GET), its head sent; `end` closes the client's side at once (no body).
 pub(crate) async fn open(
     conn: &SendRequest<Bytes>,
     endpoint: &Endpoint,
     path: &str,
-    grpc: bool,
+    kind: Kind,
     end: bool,
 ) -> Result<(h2::client::ResponseFuture, SendStream<Bytes>), Outcome> {
     let uri = format!("{}://{}{path}", endpoint.scheme(), endpoint.authority);
-    let request = if grpc {
+    let request = if kind == Kind::Grpc {
         Request::post(uri)
             .header("content-type", "application/grpc")
             .header("te", "trailers")
     } else {
-        Request::get(uri).header("accept", "text/event-stream")
+        Request::get(uri).header("accept", kind.content_type())
     }
     .body(())
     .map_err(|e| broken("building the request", e))?;
@@ -95,7 +114,7 @@ pub(crate) async fn open(
 
 /// Waits for the response head: 200, and for gRPC its content type (a
 /// trailers-only answer is the status it carries).
-pub(crate) async fn head(response: h2::client::ResponseFuture, grpc: bool) -> Result<RecvStream, Outcome> {
+pub(crate) async fn head(response: h2::client::ResponseFuture, kind: Kind) -> Result<RecvStream, Outcome> {
     let response = response.await.map_err(|e| broken("waiting for the response head", e))?;
     let (parts, body) = response.into_parts();
     if parts.status != StatusCode::OK {
@@ -105,8 +124,8 @@ pub(crate) async fn head(response: h2::client::ResponseFuture, grpc: bool) -> Re
             format!("http status {} (expected 200)", parts.status.as_u16()),
         ));
     }
-    if !grpc {
-        event_stream(&parts.headers)?;
+    if kind != Kind::Grpc {
+        content_type(&parts.headers, kind)?;
     } else {
         if let Some(status) = grpc_status(&parts.headers) {
             return Err(
@@ -127,17 +146,18 @@ pub(crate) async fn head(response: h2::client::ResponseFuture, grpc: bool) -> Re
     Ok(body)
 }
 
-/// Checks the content type of an SSE response (either HTTP version).
-pub(crate) fn event_stream(headers: &http::HeaderMap) -> Result<(), Outcome> {
+/// Checks the content type of an SSE or poll response (either HTTP version).
+pub(crate) fn content_type(headers: &http::HeaderMap, kind: Kind) -> Result<(), Outcome> {
     let ct = headers.get("content-type").map(|v| v.as_bytes()).unwrap_or(b"");
-    if ct.starts_with(b"text/event-stream") {
+    if ct.starts_with(kind.content_type().as_bytes()) {
         Ok(())
     } else {
         Err(Outcome::new(
             StreamEndKind::WrongMessage,
             format!(
-                "content type {:?} (expected text/event-stream)",
-                String::from_utf8_lossy(ct)
+                "content type {:?} (expected {})",
+                String::from_utf8_lossy(ct),
+                kind.content_type()
             ),
         ))
     }

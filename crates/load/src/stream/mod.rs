@@ -19,6 +19,7 @@
 
 mod grpc;
 mod open;
+mod poll;
 mod record;
 mod session;
 mod sse;
@@ -75,6 +76,7 @@ pub fn stream_plan_defaults(
         connections: 1,
         messages: None,
         rate: None,
+        poll_interval_ns: None,
         duration_ns: None,
         timeout_ns: DEFAULT_STREAM_TIMEOUT_NS,
         connect_timeout_ns: protobench_model::load::DEFAULT_CONNECT_TIMEOUT_NS,
@@ -143,7 +145,7 @@ pub fn validate_stream(plan: &StreamPlan) -> Result<&'static StreamWorkload, Pla
             &[StreamOperation::EchoStream, StreamOperation::Subscribe]
         }
         StreamTransport::Sse => &[StreamOperation::Subscribe],
-        StreamTransport::Poll => &[],
+        StreamTransport::Poll => &[StreamOperation::Poll],
     };
     if !driven.contains(&op) {
         return fail(format!(
@@ -182,7 +184,7 @@ pub fn validate_stream(plan: &StreamPlan) -> Result<&'static StreamWorkload, Pla
                 "--rate must be a number of messages per second per stream in (0, 1000000], got {rate}"
             ));
         }
-        if op == StreamOperation::Subscribe && rate.fract() != 0.0 {
+        if matches!(op, StreamOperation::Subscribe | StreamOperation::Poll) && rate.fract() != 0.0 {
             return fail(format!(
                 "--rate for a subscription is the server's whole events per second, got {rate}"
             ));
@@ -216,6 +218,8 @@ struct Shared {
     subscribe: SubscribeRequest,
     /// The path a stream opens.
     path: String,
+    /// Polling: the first poll and the interval.
+    poll: Option<(protobench_contract::pb::bench::PollRequest, Duration)>,
 }
 
 /// What one engine thread hands back.
@@ -357,7 +361,7 @@ fn shared_of(plan: StreamPlan, endpoint: Endpoint, workload: &'static StreamWork
     if let Some(n) = plan.messages {
         subscribe.count = n;
     }
-    if op == StreamOperation::Subscribe
+    if matches!(op, StreamOperation::Subscribe | StreamOperation::Poll)
         && let Some(rate) = plan.rate
     {
         subscribe.rate = rate as u32;
@@ -370,13 +374,16 @@ fn shared_of(plan: StreamPlan, endpoint: Endpoint, workload: &'static StreamWork
         (StreamTransport::Grpc, op) => op.grpc_path().to_owned(),
         (StreamTransport::WebSocket, StreamOperation::EchoStream) => contract_stream::WS_ECHO_PATH.to_owned(),
         (StreamTransport::WebSocket, _) => contract_stream::WS_SUBSCRIBE_PATH.to_owned(),
+        (StreamTransport::Poll, _) => contract_stream::POLL_PATH.to_owned(),
         (_, _) => format!(
             "{}?{}",
             contract_stream::SSE_PATH,
             contract_stream::subscribe_query(&subscribe)
         ),
     };
+    let poll = first_poll(workload, &subscribe, plan.poll_interval_ns);
     Shared {
+        poll,
         messages: workload.messages().into(),
         echo_count,
         subscribe,
@@ -385,6 +392,27 @@ fn shared_of(plan: StreamPlan, endpoint: Endpoint, workload: &'static StreamWork
         endpoint,
         plan,
     }
+}
+
+/// A polling workload's first poll over `feed`, and the poll interval.
+pub(crate) fn first_poll(
+    workload: &StreamWorkload,
+    feed: &SubscribeRequest,
+    interval_ns: Option<u64>,
+) -> Option<(protobench_contract::pb::bench::PollRequest, Duration)> {
+    let WorkloadPlan::Poll { max, .. } = workload.plan else {
+        return None;
+    };
+    let request = protobench_contract::pb::bench::PollRequest {
+        count: feed.count,
+        items: feed.items,
+        rate: feed.rate,
+        start_ns: 0,
+        after: 0,
+        max,
+    };
+    let interval = interval_ns.unwrap_or(protobench_model::stream::DEFAULT_POLL_INTERVAL_NS);
+    Some((request, Duration::from_nanos(interval)))
 }
 
 /// One engine thread: its shared connections, then its streams from the
@@ -539,10 +567,15 @@ async fn open_and_run(
         endpoint: &shared.endpoint,
         path: &shared.path,
         subscribe: &shared.subscribe,
+        poll: shared.poll,
     };
     let opened = open::open_stream(&target, conn, counters).await?;
     set_up(rec, intended);
     rec.borrow_mut().sent += opened.requests;
+    let polls = match &opened.source {
+        open::AnySource::Poll(p) => Some(p.polls.clone()),
+        _ => None,
+    };
     if shared.op == StreamOperation::EchoStream {
         let job = EchoJob {
             messages: shared.messages.clone(),
@@ -553,6 +586,9 @@ async fn open_and_run(
         return Ok(session::echo(sink, opened.source, &job, intended, timer, rec).await);
     }
     let outcome = session::feed(opened.source, &shared.subscribe, intended, rec).await;
+    if let Some(polls) = polls {
+        rec.borrow_mut().sent += polls.get();
+    }
     if let Some(mut sink) = opened.sink {
         // A WebSocket subscription: answer the server's close.
         let _ = sink.finish().await;

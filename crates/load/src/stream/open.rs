@@ -6,14 +6,14 @@
 use std::rc::Rc;
 
 use bytes::Bytes;
-use protobench_contract::pb::bench::{FeedEvent, StreamMessage, SubscribeRequest};
+use protobench_contract::pb::bench::{FeedEvent, PollRequest, StreamMessage, SubscribeRequest};
 use protobench_contract::stream::StreamOperation;
 use protobench_model::load::Protocol;
 use protobench_model::stream::{Frames, StreamEndKind, StreamTransport};
 
 use super::record::Outcome;
 use super::session::{MessageSink, MessageSource};
-use super::{grpc, sse, ws};
+use super::{grpc, poll, sse, ws};
 use crate::driver::ByteCounters;
 use crate::driver::net::Endpoint;
 
@@ -28,6 +28,9 @@ pub(crate) struct Target<'a> {
     pub(crate) path: &'a str,
     /// A subscription's request (sent while opening).
     pub(crate) subscribe: &'a SubscribeRequest,
+    /// Polling: the first poll (its `startNs` is set when the stream opens)
+    /// and the interval after a page that was not full.
+    pub(crate) poll: Option<(PollRequest, std::time::Duration)>,
 }
 
 /// The sending half of any transport.
@@ -57,6 +60,7 @@ pub(crate) enum AnySource {
     Grpc(grpc::GrpcSource),
     Ws(ws::WsSource),
     Sse(sse::SseSource),
+    Poll(poll::PollSource),
 }
 
 impl MessageSource<StreamMessage> for AnySource {
@@ -64,7 +68,9 @@ impl MessageSource<StreamMessage> for AnySource {
         match self {
             AnySource::Grpc(s) => s.next().await,
             AnySource::Ws(s) => s.next().await,
-            AnySource::Sse(_) => Err(Outcome::new(StreamEndKind::WrongMessage, "SSE carries no echo")),
+            AnySource::Sse(_) | AnySource::Poll(_) => {
+                Err(Outcome::new(StreamEndKind::WrongMessage, "a feed carries no echo"))
+            }
         }
     }
 }
@@ -75,6 +81,7 @@ impl MessageSource<FeedEvent> for AnySource {
             AnySource::Grpc(s) => s.next().await,
             AnySource::Ws(s) => s.next().await,
             AnySource::Sse(s) => s.next().await,
+            AnySource::Poll(s) => s.next().await,
         }
     }
 }
@@ -106,10 +113,15 @@ pub(crate) async fn open_stream(
                 }
             };
             let is_grpc = t.transport == StreamTransport::Grpc;
-            let (response, send) = grpc::open(conn, t.endpoint, t.path, is_grpc, !is_grpc).await?;
+            let kind = if is_grpc {
+                grpc::Kind::Grpc
+            } else {
+                grpc::Kind::EventStream
+            };
+            let (response, send) = grpc::open(conn, t.endpoint, t.path, kind, !is_grpc).await?;
             let mut sink = grpc::GrpcSink(send);
             if !is_grpc {
-                let body = grpc::head(response, false).await?;
+                let body = grpc::head(response, grpc::Kind::EventStream).await?;
                 let source = AnySource::Sse(sse::SseSource::new(sse::Body::H2(grpc::H2Body(body))));
                 return Ok(Opened {
                     sink: None,
@@ -120,7 +132,7 @@ pub(crate) async fn open_stream(
             if !echo {
                 sink.send_frame(grpc::frame(t.subscribe), true).await?;
             }
-            let source = AnySource::Grpc(grpc::GrpcSource::new(grpc::head(response, true).await?));
+            let source = AnySource::Grpc(grpc::GrpcSource::new(grpc::head(response, grpc::Kind::Grpc).await?));
             Ok(Opened {
                 sink: echo.then_some(AnySink::Grpc(sink)),
                 source,
@@ -147,7 +159,24 @@ pub(crate) async fn open_stream(
                 requests: 1,
             })
         }
-        StreamTransport::Grpc | StreamTransport::Poll => Err(Outcome::new(
+        StreamTransport::Poll => {
+            let poller = match (t.protocol.is_http2(), conn) {
+                (true, Some(c)) => poll::Poller::H2(c.clone()),
+                (true, None) => poll::Poller::H2(grpc::connect(t.endpoint, counters).await?),
+                (false, _) => poll::open_h1(t.endpoint, counters).await?,
+            };
+            let (mut first, interval) = t.poll.expect("a polling target has its first poll");
+            if first.rate > 0 {
+                first.start_ns = super::session::wall_ns();
+            }
+            let source = poll::PollSource::new(poller, t.endpoint, first, interval);
+            Ok(Opened {
+                sink: None,
+                source: AnySource::Poll(source),
+                requests: 0,
+            })
+        }
+        StreamTransport::Grpc => Err(Outcome::new(
             StreamEndKind::Broken,
             format!("--stream {} over --protocol {} is not driven", t.transport, t.protocol),
         )),

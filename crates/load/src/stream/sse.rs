@@ -85,7 +85,7 @@ pub(crate) async fn open_h1(
     if response.status() != http::StatusCode::OK {
         return Err(status(response.status().as_u16()));
     }
-    super::grpc::event_stream(response.headers())?;
+    super::grpc::content_type(response.headers(), super::grpc::Kind::EventStream)?;
     Ok(Body::H1(response.into_body()))
 }
 

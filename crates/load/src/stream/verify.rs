@@ -153,9 +153,22 @@ async fn verify_one(
         endpoint,
         path: &path,
         subscribe: &subscribe,
+        poll: super::first_poll(workload, &subscribe, None),
     };
     let received = async {
-        let opened = open::open_stream(&target, None, &counters).await?;
+        let mut opened = open::open_stream(&target, None, &counters).await?;
+        if let AnySource::Poll(p) = &mut opened.source {
+            let pages = Rc::new(RefCell::new(Vec::new()));
+            p.pages = Some(pages.clone());
+            let feed = collect::<FeedEvent>(opened.source).await;
+            if feed.end != StreamEnd::Clean {
+                return Err(Outcome::new(
+                    StreamEndKind::Broken,
+                    format!("the polls ended with {} after {} events", feed.end, feed.messages.len()),
+                ));
+            }
+            return Ok(ReceivedStream::Pages(pages.take()));
+        }
         Ok::<_, Outcome>(match op {
             StreamOperation::EchoStream => {
                 let sink = opened.sink.expect("an echo stream has a sending half");
