@@ -247,28 +247,7 @@ pub async fn run_stream(plan: StreamPlan, cancel: CancellationToken) -> Result<S
     let threads = plan.threads.max(1).min(plan.streams);
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::unbounded_channel::<Option<Outcome>>();
     let (start_tx, start_rx) = tokio::sync::watch::channel::<Option<Instant>>(None);
-    let mut joins = Vec::new();
-    for t in 0..threads {
-        let (plan, endpoint, workload) = (plan.clone(), endpoint.clone(), workload);
-        let (ready_tx, start_rx, cancel) = (ready_tx.clone(), start_rx.clone(), cancel.clone());
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        std::thread::Builder::new()
-            .name(format!("protobench-stream-{t}"))
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("a current-thread runtime");
-                let local = tokio::task::LocalSet::new();
-                let report = local.block_on(&runtime, async move {
-                    let shared = Rc::new(shared_of(plan, endpoint, workload));
-                    thread_main(shared, t, threads, ready_tx, start_rx, cancel).await
-                });
-                let _ = tx.send(report);
-            })
-            .map_err(LoadError::Thread)?;
-        joins.push(rx);
-    }
+    let joins = spawn_threads(&plan, &endpoint, workload, threads, &ready_tx, &start_rx, &cancel)?;
     drop(ready_tx);
     let mut first_failure = None;
     let mut failed_threads = 0;
@@ -353,6 +332,42 @@ pub async fn run_stream(plan: StreamPlan, cancel: CancellationToken) -> Result<S
         histogram: EncodedHistogram::encode(&total.latency),
         plan,
     })
+}
+
+/// Starts the engine threads; each reports ready (or why it could not
+/// connect), waits for the common start, and hands back its report.
+fn spawn_threads(
+    plan: &StreamPlan,
+    endpoint: &Endpoint,
+    workload: &'static StreamWorkload,
+    threads: u32,
+    ready_tx: &tokio::sync::mpsc::UnboundedSender<Option<Outcome>>,
+    start_rx: &tokio::sync::watch::Receiver<Option<Instant>>,
+    cancel: &CancellationToken,
+) -> Result<Vec<tokio::sync::oneshot::Receiver<ThreadReport>>, LoadError> {
+    let mut joins = Vec::new();
+    for t in 0..threads {
+        let (plan, endpoint, workload) = (plan.clone(), endpoint.clone(), workload);
+        let (ready_tx, start_rx, cancel) = (ready_tx.clone(), start_rx.clone(), cancel.clone());
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name(format!("protobench-stream-{t}"))
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a current-thread runtime");
+                let local = tokio::task::LocalSet::new();
+                let report = local.block_on(&runtime, async move {
+                    let shared = Rc::new(shared_of(plan, endpoint, workload));
+                    thread_main(shared, t, threads, ready_tx, start_rx, cancel).await
+                });
+                let _ = tx.send(report);
+            })
+            .map_err(LoadError::Thread)?;
+        joins.push(rx);
+    }
+    Ok(joins)
 }
 
 fn shared_of(plan: StreamPlan, endpoint: Endpoint, workload: &'static StreamWorkload) -> Shared {
