@@ -138,9 +138,9 @@ fn verify_checks_the_streaming_operations_clear_and_tls() {
     for tls in [false, true] {
         let (_server, addrs, cert) = serve(tls);
         for (protocol, streams, checks) in [
-            ("grpc", "grpc", 8),
-            ("rest", "websocket,sse", 21),
-            ("rest-h2", "sse", 5),
+            ("grpc", "grpc", 10),
+            ("rest", "websocket,sse,poll", 26),
+            ("rest-h2", "sse,poll", 6),
         ] {
             let mut args = vec![
                 "verify",

@@ -338,13 +338,17 @@ async fn verify_passes_every_streaming_check_of_the_rust_server_clear_and_tls() 
     for tls in [false, true] {
         let s = server(tls, None).await;
         for (protocol, transports, checks) in [
-            (Protocol::Grpc, &[StreamTransport::Grpc][..], 8),
+            (Protocol::Grpc, &[StreamTransport::Grpc][..], 10),
             (
                 Protocol::Rest,
-                &[StreamTransport::WebSocket, StreamTransport::Sse][..],
-                2 * 8 + 5,
+                &[StreamTransport::WebSocket, StreamTransport::Sse, StreamTransport::Poll][..],
+                2 * 10 + 5 + 1,
             ),
-            (Protocol::RestH2, &[StreamTransport::Sse][..], 5),
+            (
+                Protocol::RestH2,
+                &[StreamTransport::Sse, StreamTransport::Poll][..],
+                5 + 1,
+            ),
         ] {
             let report = verify(&s, protocol, transports).await;
             assert_eq!(report.verdicts.len(), checks, "{protocol}: {:?}", report.verdicts);
@@ -406,4 +410,28 @@ async fn polling_reads_the_whole_feed_over_both_http_versions() {
     assert_clean(&r, 1, 100);
     assert!(r.messages_sent >= 5, "{} polls", r.messages_sent);
     assert!(r.latency.p50_ns >= 2_000_000, "{:?}", r.latency);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_over_grpc_and_websocket_end_with_the_summary_of_what_was_sent() {
+    let s = server(false, None).await;
+    for (protocol, transport, frames, rate) in [
+        (Protocol::Grpc, StreamTransport::Grpc, Frames::Text, None),
+        (Protocol::Grpc, StreamTransport::Grpc, Frames::Text, Some(500.0)),
+        (Protocol::Rest, StreamTransport::WebSocket, Frames::Binary, None),
+        (Protocol::Rest, StreamTransport::WebSocket, Frames::Text, Some(500.0)),
+    ] {
+        let mut p = plan(&s, protocol, transport, "stream.upload.1k");
+        p.frames = frames;
+        p.streams = 2;
+        p.connections = 2;
+        p.messages = Some(30);
+        p.rate = rate;
+        let r = go(p).await;
+        // One summary per stream, checked against what was sent.
+        assert_clean(&r, 2, 2);
+        assert_eq!(r.messages_sent, 60, "{transport} {frames:?}");
+        // Open loop: every send's lag recorded; as fast as possible: none.
+        assert_eq!(r.send_lag.count, if rate.is_some() { 60 } else { 0 });
+    }
 }

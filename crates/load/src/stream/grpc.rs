@@ -235,20 +235,39 @@ impl MessageSink for GrpcSink {
 /// The receiving half of a gRPC stream: messages as they arrive, then
 /// the trailers' status.
 pub(crate) struct GrpcSource {
-    body: RecvStream,
+    /// The response head still to come (a client-streaming call is answered
+    /// only after the client's last message).
+    head: Option<h2::client::ResponseFuture>,
+    body: Option<RecvStream>,
     buf: BytesMut,
 }
 
 impl GrpcSource {
     pub(crate) fn new(body: RecvStream) -> GrpcSource {
         GrpcSource {
-            body,
+            head: None,
+            body: Some(body),
+            buf: BytesMut::new(),
+        }
+    }
+
+    /// A source whose head is read with its first message.
+    pub(crate) fn later(head: h2::client::ResponseFuture) -> GrpcSource {
+        GrpcSource {
+            head: Some(head),
+            body: None,
             buf: BytesMut::new(),
         }
     }
 
     /// The next message's bytes; `Ok(None)` at the end with status OK.
     pub(crate) async fn next_bytes(&mut self) -> Result<Option<Bytes>, Outcome> {
+        if let Some(head) = self.head.take() {
+            self.body = Some(self::head(head, Kind::Grpc).await?);
+        }
+        let Some(body) = self.body.as_mut() else {
+            return Err(Outcome::new(StreamEndKind::Broken, "the stream has no response"));
+        };
         loop {
             if self.buf.len() >= 5 {
                 if self.buf[0] != 0 {
@@ -269,9 +288,9 @@ impl GrpcSource {
                     return Ok(Some(self.buf.split_to(len).freeze()));
                 }
             }
-            match self.body.data().await {
+            match body.data().await {
                 Some(Ok(data)) => {
-                    let _ = self.body.flow_control().release_capacity(data.len());
+                    let _ = body.flow_control().release_capacity(data.len());
                     self.buf.extend_from_slice(&data);
                 }
                 Some(Err(e)) => return Err(broken("reading the stream", e)),
@@ -284,11 +303,7 @@ impl GrpcSource {
                 format!("the stream ended inside a message ({} bytes left)", self.buf.len()),
             ));
         }
-        let trailers = self
-            .body
-            .trailers()
-            .await
-            .map_err(|e| broken("reading the trailers", e))?;
+        let trailers = body.trailers().await.map_err(|e| broken("reading the trailers", e))?;
         match trailers.as_ref().and_then(grpc_status) {
             Some(None) => Ok(None),
             Some(Some(failure)) => Err(failure),

@@ -141,9 +141,11 @@ pub fn validate_stream(plan: &StreamPlan) -> Result<&'static StreamWorkload, Pla
         ));
     }
     let driven: &[StreamOperation] = match plan.transport {
-        StreamTransport::Grpc | StreamTransport::WebSocket => {
-            &[StreamOperation::EchoStream, StreamOperation::Subscribe]
-        }
+        StreamTransport::Grpc | StreamTransport::WebSocket => &[
+            StreamOperation::EchoStream,
+            StreamOperation::Subscribe,
+            StreamOperation::Upload,
+        ],
         StreamTransport::Sse => &[StreamOperation::Subscribe],
         StreamTransport::Poll => &[StreamOperation::Poll],
     };
@@ -382,12 +384,15 @@ fn shared_of(plan: StreamPlan, endpoint: Endpoint, workload: &'static StreamWork
         subscribe.rate = rate as u32;
     }
     let echo_count = match workload.plan {
-        WorkloadPlan::Echo { messages, .. } => plan.messages.unwrap_or(messages),
+        WorkloadPlan::Echo { messages, .. } | WorkloadPlan::Upload { messages, .. } => {
+            plan.messages.unwrap_or(messages)
+        }
         _ => 0,
     };
     let path = match (plan.transport, op) {
         (StreamTransport::Grpc, op) => op.grpc_path().to_owned(),
         (StreamTransport::WebSocket, StreamOperation::EchoStream) => contract_stream::WS_ECHO_PATH.to_owned(),
+        (StreamTransport::WebSocket, StreamOperation::Upload) => contract_stream::WS_UPLOAD_PATH.to_owned(),
         (StreamTransport::WebSocket, _) => contract_stream::WS_SUBSCRIBE_PATH.to_owned(),
         (StreamTransport::Poll, _) => contract_stream::POLL_PATH.to_owned(),
         (_, _) => format!(
@@ -591,13 +596,16 @@ async fn open_and_run(
         open::AnySource::Poll(p) => Some(p.polls.clone()),
         _ => None,
     };
-    if shared.op == StreamOperation::EchoStream {
+    if matches!(shared.op, StreamOperation::EchoStream | StreamOperation::Upload) {
         let job = EchoJob {
             messages: shared.messages.clone(),
             count: shared.echo_count,
             interval: plan.rate.map(|r| Duration::from_secs_f64(1.0 / r)),
         };
-        let sink = opened.sink.expect("an echo stream has a sending half");
+        let sink = opened.sink.expect("an echo stream or upload has a sending half");
+        if shared.op == StreamOperation::Upload {
+            return Ok(session::upload(sink, opened.source, &job, intended, timer, rec).await);
+        }
         return Ok(session::echo(sink, opened.source, &job, intended, timer, rec).await);
     }
     let outcome = session::feed(opened.source, &shared.subscribe, intended, rec).await;
@@ -643,10 +651,10 @@ mod tests {
                 plan(Protocol::Rest, T::Sse, "stream.echo.64b"),
                 "workload stream.echo.64b is EchoStream, which --stream sse does not carry (it carries Subscribe)",
             ),
-            // Upload is in the contract, not yet in the engine.
+            // gRPC's unary Poll is in the contract, not yet in the engine.
             (
-                plan(Protocol::Grpc, T::Grpc, "stream.upload.1k"),
-                "the engine does not drive Upload over --stream grpc yet (it drives EchoStream, Subscribe)",
+                plan(Protocol::Grpc, T::Grpc, "stream.poll.1k"),
+                "the engine does not drive Poll over --stream grpc yet (it drives EchoStream, Subscribe, Upload)",
             ),
             (
                 StreamPlan {

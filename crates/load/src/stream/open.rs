@@ -6,7 +6,7 @@
 use std::rc::Rc;
 
 use bytes::Bytes;
-use protobench_contract::pb::bench::{FeedEvent, PollRequest, StreamMessage, SubscribeRequest};
+use protobench_contract::pb::bench::{FeedEvent, PollRequest, StreamMessage, SubscribeRequest, UploadSummary};
 use protobench_contract::stream::StreamOperation;
 use protobench_model::load::Protocol;
 use protobench_model::stream::{Frames, StreamEndKind, StreamTransport};
@@ -37,6 +37,7 @@ pub(crate) struct Target<'a> {
 pub(crate) enum AnySink {
     Grpc(grpc::GrpcSink),
     Ws(ws::WsSink),
+    WsUpload(ws::WsUploadSink),
 }
 
 impl MessageSink for AnySink {
@@ -44,6 +45,7 @@ impl MessageSink for AnySink {
         match self {
             AnySink::Grpc(s) => s.send(message).await,
             AnySink::Ws(s) => s.send(message).await,
+            AnySink::WsUpload(s) => s.send(message).await,
         }
     }
 
@@ -51,6 +53,7 @@ impl MessageSink for AnySink {
         match self {
             AnySink::Grpc(s) => s.finish().await,
             AnySink::Ws(s) => s.finish().await,
+            AnySink::WsUpload(s) => s.finish().await,
         }
     }
 }
@@ -71,6 +74,19 @@ impl MessageSource<StreamMessage> for AnySource {
             AnySource::Sse(_) | AnySource::Poll(_) => {
                 Err(Outcome::new(StreamEndKind::WrongMessage, "a feed carries no echo"))
             }
+        }
+    }
+}
+
+impl MessageSource<UploadSummary> for AnySource {
+    async fn next(&mut self) -> Result<Option<UploadSummary>, Outcome> {
+        match self {
+            AnySource::Grpc(s) => s.next().await,
+            AnySource::Ws(s) => s.next().await,
+            AnySource::Sse(_) | AnySource::Poll(_) => Err(Outcome::new(
+                StreamEndKind::WrongMessage,
+                "a feed carries no upload summary",
+            )),
         }
     }
 }
@@ -102,6 +118,7 @@ pub(crate) async fn open_stream(
     counters: &Rc<ByteCounters>,
 ) -> Result<Opened, Outcome> {
     let echo = t.op == StreamOperation::EchoStream;
+    let upload = t.op == StreamOperation::Upload;
     match t.transport {
         StreamTransport::Grpc | StreamTransport::Sse if t.protocol.is_http2() => {
             let own;
@@ -120,6 +137,14 @@ pub(crate) async fn open_stream(
             };
             let (response, send) = grpc::open(conn, t.endpoint, t.path, kind, !is_grpc).await?;
             let mut sink = grpc::GrpcSink(send);
+            if upload {
+                // The answer's head comes after the last message: read it then.
+                return Ok(Opened {
+                    sink: Some(AnySink::Grpc(sink)),
+                    source: AnySource::Grpc(grpc::GrpcSource::later(response)),
+                    requests: 0,
+                });
+            }
             if !is_grpc {
                 let body = grpc::head(response, grpc::Kind::EventStream).await?;
                 let source = AnySource::Sse(sse::SseSource::new(sse::Body::H2(grpc::H2Body(body))));
@@ -142,6 +167,13 @@ pub(crate) async fn open_stream(
         StreamTransport::WebSocket => {
             let socket = ws::open(t.endpoint, counters, t.path).await?;
             let (mut sink, source) = ws::split(socket, t.frames);
+            if upload {
+                return Ok(Opened {
+                    sink: Some(AnySink::WsUpload(ws::WsUploadSink(sink))),
+                    source: AnySource::Ws(source),
+                    requests: 0,
+                });
+            }
             if !echo {
                 sink.send_message(t.subscribe).await?;
             }

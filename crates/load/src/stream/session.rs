@@ -12,7 +12,7 @@ use std::rc::Rc;
 use std::task::Poll;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use protobench_contract::pb::bench::{FeedEvent, StreamMessage, SubscribeRequest};
+use protobench_contract::pb::bench::{FeedEvent, StreamMessage, SubscribeRequest, UploadSummary};
 use protobench_model::stream::StreamEndKind;
 
 use super::record::{Outcome, StreamRecorder, record_ns};
@@ -289,6 +289,78 @@ impl<R: MessageSource<StreamMessage>> MessageSource<StreamMessage> for CountingS
             self.replies.0.set(self.replies.0.get() + 1);
         }
         Ok(m)
+    }
+}
+
+/// An upload: the messages on the echo job's schedule (open loop, or as
+/// fast as the transport takes them), the client's end, then the one
+/// summary, which must be the summary of what was sent. Its latency (one
+/// sample per stream) runs from the last message's intended send to the
+/// summary's arrival.
+pub(crate) async fn upload<S: MessageSink, R: MessageSource<UploadSummary>>(
+    mut sink: S,
+    mut source: R,
+    job: &EchoJob,
+    start: Instant,
+    timer: &PreciseTimer,
+    rec: &RefCell<StreamRecorder>,
+) -> Outcome {
+    let mut tally = protobench_contract::stream::Tally::default();
+    let mut last_due = start;
+    let mut held_until = start;
+    for seq in 1..=job.count {
+        let message = job.message(seq);
+        if let Some(interval) = job.interval {
+            last_due = start + interval * (seq - 1);
+            timer.sleep_until(last_due).await;
+            record_ns(&mut rec.borrow_mut().lag, ns_between(last_due, Instant::now()));
+        } else {
+            last_due = Instant::now();
+        }
+        let _ = tally.add(&message);
+        let (sent, blocked) = waited(sink.send(&message)).await;
+        if let Err(outcome) = sent {
+            return outcome;
+        }
+        let mut r = rec.borrow_mut();
+        r.sent += 1;
+        if blocked || held_until > last_due {
+            r.deferred += 1;
+        }
+        drop(r);
+        if blocked {
+            held_until = Instant::now();
+        }
+    }
+    if let Err(outcome) = sink.finish().await {
+        return outcome;
+    }
+    let summary = match source.next().await {
+        Ok(Some(summary)) => summary,
+        Ok(None) => return Outcome::new(StreamEndKind::Broken, "the upload ended without a summary"),
+        Err(outcome) => return outcome,
+    };
+    let now = Instant::now();
+    if summary != tally.summary() {
+        let want = tally.summary();
+        return Outcome::new(
+            StreamEndKind::WrongMessage,
+            format!(
+                "upload summary: found count {} bytes {} checksum {:#010x}, expected count {} bytes {} checksum {:#010x}",
+                summary.count, summary.bytes, summary.checksum, want.count, want.bytes, want.checksum
+            ),
+        );
+    }
+    {
+        let mut r = rec.borrow_mut();
+        record_ns(&mut r.latency, ns_between(last_due, now));
+        record_ns(&mut r.first, ns_between(start, now));
+        r.received += 1;
+    }
+    match source.next().await {
+        Ok(None) => Outcome::clean(),
+        Ok(Some(_)) => Outcome::new(StreamEndKind::WrongMessage, "a second upload summary"),
+        Err(outcome) => outcome,
     }
 }
 

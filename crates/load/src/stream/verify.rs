@@ -138,6 +138,7 @@ async fn verify_one(
     let path = match (check.transport, op) {
         (StreamTransport::Grpc, op) => op.grpc_path().to_owned(),
         (StreamTransport::WebSocket, StreamOperation::EchoStream) => contract_stream::WS_ECHO_PATH.to_owned(),
+        (StreamTransport::WebSocket, StreamOperation::Upload) => contract_stream::WS_UPLOAD_PATH.to_owned(),
         (StreamTransport::WebSocket, _) => contract_stream::WS_SUBSCRIBE_PATH.to_owned(),
         _ => format!(
             "{}?{}",
@@ -172,7 +173,11 @@ async fn verify_one(
         Ok::<_, Outcome>(match op {
             StreamOperation::EchoStream => {
                 let sink = opened.sink.expect("an echo stream has a sending half");
-                ReceivedStream::Echo(collect_echo(sink, opened.source, &workload.messages()).await)
+                ReceivedStream::Echo(collect_while_sending(sink, opened.source, &workload.messages()).await)
+            }
+            StreamOperation::Upload => {
+                let sink = opened.sink.expect("an upload has a sending half");
+                ReceivedStream::Upload(collect_while_sending(sink, opened.source, &workload.messages()).await)
             }
             _ => {
                 let feed = collect::<FeedEvent>(opened.source).await;
@@ -249,12 +254,13 @@ async fn collect<T>(mut source: impl MessageSource<T>) -> Received<T> {
     }
 }
 
-/// Sends every message (then the client's end) while collecting the replies.
-async fn collect_echo(
+/// Sends every message (then the client's end) while collecting what
+/// comes back (echo replies, or an upload's summary).
+async fn collect_while_sending<T>(
     mut sink: impl MessageSink,
-    source: AnySource,
+    source: impl MessageSource<T>,
     sent: &[StreamMessage],
-) -> Received<StreamMessage> {
+) -> Received<T> {
     let failed = RefCell::new(None);
     let send = async {
         for m in sent {
@@ -267,7 +273,7 @@ async fn collect_echo(
             *failed.borrow_mut() = Some(outcome);
         }
     };
-    let receive = collect::<StreamMessage>(source);
+    let receive = collect::<T>(source);
     let (mut send, mut receive) = (pin!(send), pin!(receive));
     let mut sending = true;
     let mut received = std::future::poll_fn(|cx| {

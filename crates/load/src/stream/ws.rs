@@ -88,6 +88,28 @@ impl WsSink {
     }
 }
 
+/// A WebSocket upload's sending half: its end is an empty frame of the
+/// plan's type (no message encodes to zero bytes), not a close.
+pub(crate) struct WsUploadSink(pub(crate) WsSink);
+
+impl MessageSink for WsUploadSink {
+    async fn send(&mut self, message: &StreamMessage) -> Result<bool, Outcome> {
+        self.0.send_message(message).await
+    }
+
+    async fn finish(&mut self) -> Result<(), Outcome> {
+        let empty = match self.0.frames {
+            Frames::Text => Message::text(String::new()),
+            Frames::Binary => Message::binary(Vec::new()),
+        };
+        self.0
+            .sink
+            .send(empty)
+            .await
+            .map_err(|e| broken("ending the upload", e))
+    }
+}
+
 impl MessageSink for WsSink {
     async fn send(&mut self, message: &StreamMessage) -> Result<bool, Outcome> {
         self.send_message(message).await
