@@ -179,6 +179,13 @@ impl serde::Serialize for StreamTransport {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for StreamTransport {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 impl std::fmt::Display for StreamTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

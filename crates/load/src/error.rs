@@ -83,6 +83,10 @@ pub enum PlanError {
     /// the message names the flag and what was expected.
     #[error("{0}")]
     Schedule(String),
+    /// A streaming plan that cannot run; the message names the flag and
+    /// what was expected.
+    #[error("{0}")]
+    Stream(String),
     /// More engine threads than connections.
     #[error("--threads ({threads}) cannot be greater than --connections ({connections})")]
     MoreThreadsThanConnections {

@@ -35,6 +35,7 @@ mod record;
 mod reflect;
 mod share;
 pub mod stages;
+mod stream;
 mod timer;
 mod validate;
 mod verify;
@@ -56,6 +57,10 @@ pub use crate::error::{ConnectCause, HistogramError, LoadError, PlanError};
 pub use crate::export::{hgrm, hlog};
 pub use crate::reflect::ReflectionError;
 pub use crate::share::{Share, SplitError, split};
+pub use crate::stream::{
+    DEFAULT_STREAM_TIMEOUT_NS, MAX_STREAM_RATE, MAX_STREAMS, StreamCheck, default_transport, run_stream, stream_checks,
+    stream_plan_defaults, validate_stream, verify_streams,
+};
 pub use crate::validate::{MAX_CONCURRENCY, MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};
 pub use crate::verify::{Outcome, VerifyReport, WorkloadVerdict, verify};
 

@@ -25,6 +25,7 @@ pub mod network;
 pub mod run;
 pub mod stats;
 pub mod steady;
+pub mod stream;
 #[doc(hidden)]
 pub mod testing;
 pub mod threshold;

@@ -24,4 +24,5 @@ pub mod regression;
 pub mod relative;
 pub mod report;
 pub mod store;
+pub mod stream_summary;
 pub mod svg;

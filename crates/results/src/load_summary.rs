@@ -116,7 +116,7 @@ fn statuses(r: &LoadResult) -> String {
     s
 }
 
-fn plural(n: u64) -> &'static str {
+pub(crate) fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
@@ -128,7 +128,7 @@ fn codes(list: &[StatusCount]) -> String {
         .join(";")
 }
 
-fn latency_line(label: &str, l: &LatencySummary) -> String {
+pub(crate) fn latency_line(label: &str, l: &LatencySummary) -> String {
     if l.count == 0 {
         return format!("{label:<10} -\n");
     }

@@ -48,6 +48,35 @@ pub struct ServerConfig {
     /// `PROTOBENCH_MAX_STREAMS`: SETTINGS_MAX_CONCURRENT_STREAMS of every
     /// HTTP/2 listener (rest-h2 and grpc).
     pub max_streams: u32,
+    /// A test hook, off by default and read from no environment variable:
+    /// every subscription's feed (gRPC, WebSocket, SSE) misbehaves so, to
+    /// check that a client sees it (the engine's stall test, `verify`
+    /// catching a wrong server).
+    pub feed_fault: Option<FeedFault>,
+}
+
+/// How a feed misbehaves (a test hook: [`ServerConfig::feed_fault`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FeedFault {
+    /// The server pauses for `pause` before it sends event `after + 1`
+    /// (then sends the late events at once, stamped with their scheduled
+    /// times, as a server that fell behind does).
+    Stall {
+        /// Events sent before the pause.
+        after: u32,
+        /// How long the pause lasts.
+        pause: Duration,
+    },
+    /// Event `seq` is never sent.
+    Drop {
+        /// The event left out.
+        seq: u32,
+    },
+    /// Events `seq` and `seq + 1` are sent in each other's place.
+    Swap {
+        /// The first of the two.
+        seq: u32,
+    },
 }
 
 /// `PROTOBENCH_IDLE_TIMEOUT`'s default.
@@ -147,6 +176,7 @@ impl Default for ServerConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             read_timeout: DEFAULT_READ_TIMEOUT,
             max_streams: DEFAULT_MAX_STREAMS,
+            feed_fault: None,
         }
     }
 }

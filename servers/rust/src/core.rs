@@ -83,6 +83,8 @@ pub(crate) struct Core {
     /// How long a WebSocket may go without a client message while the
     /// server waits for one (`PROTOBENCH_IDLE_TIMEOUT`).
     pub(crate) idle_timeout: std::time::Duration,
+    /// The feeds' test fault ([`crate::FeedFault`]), none by default.
+    pub(crate) feed_fault: Option<crate::FeedFault>,
     service_time: Option<ServiceTime>,
     /// When the first call arrived: a ramped service time counts from
     /// here, as a JIT warms up with the calls it sees, not with the time
@@ -146,6 +148,7 @@ impl Core {
             max_request_bytes: config.max_request_bytes,
             read_timeout: config.read_timeout,
             idle_timeout: config.idle_timeout,
+            feed_fault: config.feed_fault,
             service_time: config.service_time,
             first_call: std::sync::OnceLock::new(),
             failures: FailureDraw::new(config.failure_rate, config.failure_seed),

@@ -33,14 +33,17 @@ pub(crate) struct Feed {
     /// client resumes after `Last-Event-ID`): it is due at once.
     skew: i64,
     next: u32,
+    /// The test fault ([`crate::FeedFault`]); a stall is taken once.
+    fault: Option<crate::FeedFault>,
 }
 
 impl Feed {
     /// A feed of `request` (already validated) that starts now with the
     /// event after `after`.
-    pub(crate) fn new(dataset: Arc<Dataset>, request: SubscribeRequest, after: u32) -> Feed {
+    pub(crate) fn new(core: &crate::core::Core, request: SubscribeRequest, after: u32) -> Feed {
         Feed {
-            dataset,
+            dataset: core.dataset.clone(),
+            fault: core.feed_fault,
             base: Instant::now(),
             base_ns: now_ns(),
             skew: offset_ns(after.saturating_add(1), request.rate),
@@ -55,7 +58,18 @@ impl Feed {
         if self.next > self.request.count {
             return None;
         }
-        let seq = self.next;
+        let mut seq = self.next;
+        match self.fault {
+            Some(crate::FeedFault::Stall { after, pause }) if seq == after.saturating_add(1) => {
+                self.fault = None;
+                tokio::time::sleep(pause).await;
+            }
+            Some(crate::FeedFault::Drop { seq: dropped }) if seq == dropped && seq < self.request.count => {
+                self.next += 1;
+                seq += 1;
+            }
+            _ => {}
+        }
         let scheduled_ns = if self.request.rate == 0 {
             now_ns()
         } else {
@@ -64,7 +78,12 @@ impl Feed {
             self.base_ns.saturating_add(offset)
         };
         self.next += 1;
-        Some(feed_event(&self.dataset, seq, self.request.items, scheduled_ns))
+        let sent = match self.fault {
+            Some(crate::FeedFault::Swap { seq: first }) if seq == first && seq < self.request.count => seq + 1,
+            Some(crate::FeedFault::Swap { seq: first }) if seq == first.saturating_add(1) => first,
+            _ => seq,
+        };
+        Some(feed_event(&self.dataset, sent, self.request.items, scheduled_ns))
     }
 
     /// The number of events this feed ends with (the request's `count`).

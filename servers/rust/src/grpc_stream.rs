@@ -85,7 +85,7 @@ impl Streams for StreamsService {
         let request = request.into_inner();
         stream::validate_subscribe(&request).map_err(invalid)?;
         self.0.admit().await.map_err(status)?;
-        let feed = Feed::new(self.0.dataset.clone(), request, 0);
+        let feed = Feed::new(&self.0, request, 0);
         let events = unfold(feed, |mut feed| async move { feed.next().await.map(|e| (Ok(e), feed)) });
         Ok(Response::new(Box::pin(events)))
     }

@@ -50,7 +50,7 @@ pub mod tls;
 pub mod views;
 mod ws;
 
-pub use config::{ConfigError, ServerConfig, ServiceTime, TlsFiles};
+pub use config::{ConfigError, FeedFault, ServerConfig, ServiceTime, TlsFiles};
 pub use tls::{TlsError, generate_self_signed};
 
 /// How long a shutdown waits for calls in flight before closing connections.

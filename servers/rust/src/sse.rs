@@ -59,7 +59,7 @@ pub(crate) async fn subscribe(
     if let Err(err) = core.admit().await {
         return call_error(err);
     }
-    let feed = Feed::new(core.dataset.clone(), request, after);
+    let feed = Feed::new(&core, request, after);
     let events = unfold(Phase::Events(feed), |phase| async move {
         match phase {
             Phase::Events(mut feed) => match feed.next().await {

@@ -197,7 +197,7 @@ async fn send_feed(mut socket: WebSocket, core: Arc<Core>) {
     if let Err(err) = stream::validate_subscribe(&request) {
         return close(socket, CLOSE_INVALID, &err.to_string()).await;
     }
-    let mut feed = Feed::new(core.dataset.clone(), request, 0);
+    let mut feed = Feed::new(&core, request, 0);
     loop {
         tokio::select! {
             event = feed.next() => match event {

@@ -114,6 +114,26 @@ pub(crate) struct Args {
     /// Calls in flight at most.
     #[arg(long, short = 'c', default_value_t = 10)]
     concurrency: u32,
+    /// Streaming workloads (stream.*): how the stream is carried: grpc,
+    /// websocket or sse (default: grpc on --protocol grpc; on rest and
+    /// rest-h2 websocket for echo streams, sse for subscriptions).
+    #[arg(long, value_name = "TRANSPORT")]
+    stream: Option<String>,
+    /// Streaming workloads: streams open at once (each replaced when it
+    /// ends while --duration lasts).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    streams: u32,
+    /// Streaming workloads: messages per stream (echo: sent; subscription:
+    /// asked for) [default: the workload's].
+    #[arg(long, value_name = "N")]
+    messages: Option<u32>,
+    /// Polling workloads (stream.poll.*): the wait after a page that was not
+    /// full before the next poll [default: 10ms].
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration_arg)]
+    poll_interval: Option<Duration>,
+    /// Streaming workloads over WebSocket: text (JSON) or binary (protobuf) frames.
+    #[arg(long, value_name = "text|binary", default_value = "text", value_parser = frames_arg)]
+    frames: protobench_model::stream::Frames,
     /// TCP connections: a number shared by the callers (HTTP/2, gRPC),
     /// `per-caller` (one each) or `per-call` (a new connection for every call,
     /// closed after it). Default: per-caller for rest/soap, else
@@ -254,6 +274,10 @@ pub(crate) struct Args {
 /// `--network`: `loopback` is what `load` always measures; an emulated
 /// profile is checked (a typo gets the profile's own error) and refused,
 /// since `load` cannot move a server it did not start behind a link.
+fn frames_arg(s: &str) -> Result<protobench_model::stream::Frames, String> {
+    protobench_model::stream::Frames::parse(s)
+}
+
 fn network_arg(text: &str) -> Result<(), String> {
     match text.parse::<protobench_runner::network::Network>() {
         Err(e) => Err(format!("--network: {e}")),
@@ -420,9 +444,95 @@ impl Args {
     }
 }
 
+impl Args {
+    /// The plan of a streaming workload (`--workload stream.*`): the
+    /// target and TLS as for calls, the streaming flags, and a refusal of
+    /// every flag that means calls.
+    fn stream_plan(&self) -> Result<protobench_model::stream::StreamPlan, String> {
+        let workload = self.workload.clone().unwrap_or_default();
+        let refused: [(bool, &str); 14] = [
+            (self.requests.is_some(), "--requests"),
+            (!self.stages.is_empty(), "--stage"),
+            (self.start_users.is_some(), "--start-users"),
+            (!self.warmup.is_zero(), "--warmup"),
+            (self.validate != ValidateArg::Status, "--validate"),
+            (self.arrival != ArrivalArg::Uniform, "--arrival"),
+            (self.method.is_some() || !self.headers.is_empty(), "--method/--header"),
+            (self.body.is_some() || self.data.is_some(), "--data/--data-file"),
+            (
+                self.call.is_some() || !self.proto.is_empty() || self.protoset.is_some(),
+                "--call/--proto/--protoset",
+            ),
+            (self.soap_action.is_some(), "--soap-action"),
+            (self.histogram.is_some() || self.hlog.is_some(), "--histogram/--hlog"),
+            (self.db.is_some() || self.web.is_some(), "--db/--web"),
+            (!self.thresholds.is_empty(), "--threshold"),
+            (
+                !matches!(self.output, Output::Text | Output::Json),
+                "--format (text or json only)",
+            ),
+        ];
+        if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
+            return Err(format!("{flag} does not apply to a streaming workload ({workload})"));
+        }
+        let written = self.url.as_deref().or(self.target.as_deref()).unwrap_or_default();
+        let resolved = super::target::resolve(self.protocol.as_deref(), written, false)?;
+        let protocol = resolved.protocol;
+        let op = protobench_contract::stream::workload::find(&workload)
+            .map(|w| w.operation())
+            .unwrap_or(protobench_contract::StreamOperation::EchoStream);
+        let transport = match &self.stream {
+            Some(name) => name.parse().map_err(|e: String| format!("--stream: {e}"))?,
+            None => protobench_load::default_transport(protocol, op),
+        };
+        let target = resolved
+            .target
+            .trim_start_matches("http://")
+            .trim_start_matches("https://")
+            .trim_end_matches('/')
+            .to_owned();
+        let mut plan = protobench_load::stream_plan_defaults(protocol, transport, &target, &workload);
+        plan.frames = self.frames;
+        plan.streams = self.streams;
+        plan.connections = match self.connections {
+            None | Some(ConnectionPolicy::PerCaller) | Some(ConnectionPolicy::PerCall) => self.streams,
+            Some(ConnectionPolicy::Shared(n)) => n,
+        };
+        plan.messages = self.messages;
+        plan.rate = self.rate;
+        plan.poll_interval_ns = self.poll_interval.map(nanos);
+        plan.duration_ns = self.duration.map(nanos);
+        if self.timeout != Duration::from_secs(10) {
+            plan.timeout_ns = nanos(self.timeout);
+        }
+        plan.connect_timeout_ns = nanos(self.connect_timeout);
+        plan.threads = self.threads.unwrap_or(1);
+        plan.tls = self.tls.plan().or_else(|| resolved.tls.then(TlsPlan::default));
+        protobench_load::validate_stream(&plan).map_err(|e| e.to_string())?;
+        Ok(plan)
+    }
+}
+
 /// Runs `protobench load`: the plan and every output checked first, the
 /// engine run, then the outputs.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.workload.as_deref().is_some_and(|w| w.starts_with("stream.")) {
+        let plan = match args.stream_plan() {
+            Ok(plan) => plan,
+            Err(e) => return Ok(usage(e)),
+        };
+        let output = super::load_stream::Output {
+            json: args.output == Output::Json,
+            out: args.out.clone(),
+        };
+        let tls_on = plan.tls.is_some();
+        return Ok(super::load_stream::run(plan, output)?.unwrap_or_else(|e| refused(&e, tls_on)));
+    }
+    if args.stream.is_some() || args.messages.is_some() || args.streams != 1 {
+        return Ok(usage(
+            "--stream, --streams and --messages apply to a streaming workload (--workload stream.*, listed in contract/stream-workloads.json)",
+        ));
+    }
     let Prepared {
         plan,
         thresholds,

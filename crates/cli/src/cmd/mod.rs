@@ -10,6 +10,7 @@ pub(crate) mod import;
 pub(crate) mod kube;
 pub(crate) mod load;
 pub(crate) mod load_db;
+pub(crate) mod load_stream;
 pub(crate) mod man;
 pub(crate) mod report;
 pub(crate) mod run;

@@ -28,9 +28,17 @@ pub(crate) struct Args {
     /// host:port of the server.
     #[arg(long)]
     target: String,
-    /// Workloads to check (default: all); repeatable.
+    /// Workloads to check (default: every unary workload); repeatable.
+    /// A streaming workload (stream.*) is checked over --stream's
+    /// transports, or the protocol's default one.
     #[arg(long)]
     workload: Vec<String>,
+    /// Also check the streaming operations carried by these transports
+    /// (grpc, websocket, sse; comma-separated): every streaming workload
+    /// each carries, or those named by --workload (message count, order,
+    /// content, the clean end and the status).
+    #[arg(long, value_name = "TRANSPORT", value_delimiter = ',')]
+    stream: Vec<String>,
     /// Time limit of each workload's call.
     #[arg(long, value_parser = positive_duration_arg, default_value = "10s")]
     timeout: Duration,
@@ -51,8 +59,27 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("error: --insecure and --cacert cannot be used together");
         return Ok(ExitCode::from(Exit::Usage));
     }
+    let transports = match args
+        .stream
+        .iter()
+        .map(|t| t.parse::<protobench_model::stream::StreamTransport>())
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("error: --stream: {e}");
+            return Ok(ExitCode::from(Exit::Usage));
+        }
+    };
+    let stream_checks = match stream_checks(protocol, &args.workload, &transports) {
+        Ok(checks) => checks,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(Exit::Usage));
+        }
+    };
     let mut workloads = Vec::new();
-    for name in &args.workload {
+    for name in args.workload.iter().filter(|n| !n.starts_with("stream.")) {
         match workload::find(name) {
             Some(w) => workloads.push(w),
             None => {
@@ -61,7 +88,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if workloads.is_empty() {
+    if args.workload.is_empty() {
         workloads = workload::ALL.iter().collect();
     }
     let dir = super::common::contract_dir();
@@ -78,6 +105,26 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         &dir,
         args.timeout,
     ));
+    let report = match report {
+        Ok(mut r) if !stream_checks.is_empty() => {
+            let streams = rt.block_on(protobench_load::verify_streams(
+                protocol,
+                &args.target,
+                tls.as_ref(),
+                &stream_checks,
+                std::sync::Arc::new(protobench_contract::Dataset::generate()),
+                args.timeout,
+            ));
+            match streams {
+                Ok(s) => {
+                    r.verdicts.extend(s.verdicts);
+                    Ok(r)
+                }
+                Err(e) => Err(e),
+            }
+        }
+        other => other,
+    };
     let report = match report {
         Ok(r) => r,
         Err(e @ LoadError::Tls(_)) => {
@@ -113,4 +160,51 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(Exit::Failed)
     })
+}
+
+/// The streaming checks asked for: the stream.* workloads named (over the
+/// transports given, or the protocol's default one), or, when none is
+/// named, every one the transports given carry.
+fn stream_checks(
+    protocol: protobench_model::load::Protocol,
+    names: &[String],
+    transports: &[protobench_model::stream::StreamTransport],
+) -> Result<Vec<protobench_load::StreamCheck>, String> {
+    let named: Vec<&String> = names.iter().filter(|n| n.starts_with("stream.")).collect();
+    if named.is_empty() {
+        return Ok(protobench_load::stream_checks(protocol, transports));
+    }
+    let mut checks = Vec::new();
+    for name in named {
+        let Some(w) = protobench_contract::stream::workload::find(name) else {
+            let known: Vec<&str> = protobench_contract::stream::workload::ALL
+                .iter()
+                .map(|w| w.name)
+                .collect();
+            return Err(format!(
+                "unknown streaming workload `{name}` (known: {})",
+                known.join(", ")
+            ));
+        };
+        let over = if transports.is_empty() {
+            vec![protobench_load::default_transport(protocol, w.operation())]
+        } else {
+            transports.to_vec()
+        };
+        let found: Vec<_> = protobench_load::stream_checks(protocol, &over)
+            .into_iter()
+            .filter(|c| c.workload.name == w.name)
+            .collect();
+        if found.is_empty() {
+            let mut plan = protobench_load::stream_plan_defaults(protocol, over[0], "", name);
+            plan.workload = name.clone();
+            let why = protobench_load::validate_stream(&plan)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            return Err(format!("{name} cannot be checked on --protocol {protocol}: {why}"));
+        }
+        checks.extend(found);
+    }
+    Ok(checks)
 }

@@ -12,7 +12,7 @@ pub(crate) fn is_grpc_content_type(v: &[u8]) -> bool {
 
 /// A `grpc-message` value, percent-decoded (bytes that do not decode are
 /// kept as they are).
-pub(super) fn percent_decode(bytes: &[u8]) -> String {
+pub(crate) fn percent_decode(bytes: &[u8]) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
