@@ -17,6 +17,7 @@
 //! ```
 
 pub mod data;
+pub mod graphql;
 pub mod message;
 pub mod operation;
 pub mod pb;

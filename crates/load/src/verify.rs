@@ -270,7 +270,7 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
     // Body.
     let body = resp.body.clone().unwrap_or_default();
     match encoding {
-        Encoding::Json => {
+        Encoding::Json | Encoding::Graphql => {
             let found: Value = match serde_json::from_slice(&body) {
                 Ok(v) => v,
                 Err(e) => return fail(format!("invalid JSON ({e})"), "a JSON body"),
