@@ -18,6 +18,14 @@ pub(crate) enum Family {
     Grpc,
     /// SOAP 1.1 over HTTP/1.1.
     Soap,
+    /// GraphQL over HTTP: HTTP 200, errors in the body's `errors`.
+    Graphql,
+    /// Connect unary (`connect`, `connect-json`): HTTP 200, errors as
+    /// non-200 statuses with a JSON body.
+    Connect,
+    /// gRPC-Web (`grpc-web`, `grpc-web-text`): HTTP 200, the gRPC status
+    /// in the trailer frame (the driver unwraps it like gRPC's).
+    GrpcWeb,
 }
 
 impl Family {
@@ -27,7 +35,16 @@ impl Family {
             Protocol::Rest | Protocol::RestH2 => Family::Rest,
             Protocol::Grpc => Family::Grpc,
             Protocol::Soap => Family::Soap,
+            Protocol::Graphql => Family::Graphql,
+            Protocol::Connect | Protocol::ConnectJson => Family::Connect,
+            Protocol::GrpcWeb | Protocol::GrpcWebText => Family::GrpcWeb,
         }
+    }
+
+    /// Whether a call's body must be kept to judge its status: a GraphQL
+    /// error comes with HTTP 200.
+    pub(crate) fn needs_body(self) -> bool {
+        self == Family::Graphql
     }
 }
 
@@ -62,14 +79,18 @@ pub(crate) struct CheckState {
 impl Check {
     /// Whether the next call should keep its body for a full check.
     pub(crate) fn wants_body(&self, state: &CheckState) -> bool {
-        self.full || (self.expected.is_some() && state.reference_len.get().is_none())
+        self.full || self.family.needs_body() || (self.expected.is_some() && state.reference_len.get().is_none())
     }
 
     /// Ok for a success, else the error it is counted as.
     pub(crate) fn judge(&self, resp: &Response, state: &CheckState) -> Result<(), CallError> {
         self.status(resp)?;
         if let Some(body) = &resp.body {
-            if let Some(exp) = &self.expected {
+            // A GraphQL body is kept for its errors (looked for in
+            // `status`); one of the first response's size is taken as that
+            // response, as every protocol's unkept body is.
+            let cheap = self.family.needs_body() && !self.full && state.reference_len.get() == Some(resp.body_len);
+            if let Some(exp) = self.expected.as_ref().filter(|_| !cheap) {
                 let found = Message::decode_response(exp.operation, exp.encoding, body).map_err(|e| {
                     CallError::new(
                         ErrorKind::WrongResponse,
@@ -110,7 +131,7 @@ impl Check {
     pub(crate) fn status(&self, resp: &Response) -> Result<(), CallError> {
         let contract = self.expected.is_some();
         match self.family {
-            Family::Grpc => {
+            Family::Grpc | Family::GrpcWeb => {
                 if resp.status != 200 {
                     return Err(CallError::new(
                         ErrorKind::HttpStatus,
@@ -119,13 +140,18 @@ impl Check {
                 }
                 // The driver sets the content type of every gRPC response it
                 // did not read as gRPC (None: not kept, read as gRPC).
+                let want = if self.family == Family::Grpc {
+                    "application/grpc"
+                } else {
+                    "application/grpc-web"
+                };
                 if let Some(ct) = &resp.content_type
-                    && !crate::driver::grpc::is_grpc_content_type(ct.as_bytes())
+                    && !ct.starts_with(want)
                 {
                     let ct = if ct.is_empty() { "none" } else { ct.as_str() };
                     return Err(CallError::new(
                         ErrorKind::HttpStatus,
-                        format!("http status 200 with content-type {ct} (expected application/grpc)"),
+                        format!("http status 200 with content-type {ct} (expected {want})"),
                     ));
                 }
                 let status = resp
@@ -166,7 +192,21 @@ impl Check {
                     ));
                 }
             }
-            Family::Rest => {
+            Family::Graphql => {
+                if !ok_status(resp.status, contract) {
+                    return Err(CallError::new(
+                        ErrorKind::HttpStatus,
+                        format!("http status {} (expected 200)", resp.status),
+                    ));
+                }
+                if let Some(message) = resp.body.as_ref().and_then(|b| graphql_error(b)) {
+                    return Err(CallError::new(
+                        ErrorKind::WrongResponse,
+                        format!("graphql error: {message}"),
+                    ));
+                }
+            }
+            Family::Rest | Family::Connect => {
                 if !ok_status(resp.status, contract) {
                     let expected = if contract { "200" } else { "2xx" };
                     return Err(CallError::new(
@@ -178,6 +218,25 @@ impl Check {
         }
         Ok(())
     }
+}
+
+/// The first error message of a GraphQL response that has `errors`. Only
+/// a body that mentions `"errors"` is parsed.
+pub(crate) fn graphql_error(body: &[u8]) -> Option<String> {
+    const KEY: &[u8] = b"\"errors\"";
+    if !body.windows(KEY.len()).any(|w| w == KEY) {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let errors = v.get("errors")?.as_array()?;
+    let first = errors.first()?;
+    Some(
+        first
+            .get("message")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("(no message)")
+            .to_owned(),
+    )
 }
 
 fn ok_status(status: u16, contract: bool) -> bool {

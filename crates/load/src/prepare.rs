@@ -132,7 +132,60 @@ pub(crate) fn contract_driver(
             headers.extend_from_slice(extra);
             AnyDriver::Http1(Http1::new(endpoint, "POST", "/soap", &headers, request_body))
         }
+        Family::Graphql | Family::Connect | Family::GrpcWeb => {
+            web_driver(protocol, endpoint, operation.grpc_path(), request_body, extra)?
+        }
     })
+}
+
+/// The driver of a `graphql`, `connect`, `connect-json`, `grpc-web` or
+/// `grpc-web-text` call: a POST of `message` (the GraphQL request, the bare
+/// Connect message, the gRPC-Web message to frame) with the protocol's
+/// headers; `grpc_path` is the method's path (not used by GraphQL).
+pub(crate) fn web_driver(
+    protocol: Protocol,
+    endpoint: Endpoint,
+    grpc_path: &str,
+    message: &[u8],
+    extra: &[(String, String)],
+) -> Result<AnyDriver, LoadError> {
+    let ct = protocol.content_type();
+    let mut headers: Vec<(String, String)> = vec![("Content-Type".into(), ct.into())];
+    let (path, body) = match protocol {
+        Protocol::Graphql => {
+            headers.push(("Accept".into(), ct.into()));
+            (protobench_contract::graphql::PATH, message.to_vec())
+        }
+        Protocol::Connect | Protocol::ConnectJson => {
+            headers.push(("Connect-Protocol-Version".into(), "1".into()));
+            (grpc_path, message.to_vec())
+        }
+        Protocol::GrpcWebText => {
+            headers.push(("Accept".into(), ct.into()));
+            let frame = protobench_contract::grpc_web::frame(message);
+            (grpc_path, protobench_contract::grpc_web::to_text(&frame))
+        }
+        _ => {
+            headers.push(("Accept".into(), ct.into()));
+            (grpc_path, protobench_contract::grpc_web::frame(message))
+        }
+    };
+    headers.extend_from_slice(extra);
+    let grpc_web = match protocol {
+        Protocol::GrpcWeb => Some(false),
+        Protocol::GrpcWebText => Some(true),
+        _ => None,
+    };
+    if protocol.is_http2() {
+        return Ok(AnyDriver::Http2(Box::new(Http2::new(
+            endpoint, "POST", path, &headers, &body, false,
+        )?)));
+    }
+    let driver = Http1::new(endpoint, "POST", path, &headers, &body);
+    Ok(AnyDriver::Http1(match grpc_web {
+        Some(text) => driver.grpc_web(text),
+        None => driver,
+    }))
 }
 
 /// Prepares a run: resolves, builds the request and the checks.
@@ -218,7 +271,7 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
                 Some(response),
             )
         }
-        Family::Rest | Family::Soap => {
+        Family::Rest | Family::Soap | Family::Graphql | Family::Connect | Family::GrpcWeb => {
             let method = custom
                 .method
                 .clone()
@@ -236,7 +289,14 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
             let driver = if h2 {
                 AnyDriver::Http2(Box::new(Http2::new(endpoint, &method, &path, &headers, &body, false)?))
             } else {
-                AnyDriver::Http1(Http1::new(endpoint, &method, &path, &headers, &body))
+                // A custom gRPC-Web body goes as given (framed by the user);
+                // the response is unwrapped to judge its status.
+                let driver = Http1::new(endpoint, &method, &path, &headers, &body);
+                AnyDriver::Http1(match plan.protocol {
+                    Protocol::GrpcWeb => driver.grpc_web(false),
+                    Protocol::GrpcWebText => driver.grpc_web(true),
+                    _ => driver,
+                })
             };
             (driver, None)
         }

@@ -183,12 +183,25 @@ fn fail(found: impl Into<String>, expected: impl Into<String>) -> Outcome {
 }
 
 /// Whether a response is the contract's injected failure: HTTP 500 with the
-/// JSON error message, gRPC UNAVAILABLE, or a SOAP fault, each carrying
+/// JSON error message, gRPC (and gRPC-Web) UNAVAILABLE, a SOAP fault, a
+/// GraphQL error, Connect's `unavailable` (503), each carrying
 /// [`protobench_contract::INJECTED_FAILURE`].
 fn is_injected(family: Family, resp: &Response) -> bool {
     let message = protobench_contract::INJECTED_FAILURE;
     match family {
-        Family::Grpc => resp.grpc.as_ref().is_some_and(|g| g.code == 14 && g.message == message),
+        Family::Grpc | Family::GrpcWeb => resp.grpc.as_ref().is_some_and(|g| g.code == 14 && g.message == message),
+        Family::Graphql => resp.body.as_deref().and_then(crate::check::graphql_error).as_deref() == Some(message),
+        Family::Connect => {
+            resp.status == 503
+                && resp
+                    .body
+                    .as_ref()
+                    .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+                    .is_some_and(|v| {
+                        v.get("code").and_then(Value::as_str) == Some("unavailable")
+                            && v.get("message").and_then(Value::as_str) == Some(message)
+                    })
+        }
         Family::Soap => {
             resp.status == 500
                 && resp
@@ -228,7 +241,12 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
     if resp.status != 200 {
         return fail(format!("http status {}", resp.status), "http status 200");
     }
-    if family == Family::Grpc {
+    if family == Family::Graphql
+        && let Some(message) = resp.body.as_deref().and_then(crate::check::graphql_error)
+    {
+        return fail(format!("graphql error: {message}"), "data without errors");
+    }
+    if matches!(family, Family::Grpc | Family::GrpcWeb) {
         match &resp.grpc {
             Some(g) if g.code != 0 => {
                 return fail(
@@ -252,12 +270,16 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
     let ct = resp.content_type.clone().unwrap_or_default();
     let media = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     let (ok, want) = match family {
-        Family::Rest => (media == "application/json", "application/json"),
+        Family::Rest | Family::Graphql => (media == "application/json", "application/json"),
         Family::Soap => (media == "text/xml", "text/xml"),
         Family::Grpc => (
             media == "application/grpc" || media == "application/grpc+proto",
             "application/grpc",
         ),
+        Family::Connect if encoding == Encoding::Json => (media == "application/json", "application/json"),
+        Family::Connect => (media == "application/proto", "application/proto"),
+        // The driver read the frames (the content type was checked there).
+        Family::GrpcWeb => (true, "application/grpc-web"),
     };
     if !ok {
         let shown = if ct.is_empty() {
@@ -269,8 +291,11 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
     }
     // Body.
     let body = resp.body.clone().unwrap_or_default();
+    // A Connect server may leave unpopulated fields out of its JSON
+    // (protojson's default): compared as messages, not JSON values.
+    let by_value = family != Family::Connect;
     match encoding {
-        Encoding::Json | Encoding::Graphql => {
+        Encoding::Json | Encoding::Graphql if by_value => {
             let found: Value = match serde_json::from_slice(&body) {
                 Ok(v) => v,
                 Err(e) => return fail(format!("invalid JSON ({e})"), "a JSON body"),
@@ -278,7 +303,7 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
             let expected: Value = serde_json::from_slice(expected_bytes).unwrap_or(Value::Null);
             compare_values(&drop_nulls(found), &drop_nulls(expected))
         }
-        Encoding::Protobuf | Encoding::Xml => {
+        _ => {
             let expected = vectors::expected_response(op, encoding, expected_bytes);
             let found = match Message::decode_response(op, encoding, &body) {
                 Ok(m) => m,

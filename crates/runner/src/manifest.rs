@@ -228,7 +228,7 @@ impl Manifest {
         Manifest {
             name: BUILTIN.into(),
             language: "Rust".into(),
-            stack: "axum/hyper (REST, HTTP/2), tonic (gRPC), quick-xml (SOAP); embedded in protobench".into(),
+            stack: "axum/hyper (REST, HTTP/2, Connect), tonic (gRPC), tonic-web (gRPC-Web), async-graphql (GraphQL), quick-xml (SOAP); embedded in protobench".into(),
             protocols: Protocol::ALL.to_vec(),
             streaming: StreamTransport::ALL.to_vec(),
             toolchain: vec![],

@@ -323,7 +323,7 @@ fn quick_preset_is_four_protocols_four_workloads_six_short_repetitions() {
     assert_eq!(plan.repetitions, 6);
     assert_eq!(plan.points.len(), 16);
     assert_eq!(plan.groups.len(), 1, "one server process per repetition");
-    assert_eq!(plan.groups[0].protocols, Protocol::ALL);
+    assert_eq!(plan.groups[0].protocols, Protocol::CORE);
     assert!(plan.points.iter().all(|p| p.rate.is_none() && p.server == "rust"));
     assert_eq!(plan.server_cpus.as_ref().unwrap().to_string(), "0");
     assert_eq!(plan.generator_cpus.as_ref().unwrap().to_string(), "1");

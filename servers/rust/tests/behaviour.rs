@@ -72,7 +72,7 @@ async fn failure_injection_fails_exactly_the_calls_splitmix64_picks() {
     let rate = expected as f64 / CALLS as f64;
     assert!((RATE - 0.025..=RATE + 0.025).contains(&rate), "the seed gives {rate}");
 
-    for protocol in Protocol::ALL {
+    for protocol in Protocol::CORE {
         let mut config = common::config(&[protocol], false);
         config.failure_rate = RATE;
         config.failure_seed = SEED;
@@ -113,10 +113,10 @@ async fn invalid_requests_are_not_drawn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_service_time_delays_every_protocol_without_blocking_other_calls() {
-    let mut config = common::config(&Protocol::ALL, false);
+    let mut config = common::config(&Protocol::CORE, false);
     config.service_time = Some(ServiceTime::Sleep(Duration::from_millis(50)));
     let server = common::start(config).await;
-    for protocol in Protocol::ALL {
+    for protocol in Protocol::CORE {
         let mut http = match protocol {
             Protocol::Grpc => None,
             _ => Some(HttpConn::open(&server, protocol).await),
@@ -216,7 +216,7 @@ async fn shutdown_drains(protocol: Protocol, tls: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_calls_in_flight_finish() {
-    for protocol in Protocol::ALL {
+    for protocol in Protocol::CORE {
         shutdown_drains(protocol, false).await;
     }
     shutdown_drains(Protocol::RestH2, true).await;
@@ -225,7 +225,7 @@ async fn shutdown_lets_calls_in_flight_finish() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_closes_idle_connections_at_once() {
-    let server = common::start(common::config(&Protocol::ALL, false)).await;
+    let server = common::start(common::config(&Protocol::CORE, false)).await;
     let mut idle = Vec::new();
     for protocol in [Protocol::Rest, Protocol::RestH2, Protocol::Soap] {
         let mut c = HttpConn::open(&server, protocol).await;
