@@ -119,3 +119,33 @@ fn every_call_of_a_clean_run_succeeds_and_a_wrong_server_fails_every_call() {
     let _ = server.wait();
     assert_eq!(v["successes"], serde_json::json!(0), "{v}");
 }
+
+#[test]
+fn graphql_only_workloads_load_on_graphql_and_are_refused_elsewhere() {
+    let (mut server, addr) = serve_failing("graphql", 0.0);
+    for workload in ["graphql.items-ids", "graphql.dashboard"] {
+        let v = load_json("graphql", &addr, workload);
+        assert_eq!(v["errors"], serde_json::json!([]), "{workload}");
+        assert_eq!(v["successes"], serde_json::json!(CALLS), "{workload}");
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    // Against a server answering every call with an injected failure: no
+    // GraphQL-only call counts as a success.
+    let (mut server, addr) = serve_failing("graphql", 1.0);
+    let v = load_json("graphql", &addr, "graphql.dashboard-slim");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(v["successes"], serde_json::json!(0), "{v}");
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "rest",
+        "--target",
+        "127.0.0.1:9",
+        "--workload",
+        "graphql.items-ids",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is GraphQL-only"), "{}", stderr(&o));
+}

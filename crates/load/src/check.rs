@@ -62,6 +62,9 @@ pub(crate) struct Check {
     pub(crate) family: Family,
     /// Contract workload: the expected message.
     pub(crate) expected: Option<Expected>,
+    /// GraphQL-only workload: the expected response body as JSON, nulls
+    /// dropped (compared as a value).
+    pub(crate) expected_data: Option<serde_json::Value>,
     /// Custom gRPC call: the response type (decoded with `--validate full`).
     pub(crate) custom_response: Option<MessageDescriptor>,
     /// `--validate full`.
@@ -79,7 +82,12 @@ pub(crate) struct CheckState {
 impl Check {
     /// Whether the next call should keep its body for a full check.
     pub(crate) fn wants_body(&self, state: &CheckState) -> bool {
-        self.full || self.family.needs_body() || (self.expected.is_some() && state.reference_len.get().is_none())
+        self.full || self.family.needs_body() || (self.has_expectation() && state.reference_len.get().is_none())
+    }
+
+    /// Whether the run calls a workload whose response is known.
+    fn has_expectation(&self) -> bool {
+        self.expected.is_some() || self.expected_data.is_some()
     }
 
     /// Ok for a success, else the error it is counted as.
@@ -101,6 +109,24 @@ impl Check {
                     return Err(CallError::new(
                         ErrorKind::WrongResponse,
                         format!("{} response differs from the expected message", exp.operation),
+                    ));
+                }
+                if state.reference_len.get().is_none() {
+                    state.reference_len.set(Some(resp.body_len));
+                }
+            }
+            if let Some(want) = self.expected_data.as_ref().filter(|_| !cheap) {
+                let found: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+                    CallError::new(
+                        ErrorKind::WrongResponse,
+                        format!("a GraphQL response that is not JSON: {e}"),
+                    )
+                })?;
+                let found = protobench_contract::graphql::drop_nulls(found);
+                if let Some((path, f, e)) = crate::verify::first_difference(&found, want, String::new()) {
+                    return Err(CallError::new(
+                        ErrorKind::WrongResponse,
+                        format!("GraphQL response differs at {path}: found {f}, expected {e}"),
                     ));
                 }
                 if state.reference_len.get().is_none() {
@@ -129,7 +155,7 @@ impl Check {
 
     /// The status checks alone (HTTP status, gRPC status, SOAP Fault).
     pub(crate) fn status(&self, resp: &Response) -> Result<(), CallError> {
-        let contract = self.expected.is_some();
+        let contract = self.has_expectation();
         match self.family {
             Family::Grpc | Family::GrpcWeb => {
                 if resp.status != 200 {
@@ -259,6 +285,7 @@ mod tests {
         Check {
             family: Family::Grpc,
             expected: None,
+            expected_data: None,
             custom_response: None,
             full: false,
         }
@@ -328,6 +355,7 @@ mod tests {
         let check = Check {
             family: Family::Soap,
             expected: None,
+            expected_data: None,
             custom_response: None,
             full: false,
         };
@@ -368,6 +396,7 @@ mod tests {
                 encoding: Encoding::Json,
                 message: msg,
             }),
+            expected_data: None,
             custom_response: None,
             full: false,
         };

@@ -196,6 +196,27 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
     let endpoint = Endpoint::new(addr, target.authority.clone(), tls.as_ref(), plan.protocol.alpn_ids())?;
     let (family, h2) = (Family::of(plan.protocol), plan.protocol.is_http2());
     let full = plan.validate == Validation::Full;
+    if let Some(name) = &plan.workload
+        && let Some(g) = protobench_contract::graphql::find(name)
+    {
+        // A GraphQL-only workload (validated: the protocol is graphql).
+        let extra: Vec<(String, String)> = plan
+            .custom
+            .iter()
+            .flat_map(|c| c.headers.iter().map(|h| (h.name.clone(), h.value.clone())))
+            .collect();
+        let driver = web_driver(plan.protocol, endpoint, "", &g.request(), &extra)?;
+        let expected: serde_json::Value =
+            serde_json::from_slice(&g.response(&Dataset::generate())).expect("our own JSON parses");
+        let check = Check {
+            family,
+            expected: None,
+            expected_data: Some(protobench_contract::graphql::drop_nulls(expected)),
+            custom_response: None,
+            full,
+        };
+        return Ok(Prepared { driver, check, addr });
+    }
     if let Some(name) = &plan.workload {
         let w = workload::find(name)
             .ok_or_else(|| LoadError::Plan(crate::PlanError::UnknownWorkload(workload::unknown(name))))?;
@@ -223,6 +244,7 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
                 encoding,
                 message,
             }),
+            expected_data: None,
             custom_response: None,
             full,
         };
@@ -304,6 +326,7 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
     let check = Check {
         family,
         expected: None,
+        expected_data: None,
         custom_response: if full { custom_response } else { None },
         full,
     };

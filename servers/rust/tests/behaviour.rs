@@ -1,5 +1,6 @@
-//! The environment contract's run-time behaviour: the failure draw, the
-//! injected service time and graceful shutdown with calls in flight.
+//! The environment contract's run-time behaviour: the failure draw and the
+//! injected service time on every protocol, and graceful shutdown with
+//! calls in flight.
 
 mod common;
 
@@ -60,6 +61,85 @@ async fn call_xs(protocol: Protocol, http: Option<&mut HttpConn>, grpc: Option<&
                 Err(())
             }
         },
+        Protocol::Graphql => {
+            let r = http
+                .unwrap()
+                .post_json("/graphql", &vector("inventory.xs", "request.graphql.json"))
+                .await;
+            assert_eq!(r.status.as_u16(), 200, "{}", r.text());
+            let v = r.json();
+            match v.get("errors") {
+                None => Ok(()),
+                Some(e) => {
+                    assert_eq!(e[0]["message"], "injected failure", "{v}");
+                    Err(())
+                }
+            }
+        }
+        Protocol::Connect | Protocol::ConnectJson => {
+            let r = http
+                .unwrap()
+                .send(
+                    http::Method::POST,
+                    "/protobench.v1.Bench/GetInventoryXs",
+                    &[("content-type", "application/proto")],
+                    Vec::new(),
+                )
+                .await;
+            match r.status.as_u16() {
+                200 => Ok(()),
+                503 => {
+                    assert_eq!(
+                        r.json(),
+                        serde_json::json!({"code": "unavailable", "message": "injected failure"})
+                    );
+                    Err(())
+                }
+                s => panic!("unexpected status {s}: {}", r.text()),
+            }
+        }
+        Protocol::GrpcWeb | Protocol::GrpcWebText => {
+            use protobench_contract::grpc_web;
+            let ct = protocol.content_type();
+            let mut body = grpc_web::frame(&[]);
+            if protocol == Protocol::GrpcWebText {
+                body = grpc_web::to_text(&body);
+            }
+            let r = http
+                .unwrap()
+                .send(
+                    http::Method::POST,
+                    "/protobench.v1.Bench/GetInventoryXs",
+                    &[("content-type", ct), ("accept", ct)],
+                    body,
+                )
+                .await;
+            assert_eq!(r.status.as_u16(), 200, "{}", r.text());
+            let raw = if protocol == Protocol::GrpcWebText {
+                grpc_web::from_text(&r.body).unwrap()
+            } else {
+                r.body.to_vec()
+            };
+            let parsed = grpc_web::parse(&raw).unwrap();
+            // A failure may come trailers-only: the status in the headers.
+            let status = parsed
+                .trailer("grpc-status")
+                .unwrap_or(r.header("grpc-status"))
+                .to_owned();
+            let message = parsed
+                .trailer("grpc-message")
+                .unwrap_or(r.header("grpc-message"))
+                .to_owned();
+            match status.as_str() {
+                "0" => Ok(()),
+                "14" => {
+                    // grpc-message is percent-encoded.
+                    assert_eq!(message.replace("%20", " "), "injected failure");
+                    Err(())
+                }
+                s => panic!("unexpected grpc-status {s}: {message}"),
+            }
+        }
     }
 }
 
@@ -72,7 +152,7 @@ async fn failure_injection_fails_exactly_the_calls_splitmix64_picks() {
     let rate = expected as f64 / CALLS as f64;
     assert!((RATE - 0.025..=RATE + 0.025).contains(&rate), "the seed gives {rate}");
 
-    for protocol in Protocol::CORE {
+    for protocol in Protocol::ALL {
         let mut config = common::config(&[protocol], false);
         config.failure_rate = RATE;
         config.failure_seed = SEED;
@@ -113,10 +193,10 @@ async fn invalid_requests_are_not_drawn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleep_service_time_delays_every_protocol_without_blocking_other_calls() {
-    let mut config = common::config(&Protocol::CORE, false);
+    let mut config = common::config(&Protocol::ALL, false);
     config.service_time = Some(ServiceTime::Sleep(Duration::from_millis(50)));
     let server = common::start(config).await;
-    for protocol in Protocol::CORE {
+    for protocol in Protocol::ALL {
         let mut http = match protocol {
             Protocol::Grpc => None,
             _ => Some(HttpConn::open(&server, protocol).await),
