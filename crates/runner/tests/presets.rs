@@ -351,8 +351,8 @@ fn broken_presets_name_file_line_key_and_accepted_values() {
         ),
         // unknown protocol lists the protocols
         (
-            "servers = [\"rust\"]\nprotocols = [\"rest\", \"graphql\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n",
-            "presets/t.toml:2:22: protocols[1]: unknown `graphql` (accepted: rest, rest-h2, grpc, soap)",
+            "servers = [\"rust\"]\nprotocols = [\"rest\", \"odata\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n",
+            "presets/t.toml:2:22: protocols[1]: unknown `odata` (accepted: rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web, grpc-web-text)",
         ),
         // unknown server lists the servers
         (
