@@ -123,7 +123,7 @@ impl Check {
                     )
                 })?;
                 let found = protobench_contract::graphql::drop_nulls(found);
-                if let Some((path, f, e)) = crate::verify::first_difference(&found, want, String::new()) {
+                if let Some((path, f, e)) = crate::diff::first_difference(&found, want, String::new()) {
                     return Err(CallError::new(
                         ErrorKind::WrongResponse,
                         format!("GraphQL response differs at {path}: found {f}, expected {e}"),

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::LoadError;
 use crate::check::Family;
+use crate::diff::{first_difference, short};
 use crate::driver::{ByteCounters, Driver, Response};
 use crate::prepare::{self, AnyDriver};
 
@@ -358,72 +359,6 @@ fn compare_values(found: &Value, expected: &Value) -> Outcome {
                 fail(format!("{f} at {path}"), e)
             }
         }
-    }
-}
-
-/// The first difference: its path, the found and the expected value, short.
-pub(crate) fn first_difference(found: &Value, expected: &Value, path: String) -> Option<(String, String, String)> {
-    let join = |key: &str| {
-        if path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{path}.{key}")
-        }
-    };
-    match (found, expected) {
-        (Value::Object(f), Value::Object(e)) => {
-            for (k, ev) in e {
-                match f.get(k) {
-                    None => return Some((join(k), "nothing".into(), render(ev))),
-                    Some(fv) => {
-                        if let Some(d) = first_difference(fv, ev, join(k)) {
-                            return Some(d);
-                        }
-                    }
-                }
-            }
-            f.iter()
-                .find(|(k, _)| !e.contains_key(*k))
-                .map(|(k, fv)| (join(k), render(fv), "nothing".into()))
-        }
-        (Value::Array(f), Value::Array(e)) => {
-            for (i, (fv, ev)) in f.iter().zip(e).enumerate() {
-                if let Some(d) = first_difference(fv, ev, format!("{path}[{i}]")) {
-                    return Some(d);
-                }
-            }
-            if f.len() != e.len() {
-                return Some((path, format!("{} elements", f.len()), format!("{} elements", e.len())));
-            }
-            None
-        }
-        (Value::Number(f), Value::Number(e)) => {
-            if f.as_f64() == e.as_f64() {
-                None
-            } else {
-                Some((path, render(found), render(expected)))
-            }
-        }
-        _ => (found != expected).then(|| (path, render(found), render(expected))),
-    }
-}
-
-fn short(s: &str) -> String {
-    const MAX: usize = 60;
-    if s.chars().count() <= MAX {
-        s.to_owned()
-    } else {
-        let head: String = s.chars().take(MAX).collect();
-        format!("{head}... ({} characters)", s.chars().count())
-    }
-}
-
-fn render(v: &Value) -> String {
-    match v {
-        Value::String(s) => format!("{:?}", short(s)).replace("\\\"", "\""),
-        Value::Array(a) => format!("[{} elements]", a.len()),
-        Value::Object(_) => "{...}".into(),
-        other => other.to_string(),
     }
 }
 

@@ -203,40 +203,49 @@ impl ScalarType for EmptyScalar {
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
 enum DeviceState {
-    DeviceStateUnspecified,
-    DeviceStateOnline,
-    DeviceStateOffline,
-    DeviceStateMaintenance,
+    #[graphql(name = "DEVICE_STATE_UNSPECIFIED")]
+    Unspecified,
+    #[graphql(name = "DEVICE_STATE_ONLINE")]
+    Online,
+    #[graphql(name = "DEVICE_STATE_OFFLINE")]
+    Offline,
+    #[graphql(name = "DEVICE_STATE_MAINTENANCE")]
+    Maintenance,
 }
 
 impl DeviceState {
     fn of(v: i32) -> Self {
         match bench::DeviceState::try_from(v) {
-            Ok(bench::DeviceState::Online) => DeviceState::DeviceStateOnline,
-            Ok(bench::DeviceState::Offline) => DeviceState::DeviceStateOffline,
-            Ok(bench::DeviceState::Maintenance) => DeviceState::DeviceStateMaintenance,
-            _ => DeviceState::DeviceStateUnspecified,
+            Ok(bench::DeviceState::Online) => DeviceState::Online,
+            Ok(bench::DeviceState::Offline) => DeviceState::Offline,
+            Ok(bench::DeviceState::Maintenance) => DeviceState::Maintenance,
+            _ => DeviceState::Unspecified,
         }
     }
 }
 
 #[derive(Enum, Copy, Clone, Eq, PartialEq)]
 enum ItemCategory {
-    ItemCategoryUnspecified,
-    ItemCategoryHardware,
-    ItemCategoryElectronics,
-    ItemCategoryTools,
-    ItemCategorySupplies,
+    #[graphql(name = "ITEM_CATEGORY_UNSPECIFIED")]
+    Unspecified,
+    #[graphql(name = "ITEM_CATEGORY_HARDWARE")]
+    Hardware,
+    #[graphql(name = "ITEM_CATEGORY_ELECTRONICS")]
+    Electronics,
+    #[graphql(name = "ITEM_CATEGORY_TOOLS")]
+    Tools,
+    #[graphql(name = "ITEM_CATEGORY_SUPPLIES")]
+    Supplies,
 }
 
 impl ItemCategory {
     fn of(v: i32) -> Self {
         match bench::ItemCategory::try_from(v) {
-            Ok(bench::ItemCategory::Hardware) => ItemCategory::ItemCategoryHardware,
-            Ok(bench::ItemCategory::Electronics) => ItemCategory::ItemCategoryElectronics,
-            Ok(bench::ItemCategory::Tools) => ItemCategory::ItemCategoryTools,
-            Ok(bench::ItemCategory::Supplies) => ItemCategory::ItemCategorySupplies,
-            _ => ItemCategory::ItemCategoryUnspecified,
+            Ok(bench::ItemCategory::Hardware) => ItemCategory::Hardware,
+            Ok(bench::ItemCategory::Electronics) => ItemCategory::Electronics,
+            Ok(bench::ItemCategory::Tools) => ItemCategory::Tools,
+            Ok(bench::ItemCategory::Supplies) => ItemCategory::Supplies,
+            _ => ItemCategory::Unspecified,
         }
     }
 }
