@@ -31,6 +31,19 @@ if [ -n "${PROTOBENCH_REQUIRE_PEERS:-}" ] && ! "$zeep_py" -c 'import zeep' 2>/de
   echo "verify-servers: zeep is required (PROTOBENCH_REQUIRE_PEERS) but not installed" >&2; exit 2
 fi
 
+# gql, a stock GraphQL client (Python, with graphql-core), the same way (once).
+gql_venv="${XDG_CACHE_HOME:-$HOME/.cache}/protobench/gql-venv"
+exec 8>"$gql_venv.lock"; flock 8
+if [ ! -x "$gql_venv/bin/python" ] || ! "$gql_venv/bin/python" -c 'import gql.transport.requests' 2>/dev/null; then
+  python3 -m venv "$gql_venv" && "$gql_venv/bin/pip" install -q "gql[requests]==4.4.0" >/dev/null 2>&1 \
+    || echo "verify-servers: could not install gql" >&2
+fi
+exec 8>&-
+gql_py="$gql_venv/bin/python"
+if [ -n "${PROTOBENCH_REQUIRE_PEERS:-}" ] && ! "$gql_py" -c 'import gql.transport.requests' 2>/dev/null; then
+  echo "verify-servers: gql is required (PROTOBENCH_REQUIRE_PEERS) but not installed" >&2; exit 2
+fi
+
 manifest() { python3 -c "import sys,tomllib;m=tomllib.load(open(sys.argv[1],'rb'));print($2)" "$1"; }
 servers=("$@")
 if [ ${#servers[@]} -eq 0 ]; then
@@ -111,6 +124,28 @@ for s in "${servers[@]}"; do
         echo "FAIL $s grpc $mode (ghz)"; echo "$out" | grep -v '^ok' | head -10; failed=$((failed+1))
       fi
     fi
+    # A stock GraphQL client (Python gql: introspection checked against
+    # contract/graphql/schema.graphql, every workload's document) against every graphql listener.
+    gql_addr=$(listener_addr graphql)
+    if [ -n "$gql_addr" ] && [ -x "$gql_py" ]; then
+      if out=$(timeout 300 "$gql_py" "$root/contract/tests/gql_check.py" "$scheme://localhost:${gql_addr##*:}/graphql" "${ca[@]}" 2>&1); then
+        echo "ok   $s graphql $mode (gql: $(echo "$out" | tail -1))"; passed=$((passed+1))
+      else
+        echo "FAIL $s graphql $mode (gql)"; echo "$out" | grep -v '^ok' | head -10; failed=$((failed+1))
+      fi
+    fi
+    # Buf's client (buf curl, from contract/proto) against every connect and grpc-web listener.
+    for pair in connect:connect grpc-web:grpcweb; do
+      web_addr=$(listener_addr "${pair%%:*}")
+      [ -n "$web_addr" ] || continue
+      if out=$(bash "$root/contract/tests/buf_check.sh" "${pair#*:}" "127.0.0.1:${web_addr##*:}" "${ca[@]}" 2>&1); then
+        echo "ok   $s ${pair%%:*} $mode (buf curl: $(echo "$out" | tail -1))"; passed=$((passed+1))
+      elif [ -z "${PROTOBENCH_REQUIRE_PEERS:-}" ] && echo "$out" | grep -q 'buf not found'; then
+        echo "skip $s ${pair%%:*} $mode (buf not installed)"
+      else
+        echo "FAIL $s ${pair%%:*} $mode (buf curl)"; echo "$out" | grep -v '^ok' | head -10; failed=$((failed+1))
+      fi
+    done
     # An OpenAPI-driven tool (schemathesis, from contract/openapi.yaml) against every rest listener.
     rest_addr=$(listener_addr rest)
     if [ -n "$rest_addr" ]; then

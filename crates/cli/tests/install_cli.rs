@@ -285,7 +285,7 @@ fn the_quick_preset_runs_to_the_end_from_an_empty_directory() {
     );
 }
 
-/// `serve` on all four protocols from the copied binary; the child and the
+/// `serve` on every protocol from the copied binary; the child and the
 /// addresses by protocol.
 fn serve_all(pb: &Installed) -> (Child, Vec<(String, String)>) {
     let mut child = pb
@@ -305,7 +305,7 @@ fn serve_all(pb: &Installed) -> (Child, Vec<(String, String)>) {
         }
     });
     let mut addrs = Vec::new();
-    while addrs.len() < 4 {
+    while addrs.len() < protobench_contract::Protocol::ALL.len() {
         let Ok(line) = rx.recv_timeout(SHORT) else {
             let _ = child.kill();
             let _ = child.wait();
@@ -334,7 +334,7 @@ fn verify_and_contract_check_work_without_the_repository() {
     let _ = child.kill();
     let _ = child.wait();
     assert!(failures.is_empty(), "{failures:#?}");
-    assert_eq!(addrs.len(), 4);
+    assert_eq!(addrs.len(), protobench_contract::Protocol::ALL.len());
 
     // The repository's files equal what the binary generates.
     let contract = repo().join("contract");

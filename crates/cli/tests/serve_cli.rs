@@ -76,11 +76,24 @@ fn http_get(addr: &str, path: &str) -> String {
 }
 
 #[test]
-fn serves_all_four_protocols_on_loopback_and_exits_0_on_sigterm() {
+fn serves_every_protocol_on_loopback_and_exits_0_on_sigterm() {
     let mut child = serve(&[], &[]).stdout(Stdio::piped()).spawn().unwrap();
-    let lines = read_until_listening(child.stdout.take().unwrap(), 4);
+    let lines = read_until_listening(child.stdout.take().unwrap(), 9);
     let protocols: Vec<&str> = lines.iter().map(|l| field(l, "protocol=")).collect();
-    assert_eq!(protocols, ["rest", "rest-h2", "grpc", "soap"]);
+    assert_eq!(
+        protocols,
+        [
+            "rest",
+            "rest-h2",
+            "grpc",
+            "soap",
+            "graphql",
+            "connect",
+            "connect-json",
+            "grpc-web",
+            "grpc-web-text"
+        ]
+    );
     for line in &lines {
         assert!(field(line, "addr=").starts_with("127.0.0.1:"), "{line}");
         assert_eq!(field(line, "tls="), "false");

@@ -13,7 +13,7 @@ fn protobench(args: &[&str]) -> Output {
         .unwrap()
 }
 
-/// `protobench serve` on all four protocols; returns the child, the
+/// `protobench serve` on every protocol; returns the child, the
 /// addresses by protocol and the generated certificate (with `--tls`).
 #[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
 fn serve_all(tls: bool) -> (Child, Vec<(String, String)>, Option<String>) {
@@ -31,7 +31,7 @@ fn serve_all(tls: bool) -> (Child, Vec<(String, String)>, Option<String>) {
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut addrs = Vec::new();
     let mut cert = None;
-    while addrs.len() < 4 {
+    while addrs.len() < protobench_contract::Protocol::ALL.len() {
         let line = lines.next().expect("serve prints its listeners").unwrap();
         let field = |name: &str| line.split(' ').find_map(|kv| kv.strip_prefix(name)).map(str::to_owned);
         if line.starts_with("generated certificate") {

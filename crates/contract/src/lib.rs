@@ -17,6 +17,8 @@
 //! ```
 
 pub mod data;
+pub mod graphql;
+pub mod grpc_web;
 pub mod message;
 pub mod operation;
 pub mod pb;

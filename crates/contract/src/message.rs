@@ -13,18 +13,23 @@ pub enum Encoding {
     Json,
     /// The SOAP 1.1 envelope around the operation's body element.
     Xml,
+    /// GraphQL over HTTP: the request as `{"query","operationName","variables"}`
+    /// selecting every field, the response as `{"data":{"<root field>":...}}`
+    /// ([`crate::graphql`]).
+    Graphql,
 }
 
 impl Encoding {
     /// Every encoding.
-    pub const ALL: [Encoding; 3] = [Encoding::Json, Encoding::Protobuf, Encoding::Xml];
+    pub const ALL: [Encoding; 4] = [Encoding::Json, Encoding::Protobuf, Encoding::Xml, Encoding::Graphql];
 
-    /// The vector file extension: `pb`, `json`, `xml`.
+    /// The vector file extension: `pb`, `json`, `xml`, `graphql.json`.
     pub fn extension(self) -> &'static str {
         match self {
             Encoding::Protobuf => "pb",
             Encoding::Json => "json",
             Encoding::Xml => "xml",
+            Encoding::Graphql => "graphql.json",
         }
     }
 }
@@ -44,6 +49,9 @@ pub enum DecodeError {
     /// A JSON number the field's type cannot hold (a `float` beyond its range).
     #[error("invalid JSON: {0}")]
     OutOfRange(String),
+    /// Not the GraphQL request or response form (or a response with errors).
+    #[error("invalid GraphQL response: {0}")]
+    Graphql(String),
     /// A SOAP body element other than the expected one.
     #[error("unexpected SOAP body element {found}, expected {expected}")]
     WrongElement {
@@ -139,6 +147,7 @@ impl Message {
     pub fn encode_request(&self, op: crate::Operation, encoding: Encoding) -> Vec<u8> {
         match encoding {
             Encoding::Xml => crate::soap::envelope(op.soap_request_element(), self).into_bytes(),
+            Encoding::Graphql => crate::graphql::encode_request(op, self),
             _ => self.encode(encoding),
         }
     }
@@ -148,12 +157,14 @@ impl Message {
     pub fn encode_response(&self, op: crate::Operation, encoding: Encoding) -> Vec<u8> {
         match encoding {
             Encoding::Xml => crate::soap::envelope(op.soap_response_element(), self).into_bytes(),
+            Encoding::Graphql => crate::graphql::encode_response(op, self),
             _ => self.encode(encoding),
         }
     }
 
     /// Encodes as protobuf or JSON; XML uses the `<Op>Response` element of the
-    /// first operation returning this type, so prefer [`Message::encode_response`].
+    /// first operation returning this type and GraphQL the value under a root
+    /// field, so prefer [`Message::encode_response`].
     pub fn encode(&self, encoding: Encoding) -> Vec<u8> {
         match encoding {
             Encoding::Protobuf => self.to_protobuf(),
@@ -163,16 +174,25 @@ impl Message {
                 self.write_xml_element(&mut out, "Message");
                 out.into_bytes()
             }
+            Encoding::Graphql => crate::graphql::response_value(self),
         }
     }
 
     /// Decodes a request body of `op`.
     pub fn decode_request(op: crate::Operation, encoding: Encoding, bytes: &[u8]) -> Result<Message, DecodeError> {
+        if encoding == Encoding::Graphql {
+            return crate::graphql::decode_request(op, bytes);
+        }
         Self::decode_as(op.request_kind(), op.soap_request_element(), encoding, bytes)
     }
 
     /// Decodes a response body of `op`.
     pub fn decode_response(op: crate::Operation, encoding: Encoding, bytes: &[u8]) -> Result<Message, DecodeError> {
+        if encoding == Encoding::Graphql {
+            let message = crate::graphql::decode_response(op, bytes)?;
+            message.check_json_range()?;
+            return Ok(message);
+        }
         Self::decode_as(op.response_kind(), op.soap_response_element(), encoding, bytes)
     }
 
@@ -223,6 +243,7 @@ impl Message {
                 }
                 Self::from_xml_element(kind, &payload)
             }
+            Encoding::Graphql => unreachable!("GraphQL bodies are decoded by crate::graphql"),
         }
     }
 }

@@ -1,5 +1,6 @@
-//! The four protocols every server speaks, named the same way everywhere
-//! (flags, listening lines, results).
+//! The protocols of the contract, named the same way everywhere (flags,
+//! listening lines, results): the four every stack serves, and GraphQL,
+//! Connect and gRPC-Web, which a stack serves where its libraries do.
 
 use std::fmt;
 use std::str::FromStr;
@@ -18,20 +19,54 @@ pub enum Protocol {
     Grpc,
     /// SOAP 1.1 over HTTP/1.1 (`soap`).
     Soap,
+    /// GraphQL over HTTP/1.1: `POST /graphql` with a JSON body (`graphql`).
+    Graphql,
+    /// Connect unary with protobuf bodies (`application/proto`) over
+    /// HTTP/1.1 (`connect`).
+    Connect,
+    /// Connect unary with JSON bodies (`application/json`) over HTTP/1.1
+    /// (`connect-json`).
+    ConnectJson,
+    /// gRPC-Web, binary (`application/grpc-web+proto`), over HTTP/1.1
+    /// (`grpc-web`).
+    GrpcWeb,
+    /// gRPC-Web, base64 text (`application/grpc-web-text`), over HTTP/1.1
+    /// (`grpc-web-text`).
+    GrpcWebText,
 }
 
 impl Protocol {
     /// Every protocol, in the contract's order.
-    pub const ALL: [Protocol; 4] = [Protocol::Rest, Protocol::RestH2, Protocol::Grpc, Protocol::Soap];
+    pub const ALL: [Protocol; 9] = [
+        Protocol::Rest,
+        Protocol::RestH2,
+        Protocol::Grpc,
+        Protocol::Soap,
+        Protocol::Graphql,
+        Protocol::Connect,
+        Protocol::ConnectJson,
+        Protocol::GrpcWeb,
+        Protocol::GrpcWebText,
+    ];
+
+    /// The four protocols every stack serves (the others: where the
+    /// stack's libraries serve them, as its manifest says).
+    pub const CORE: [Protocol; 4] = [Protocol::Rest, Protocol::RestH2, Protocol::Grpc, Protocol::Soap];
 
     /// The name used in flags, listening lines and results: `rest`,
-    /// `rest-h2`, `grpc`, `soap`.
+    /// `rest-h2`, `grpc`, `soap`, `graphql`, `connect`, `connect-json`,
+    /// `grpc-web`, `grpc-web-text`.
     pub fn name(self) -> &'static str {
         match self {
             Protocol::Rest => "rest",
             Protocol::RestH2 => "rest-h2",
             Protocol::Grpc => "grpc",
             Protocol::Soap => "soap",
+            Protocol::Graphql => "graphql",
+            Protocol::Connect => "connect",
+            Protocol::ConnectJson => "connect-json",
+            Protocol::GrpcWeb => "grpc-web",
+            Protocol::GrpcWebText => "grpc-web-text",
         }
     }
 
@@ -43,6 +78,11 @@ impl Protocol {
             Protocol::RestH2 => "PROTOBENCH_REST_H2_ADDR",
             Protocol::Grpc => "PROTOBENCH_GRPC_ADDR",
             Protocol::Soap => "PROTOBENCH_SOAP_ADDR",
+            Protocol::Graphql => "PROTOBENCH_GRAPHQL_ADDR",
+            Protocol::Connect => "PROTOBENCH_CONNECT_ADDR",
+            Protocol::ConnectJson => "PROTOBENCH_CONNECT_JSON_ADDR",
+            Protocol::GrpcWeb => "PROTOBENCH_GRPC_WEB_ADDR",
+            Protocol::GrpcWebText => "PROTOBENCH_GRPC_WEB_TEXT_ADDR",
         }
     }
 
@@ -53,7 +93,8 @@ impl Protocol {
     }
 
     /// Whether the protocol runs over HTTP/1.1, one call at a time per
-    /// connection (`rest`, `soap`).
+    /// connection (`rest`, `soap`, `graphql`, `connect`, `connect-json`,
+    /// `grpc-web`, `grpc-web-text`).
     pub fn is_http1(self) -> bool {
         !self.is_http2()
     }
@@ -68,13 +109,29 @@ impl Protocol {
         if self.is_http2() { &[b"h2"] } else { &[b"http/1.1"] }
     }
 
-    /// The encoding of the messages it carries: JSON for `rest` and
-    /// `rest-h2`, protobuf for `grpc`, XML for `soap`.
+    /// The encoding of the messages it carries (the vectors it is verified
+    /// against): JSON for `rest`, `rest-h2` and `connect-json`, protobuf for
+    /// `grpc`, `connect`, `grpc-web` and `grpc-web-text` (in their own
+    /// envelopes: see [`Protocol::content_type`]), XML for `soap`, GraphQL
+    /// for `graphql`.
     pub fn encoding(self) -> Encoding {
         match self {
-            Protocol::Rest | Protocol::RestH2 => Encoding::Json,
-            Protocol::Grpc => Encoding::Protobuf,
+            Protocol::Rest | Protocol::RestH2 | Protocol::ConnectJson => Encoding::Json,
+            Protocol::Grpc | Protocol::Connect | Protocol::GrpcWeb | Protocol::GrpcWebText => Encoding::Protobuf,
             Protocol::Soap => Encoding::Xml,
+            Protocol::Graphql => Encoding::Graphql,
+        }
+    }
+
+    /// The request's `Content-Type` (and a success response's media type).
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Protocol::Rest | Protocol::RestH2 | Protocol::Graphql | Protocol::ConnectJson => "application/json",
+            Protocol::Grpc => "application/grpc",
+            Protocol::Soap => "text/xml; charset=utf-8",
+            Protocol::Connect => "application/proto",
+            Protocol::GrpcWeb => "application/grpc-web+proto",
+            Protocol::GrpcWebText => "application/grpc-web-text",
         }
     }
 }
@@ -105,7 +162,9 @@ impl fmt::Display for Protocol {
 
 /// A protocol name that is not one of the four.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown protocol {0:?}; valid protocols: rest, rest-h2, grpc, soap")]
+#[error(
+    "unknown protocol {0:?}; valid protocols: rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web, grpc-web-text"
+)]
 pub struct UnknownProtocol(pub String);
 
 impl FromStr for Protocol {
@@ -130,7 +189,13 @@ mod tests {
             (Protocol::RestH2, true, b"h2", Encoding::Json),
             (Protocol::Grpc, true, b"h2", Encoding::Protobuf),
             (Protocol::Soap, false, b"http/1.1", Encoding::Xml),
+            (Protocol::Graphql, false, b"http/1.1", Encoding::Graphql),
+            (Protocol::Connect, false, b"http/1.1", Encoding::Protobuf),
+            (Protocol::ConnectJson, false, b"http/1.1", Encoding::Json),
+            (Protocol::GrpcWeb, false, b"http/1.1", Encoding::Protobuf),
+            (Protocol::GrpcWebText, false, b"http/1.1", Encoding::Protobuf),
         ];
+        assert_eq!(rows.len(), Protocol::ALL.len());
         for (p, h2, alpn, encoding) in rows {
             assert_eq!((p.is_http2(), p.is_http1()), (h2, !h2), "{p}");
             assert_eq!((p.alpn(), p.encoding()), (alpn, encoding), "{p}");
@@ -152,7 +217,9 @@ mod tests {
         let err = "http".parse::<Protocol>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown protocol \"http\"; valid protocols: rest, rest-h2, grpc, soap"
+            "unknown protocol \"http\"; valid protocols: rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web, grpc-web-text"
         );
+        let envs: std::collections::BTreeSet<_> = Protocol::ALL.iter().map(|p| p.addr_env()).collect();
+        assert_eq!(envs.len(), Protocol::ALL.len(), "one listener variable per protocol");
     }
 }

@@ -20,6 +20,7 @@ pub fn generate(dataset: &Dataset) -> Vec<(PathBuf, Vec<u8>)> {
                 "restMethod": format!("{:?}", w.operation.http_method()).to_uppercase(),
                 "restPath": w.operation.rest_path(&w.request()),
                 "soapAction": w.operation.soap_action(),
+                "graphqlField": crate::graphql::root(w.operation).field,
             })
         })
         .collect();
@@ -46,7 +47,58 @@ pub fn generate(dataset: &Dataset) -> Vec<(PathBuf, Vec<u8>)> {
         }
     }
     files.extend(stream_files(dataset));
+    files.extend(graphql_files(dataset));
     files
+}
+
+/// `graphql/workloads.json` and `graphql/vectors/<workload>/{request,response}.json`:
+/// the GraphQL-only workloads ([`crate::graphql::WORKLOADS`]), apart from
+/// `vectors/` since no other protocol serves them.
+fn graphql_files(dataset: &Dataset) -> Vec<(PathBuf, Vec<u8>)> {
+    let registry: Vec<serde_json::Value> = crate::graphql::WORKLOADS
+        .iter()
+        .map(|w| {
+            serde_json::json!({
+                "name": w.name,
+                "description": w.description,
+                "operationName": w.operation_name,
+                "fields": w.roots.iter().map(|(op, _)| crate::graphql::root(*op).field).collect::<Vec<_>>(),
+                "restEquivalent": w.rest_equivalent,
+            })
+        })
+        .collect();
+    let mut json = serde_json::to_vec_pretty(&registry).expect("registry serializes");
+    json.push(b'\n');
+    let mut files = vec![(PathBuf::from("graphql/workloads.json"), json)];
+    for w in crate::graphql::WORKLOADS {
+        let dir = PathBuf::from("graphql/vectors").join(w.name);
+        files.push((dir.join("request.json"), w.request()));
+        files.push((dir.join("response.json"), w.response(dataset)));
+    }
+    files
+}
+
+/// A GraphQL-only workload's request and expected response bodies:
+/// `graphql/vectors/<workload>/` under `contract_dir`, or built in when
+/// `contract_dir` has no `graphql/vectors/` (as [`load`]).
+pub fn load_graphql(contract_dir: &Path, workload: &str) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+    let w = crate::graphql::find(workload).ok_or_else(|| {
+        let names: Vec<&str> = crate::graphql::WORKLOADS.iter().map(|w| w.name).collect();
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("unknown GraphQL workload {workload:?}; valid: {}", names.join(", ")),
+        )
+    })?;
+    let dir = contract_dir.join("graphql/vectors");
+    if !dir.is_dir() {
+        static DATASET: OnceLock<Dataset> = OnceLock::new();
+        return Ok((w.request(), w.response(DATASET.get_or_init(Dataset::generate))));
+    }
+    let dir = dir.join(workload);
+    Ok((
+        std::fs::read(dir.join("request.json"))?,
+        std::fs::read(dir.join("response.json"))?,
+    ))
 }
 
 /// `stream-workloads.json` and `stream-vectors/<workload>/` (apart from
@@ -225,6 +277,21 @@ mod tests {
         assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
         std::fs::remove_dir_all(&partial).unwrap();
         assert!(load(&nowhere, "no.such", Encoding::Json).is_err());
+    }
+
+    #[test]
+    fn graphql_only_vectors_load_from_disk_or_built_in_alike() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contract");
+        let nowhere = Path::new(env!("CARGO_MANIFEST_DIR")).join("no-such-contract-dir");
+        for w in crate::graphql::WORKLOADS {
+            let on_disk = load_graphql(&repo, w.name).unwrap();
+            assert_eq!(on_disk, load_graphql(&nowhere, w.name).unwrap(), "{}", w.name);
+        }
+        let err = load_graphql(&repo, "inventory.l").unwrap_err().to_string();
+        assert!(
+            err.starts_with("unknown GraphQL workload \"inventory.l\"; valid: graphql."),
+            "{err}"
+        );
     }
 
     #[test]

@@ -18,6 +18,14 @@ pub(crate) enum Family {
     Grpc,
     /// SOAP 1.1 over HTTP/1.1.
     Soap,
+    /// GraphQL over HTTP: HTTP 200, errors in the body's `errors`.
+    Graphql,
+    /// Connect unary (`connect`, `connect-json`): HTTP 200, errors as
+    /// non-200 statuses with a JSON body.
+    Connect,
+    /// gRPC-Web (`grpc-web`, `grpc-web-text`): HTTP 200, the gRPC status
+    /// in the trailer frame (the driver unwraps it like gRPC's).
+    GrpcWeb,
 }
 
 impl Family {
@@ -27,7 +35,16 @@ impl Family {
             Protocol::Rest | Protocol::RestH2 => Family::Rest,
             Protocol::Grpc => Family::Grpc,
             Protocol::Soap => Family::Soap,
+            Protocol::Graphql => Family::Graphql,
+            Protocol::Connect | Protocol::ConnectJson => Family::Connect,
+            Protocol::GrpcWeb | Protocol::GrpcWebText => Family::GrpcWeb,
         }
+    }
+
+    /// Whether a call's body must be kept to judge its status: a GraphQL
+    /// error comes with HTTP 200.
+    pub(crate) fn needs_body(self) -> bool {
+        self == Family::Graphql
     }
 }
 
@@ -45,6 +62,9 @@ pub(crate) struct Check {
     pub(crate) family: Family,
     /// Contract workload: the expected message.
     pub(crate) expected: Option<Expected>,
+    /// GraphQL-only workload: the expected response body as JSON, nulls
+    /// dropped (compared as a value).
+    pub(crate) expected_data: Option<serde_json::Value>,
     /// Custom gRPC call: the response type (decoded with `--validate full`).
     pub(crate) custom_response: Option<MessageDescriptor>,
     /// `--validate full`.
@@ -62,14 +82,23 @@ pub(crate) struct CheckState {
 impl Check {
     /// Whether the next call should keep its body for a full check.
     pub(crate) fn wants_body(&self, state: &CheckState) -> bool {
-        self.full || (self.expected.is_some() && state.reference_len.get().is_none())
+        self.full || self.family.needs_body() || (self.has_expectation() && state.reference_len.get().is_none())
+    }
+
+    /// Whether the run calls a workload whose response is known.
+    fn has_expectation(&self) -> bool {
+        self.expected.is_some() || self.expected_data.is_some()
     }
 
     /// Ok for a success, else the error it is counted as.
     pub(crate) fn judge(&self, resp: &Response, state: &CheckState) -> Result<(), CallError> {
         self.status(resp)?;
         if let Some(body) = &resp.body {
-            if let Some(exp) = &self.expected {
+            // A GraphQL body is kept for its errors (looked for in
+            // `status`); one of the first response's size is taken as that
+            // response, as every protocol's unkept body is.
+            let cheap = self.family.needs_body() && !self.full && state.reference_len.get() == Some(resp.body_len);
+            if let Some(exp) = self.expected.as_ref().filter(|_| !cheap) {
                 let found = Message::decode_response(exp.operation, exp.encoding, body).map_err(|e| {
                     CallError::new(
                         ErrorKind::WrongResponse,
@@ -80,6 +109,24 @@ impl Check {
                     return Err(CallError::new(
                         ErrorKind::WrongResponse,
                         format!("{} response differs from the expected message", exp.operation),
+                    ));
+                }
+                if state.reference_len.get().is_none() {
+                    state.reference_len.set(Some(resp.body_len));
+                }
+            }
+            if let Some(want) = self.expected_data.as_ref().filter(|_| !cheap) {
+                let found: serde_json::Value = serde_json::from_slice(body).map_err(|e| {
+                    CallError::new(
+                        ErrorKind::WrongResponse,
+                        format!("a GraphQL response that is not JSON: {e}"),
+                    )
+                })?;
+                let found = protobench_contract::graphql::drop_nulls(found);
+                if let Some((path, f, e)) = crate::diff::first_difference(&found, want, String::new()) {
+                    return Err(CallError::new(
+                        ErrorKind::WrongResponse,
+                        format!("GraphQL response differs at {path}: found {f}, expected {e}"),
                     ));
                 }
                 if state.reference_len.get().is_none() {
@@ -108,9 +155,9 @@ impl Check {
 
     /// The status checks alone (HTTP status, gRPC status, SOAP Fault).
     pub(crate) fn status(&self, resp: &Response) -> Result<(), CallError> {
-        let contract = self.expected.is_some();
+        let contract = self.has_expectation();
         match self.family {
-            Family::Grpc => {
+            Family::Grpc | Family::GrpcWeb => {
                 if resp.status != 200 {
                     return Err(CallError::new(
                         ErrorKind::HttpStatus,
@@ -119,13 +166,18 @@ impl Check {
                 }
                 // The driver sets the content type of every gRPC response it
                 // did not read as gRPC (None: not kept, read as gRPC).
+                let want = if self.family == Family::Grpc {
+                    "application/grpc"
+                } else {
+                    "application/grpc-web"
+                };
                 if let Some(ct) = &resp.content_type
-                    && !crate::driver::grpc::is_grpc_content_type(ct.as_bytes())
+                    && !ct.starts_with(want)
                 {
                     let ct = if ct.is_empty() { "none" } else { ct.as_str() };
                     return Err(CallError::new(
                         ErrorKind::HttpStatus,
-                        format!("http status 200 with content-type {ct} (expected application/grpc)"),
+                        format!("http status 200 with content-type {ct} (expected {want})"),
                     ));
                 }
                 let status = resp
@@ -166,7 +218,21 @@ impl Check {
                     ));
                 }
             }
-            Family::Rest => {
+            Family::Graphql => {
+                if !ok_status(resp.status, contract) {
+                    return Err(CallError::new(
+                        ErrorKind::HttpStatus,
+                        format!("http status {} (expected 200)", resp.status),
+                    ));
+                }
+                if let Some(message) = resp.body.as_ref().and_then(|b| graphql_error(b)) {
+                    return Err(CallError::new(
+                        ErrorKind::WrongResponse,
+                        format!("graphql error: {message}"),
+                    ));
+                }
+            }
+            Family::Rest | Family::Connect => {
                 if !ok_status(resp.status, contract) {
                     let expected = if contract { "200" } else { "2xx" };
                     return Err(CallError::new(
@@ -178,6 +244,25 @@ impl Check {
         }
         Ok(())
     }
+}
+
+/// The first error message of a GraphQL response that has `errors`. Only
+/// a body that mentions `"errors"` is parsed.
+pub(crate) fn graphql_error(body: &[u8]) -> Option<String> {
+    const KEY: &[u8] = b"\"errors\"";
+    if !body.windows(KEY.len()).any(|w| w == KEY) {
+        return None;
+    }
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let errors = v.get("errors")?.as_array()?;
+    let first = errors.first()?;
+    Some(
+        first
+            .get("message")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("(no message)")
+            .to_owned(),
+    )
 }
 
 fn ok_status(status: u16, contract: bool) -> bool {
@@ -200,6 +285,7 @@ mod tests {
         Check {
             family: Family::Grpc,
             expected: None,
+            expected_data: None,
             custom_response: None,
             full: false,
         }
@@ -269,6 +355,7 @@ mod tests {
         let check = Check {
             family: Family::Soap,
             expected: None,
+            expected_data: None,
             custom_response: None,
             full: false,
         };
@@ -309,6 +396,7 @@ mod tests {
                 encoding: Encoding::Json,
                 message: msg,
             }),
+            expected_data: None,
             custom_response: None,
             full: false,
         };

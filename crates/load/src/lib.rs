@@ -23,6 +23,7 @@
 
 mod check;
 mod coordinator;
+mod diff;
 mod driver;
 mod engine;
 mod error;

@@ -132,10 +132,92 @@ pub(crate) fn contract_driver(
             headers.extend_from_slice(extra);
             AnyDriver::Http1(Http1::new(endpoint, "POST", "/soap", &headers, request_body))
         }
+        Family::Graphql | Family::Connect | Family::GrpcWeb => {
+            web_driver(protocol, endpoint, operation.grpc_path(), request_body, extra)?
+        }
     })
 }
 
+/// A GraphQL-only workload's run (validated: the protocol is graphql): its
+/// document, and its expected data to compare as a value.
+fn graphql_only(
+    plan: &LoadPlan,
+    g: &protobench_contract::graphql::GraphqlWorkload,
+    endpoint: Endpoint,
+    addr: SocketAddr,
+) -> Result<Prepared, LoadError> {
+    let extra: Vec<(String, String)> = plan
+        .custom
+        .iter()
+        .flat_map(|c| c.headers.iter().map(|h| (h.name.clone(), h.value.clone())))
+        .collect();
+    let driver = web_driver(plan.protocol, endpoint, "", &g.request(), &extra)?;
+    let expected: serde_json::Value =
+        serde_json::from_slice(&g.response(&Dataset::generate())).expect("our own JSON parses");
+    let check = Check {
+        family: Family::of(plan.protocol),
+        expected: None,
+        expected_data: Some(protobench_contract::graphql::drop_nulls(expected)),
+        custom_response: None,
+        full: plan.validate == Validation::Full,
+    };
+    Ok(Prepared { driver, check, addr })
+}
+
+/// The driver of a `graphql`, `connect`, `connect-json`, `grpc-web` or
+/// `grpc-web-text` call: a POST of `message` (the GraphQL request, the bare
+/// Connect message, the gRPC-Web message to frame) with the protocol's
+/// headers; `grpc_path` is the method's path (not used by GraphQL).
+pub(crate) fn web_driver(
+    protocol: Protocol,
+    endpoint: Endpoint,
+    grpc_path: &str,
+    message: &[u8],
+    extra: &[(String, String)],
+) -> Result<AnyDriver, LoadError> {
+    let ct = protocol.content_type();
+    let mut headers: Vec<(String, String)> = vec![("Content-Type".into(), ct.into())];
+    let (path, body) = match protocol {
+        Protocol::Graphql => {
+            headers.push(("Accept".into(), ct.into()));
+            (protobench_contract::graphql::PATH, message.to_vec())
+        }
+        Protocol::Connect | Protocol::ConnectJson => {
+            headers.push(("Connect-Protocol-Version".into(), "1".into()));
+            (grpc_path, message.to_vec())
+        }
+        Protocol::GrpcWebText => {
+            headers.push(("Accept".into(), ct.into()));
+            let frame = protobench_contract::grpc_web::frame(message);
+            (grpc_path, protobench_contract::grpc_web::to_text(&frame))
+        }
+        _ => {
+            headers.push(("Accept".into(), ct.into()));
+            (grpc_path, protobench_contract::grpc_web::frame(message))
+        }
+    };
+    headers.extend_from_slice(extra);
+    let grpc_web = match protocol {
+        Protocol::GrpcWeb => Some(false),
+        Protocol::GrpcWebText => Some(true),
+        _ => None,
+    };
+    if protocol.is_http2() {
+        return Ok(AnyDriver::Http2(Box::new(Http2::new(
+            endpoint, "POST", path, &headers, &body, false,
+        )?)));
+    }
+    let driver = Http1::new(endpoint, "POST", path, &headers, &body);
+    Ok(AnyDriver::Http1(match grpc_web {
+        Some(text) => driver.grpc_web(text),
+        None => driver,
+    }))
+}
+
 /// Prepares a run: resolves, builds the request and the checks.
+// Longer than the ~120-line guide: one branch per kind of call (a
+// GraphQL-only workload, a contract workload, a custom gRPC or HTTP call),
+// each short, sharing the resolved endpoint and the plan's headers.
 pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
     let target = parse_target(&plan.target);
     let addr = resolve(&target.authority, Duration::from_nanos(plan.connect_timeout_ns)).await?;
@@ -143,6 +225,11 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
     let endpoint = Endpoint::new(addr, target.authority.clone(), tls.as_ref(), plan.protocol.alpn_ids())?;
     let (family, h2) = (Family::of(plan.protocol), plan.protocol.is_http2());
     let full = plan.validate == Validation::Full;
+    if let Some(name) = &plan.workload
+        && let Some(g) = protobench_contract::graphql::find(name)
+    {
+        return graphql_only(plan, g, endpoint, addr);
+    }
     if let Some(name) = &plan.workload {
         let w = workload::find(name)
             .ok_or_else(|| LoadError::Plan(crate::PlanError::UnknownWorkload(workload::unknown(name))))?;
@@ -170,6 +257,7 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
                 encoding,
                 message,
             }),
+            expected_data: None,
             custom_response: None,
             full,
         };
@@ -218,7 +306,7 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
                 Some(response),
             )
         }
-        Family::Rest | Family::Soap => {
+        Family::Rest | Family::Soap | Family::Graphql | Family::Connect | Family::GrpcWeb => {
             let method = custom
                 .method
                 .clone()
@@ -236,7 +324,14 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
             let driver = if h2 {
                 AnyDriver::Http2(Box::new(Http2::new(endpoint, &method, &path, &headers, &body, false)?))
             } else {
-                AnyDriver::Http1(Http1::new(endpoint, &method, &path, &headers, &body))
+                // A custom gRPC-Web body goes as given (framed by the user);
+                // the response is unwrapped to judge its status.
+                let driver = Http1::new(endpoint, &method, &path, &headers, &body);
+                AnyDriver::Http1(match plan.protocol {
+                    Protocol::GrpcWeb => driver.grpc_web(false),
+                    Protocol::GrpcWebText => driver.grpc_web(true),
+                    _ => driver,
+                })
             };
             (driver, None)
         }
@@ -244,6 +339,7 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
     let check = Check {
         family,
         expected: None,
+        expected_data: None,
         custom_response: if full { custom_response } else { None },
         full,
     };

@@ -113,7 +113,17 @@ fn validate_call(plan: &LoadPlan) -> Result<(), PlanError> {
     if let Some(w) = &plan.workload
         && protobench_contract::workload::find(w).is_none()
     {
-        return Err(PlanError::UnknownWorkload(protobench_contract::workload::unknown(w)));
+        // A GraphQL-only workload (contract/graphql/workloads.json) asks for
+        // part of a message, which only GraphQL can.
+        if protobench_contract::graphql::find(w).is_some() {
+            if p != Protocol::Graphql {
+                return Err(PlanError::UnknownWorkload(format!(
+                    "workload {w:?} is GraphQL-only (it selects part of a message); use --protocol graphql"
+                )));
+            }
+        } else {
+            return Err(PlanError::UnknownWorkload(protobench_contract::workload::unknown(w)));
+        }
     }
     let custom = plan.custom.as_ref();
     if plan.workload.is_some() {

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::LoadError;
 use crate::check::Family;
+use crate::diff::{first_difference, short};
 use crate::driver::{ByteCounters, Driver, Response};
 use crate::prepare::{self, AnyDriver};
 
@@ -183,12 +184,25 @@ fn fail(found: impl Into<String>, expected: impl Into<String>) -> Outcome {
 }
 
 /// Whether a response is the contract's injected failure: HTTP 500 with the
-/// JSON error message, gRPC UNAVAILABLE, or a SOAP fault, each carrying
+/// JSON error message, gRPC (and gRPC-Web) UNAVAILABLE, a SOAP fault, a
+/// GraphQL error, Connect's `unavailable` (503), each carrying
 /// [`protobench_contract::INJECTED_FAILURE`].
 fn is_injected(family: Family, resp: &Response) -> bool {
     let message = protobench_contract::INJECTED_FAILURE;
     match family {
-        Family::Grpc => resp.grpc.as_ref().is_some_and(|g| g.code == 14 && g.message == message),
+        Family::Grpc | Family::GrpcWeb => resp.grpc.as_ref().is_some_and(|g| g.code == 14 && g.message == message),
+        Family::Graphql => resp.body.as_deref().and_then(crate::check::graphql_error).as_deref() == Some(message),
+        Family::Connect => {
+            resp.status == 503
+                && resp
+                    .body
+                    .as_ref()
+                    .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+                    .is_some_and(|v| {
+                        v.get("code").and_then(Value::as_str) == Some("unavailable")
+                            && v.get("message").and_then(Value::as_str) == Some(message)
+                    })
+        }
         Family::Soap => {
             resp.status == 500
                 && resp
@@ -228,7 +242,12 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
     if resp.status != 200 {
         return fail(format!("http status {}", resp.status), "http status 200");
     }
-    if family == Family::Grpc {
+    if family == Family::Graphql
+        && let Some(message) = resp.body.as_deref().and_then(crate::check::graphql_error)
+    {
+        return fail(format!("graphql error: {message}"), "data without errors");
+    }
+    if matches!(family, Family::Grpc | Family::GrpcWeb) {
         match &resp.grpc {
             Some(g) if g.code != 0 => {
                 return fail(
@@ -252,12 +271,16 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
     let ct = resp.content_type.clone().unwrap_or_default();
     let media = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     let (ok, want) = match family {
-        Family::Rest => (media == "application/json", "application/json"),
+        Family::Rest | Family::Graphql => (media == "application/json", "application/json"),
         Family::Soap => (media == "text/xml", "text/xml"),
         Family::Grpc => (
             media == "application/grpc" || media == "application/grpc+proto",
             "application/grpc",
         ),
+        Family::Connect if encoding == Encoding::Json => (media == "application/json", "application/json"),
+        Family::Connect => (media == "application/proto", "application/proto"),
+        // The driver read the frames (the content type was checked there).
+        Family::GrpcWeb => (true, "application/grpc-web"),
     };
     if !ok {
         let shown = if ct.is_empty() {
@@ -269,8 +292,11 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
     }
     // Body.
     let body = resp.body.clone().unwrap_or_default();
+    // A Connect server may leave unpopulated fields out of its JSON
+    // (protojson's default): compared as messages, not JSON values.
+    let by_value = family != Family::Connect;
     match encoding {
-        Encoding::Json => {
+        Encoding::Json | Encoding::Graphql if by_value => {
             let found: Value = match serde_json::from_slice(&body) {
                 Ok(v) => v,
                 Err(e) => return fail(format!("invalid JSON ({e})"), "a JSON body"),
@@ -278,7 +304,7 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
             let expected: Value = serde_json::from_slice(expected_bytes).unwrap_or(Value::Null);
             compare_values(&drop_nulls(found), &drop_nulls(expected))
         }
-        Encoding::Protobuf | Encoding::Xml => {
+        _ => {
             let expected = vectors::expected_response(op, encoding, expected_bytes);
             let found = match Message::decode_response(op, encoding, &body) {
                 Ok(m) => m,
@@ -333,72 +359,6 @@ fn compare_values(found: &Value, expected: &Value) -> Outcome {
                 fail(format!("{f} at {path}"), e)
             }
         }
-    }
-}
-
-/// The first difference: its path, the found and the expected value, short.
-pub(crate) fn first_difference(found: &Value, expected: &Value, path: String) -> Option<(String, String, String)> {
-    let join = |key: &str| {
-        if path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{path}.{key}")
-        }
-    };
-    match (found, expected) {
-        (Value::Object(f), Value::Object(e)) => {
-            for (k, ev) in e {
-                match f.get(k) {
-                    None => return Some((join(k), "nothing".into(), render(ev))),
-                    Some(fv) => {
-                        if let Some(d) = first_difference(fv, ev, join(k)) {
-                            return Some(d);
-                        }
-                    }
-                }
-            }
-            f.iter()
-                .find(|(k, _)| !e.contains_key(*k))
-                .map(|(k, fv)| (join(k), render(fv), "nothing".into()))
-        }
-        (Value::Array(f), Value::Array(e)) => {
-            for (i, (fv, ev)) in f.iter().zip(e).enumerate() {
-                if let Some(d) = first_difference(fv, ev, format!("{path}[{i}]")) {
-                    return Some(d);
-                }
-            }
-            if f.len() != e.len() {
-                return Some((path, format!("{} elements", f.len()), format!("{} elements", e.len())));
-            }
-            None
-        }
-        (Value::Number(f), Value::Number(e)) => {
-            if f.as_f64() == e.as_f64() {
-                None
-            } else {
-                Some((path, render(found), render(expected)))
-            }
-        }
-        _ => (found != expected).then(|| (path, render(found), render(expected))),
-    }
-}
-
-fn short(s: &str) -> String {
-    const MAX: usize = 60;
-    if s.chars().count() <= MAX {
-        s.to_owned()
-    } else {
-        let head: String = s.chars().take(MAX).collect();
-        format!("{head}... ({} characters)", s.chars().count())
-    }
-}
-
-fn render(v: &Value) -> String {
-    match v {
-        Value::String(s) => format!("{:?}", short(s)).replace("\\\"", "\""),
-        Value::Array(a) => format!("[{} elements]", a.len()),
-        Value::Object(_) => "{...}".into(),
-        other => other.to_string(),
     }
 }
 

@@ -228,7 +228,7 @@ impl Manifest {
         Manifest {
             name: BUILTIN.into(),
             language: "Rust".into(),
-            stack: "axum/hyper (REST, HTTP/2), tonic (gRPC), quick-xml (SOAP); embedded in protobench".into(),
+            stack: "axum/hyper (REST, HTTP/2, Connect), tonic (gRPC), tonic-web (gRPC-Web), async-graphql (GraphQL), quick-xml (SOAP); embedded in protobench".into(),
             protocols: Protocol::ALL.to_vec(),
             streaming: StreamTransport::ALL.to_vec(),
             toolchain: vec![],
@@ -449,11 +449,11 @@ go = "1.22"
 
     #[test]
     fn rejects_unknown_protocol_with_line() {
-        let text = GO.replace(r#"["rest", "grpc"]"#, r#"["rest", "graphql"]"#);
+        let text = GO.replace(r#"["rest", "grpc"]"#, r#"["rest", "odata"]"#);
         let e = Manifest::parse(&text, Path::new("m.toml")).unwrap_err().to_string();
         assert_eq!(
             e,
-            "m.toml:5: protocols: unknown protocol `graphql` (accepted: rest, rest-h2, grpc, soap)"
+            "m.toml:5: protocols: unknown protocol `odata` (accepted: rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web, grpc-web-text)"
         );
     }
 
@@ -497,7 +497,7 @@ go = "1.22"
             m.start_command(Path::new("/usr/bin/protobench")),
             ["/usr/bin/protobench", "serve"]
         );
-        assert_eq!(m.protocols.len(), 4);
+        assert_eq!(m.protocols, Protocol::ALL);
     }
 
     #[test]

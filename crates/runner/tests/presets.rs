@@ -323,7 +323,7 @@ fn quick_preset_is_four_protocols_four_workloads_six_short_repetitions() {
     assert_eq!(plan.repetitions, 6);
     assert_eq!(plan.points.len(), 16);
     assert_eq!(plan.groups.len(), 1, "one server process per repetition");
-    assert_eq!(plan.groups[0].protocols, Protocol::ALL);
+    assert_eq!(plan.groups[0].protocols, Protocol::CORE);
     assert!(plan.points.iter().all(|p| p.rate.is_none() && p.server == "rust"));
     assert_eq!(plan.server_cpus.as_ref().unwrap().to_string(), "0");
     assert_eq!(plan.generator_cpus.as_ref().unwrap().to_string(), "1");
@@ -351,8 +351,8 @@ fn broken_presets_name_file_line_key_and_accepted_values() {
         ),
         // unknown protocol lists the protocols
         (
-            "servers = [\"rust\"]\nprotocols = [\"rest\", \"graphql\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n",
-            "presets/t.toml:2:22: protocols[1]: unknown `graphql` (accepted: rest, rest-h2, grpc, soap)",
+            "servers = [\"rust\"]\nprotocols = [\"rest\", \"odata\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n",
+            "presets/t.toml:2:22: protocols[1]: unknown `odata` (accepted: rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web, grpc-web-text)",
         ),
         // unknown server lists the servers
         (

@@ -20,6 +20,19 @@ pub struct ServerConfig {
     pub grpc: Option<SocketAddr>,
     /// `PROTOBENCH_SOAP_ADDR`.
     pub soap: Option<SocketAddr>,
+    /// `PROTOBENCH_GRAPHQL_ADDR`: GraphQL over HTTP/1.1.
+    pub graphql: Option<SocketAddr>,
+    /// `PROTOBENCH_CONNECT_ADDR`: Connect unary (either body; the client
+    /// of `connect` sends protobuf).
+    pub connect: Option<SocketAddr>,
+    /// `PROTOBENCH_CONNECT_JSON_ADDR`: Connect unary (either body; the
+    /// client of `connect-json` sends JSON).
+    pub connect_json: Option<SocketAddr>,
+    /// `PROTOBENCH_GRPC_WEB_ADDR`: gRPC-Web over HTTP/1.1 (binary or text).
+    pub grpc_web: Option<SocketAddr>,
+    /// `PROTOBENCH_GRPC_WEB_TEXT_ADDR`: gRPC-Web over HTTP/1.1 (binary or
+    /// text; the client of `grpc-web-text` sends text).
+    pub grpc_web_text: Option<SocketAddr>,
     /// `PROTOBENCH_WORKERS`: tokio worker threads. [`crate::start`] runs on
     /// whatever runtime it is called from; the `protobench serve` command
     /// builds that runtime with this many workers.
@@ -167,6 +180,11 @@ impl Default for ServerConfig {
             rest_h2: None,
             grpc: None,
             soap: None,
+            graphql: None,
+            connect: None,
+            connect_json: None,
+            grpc_web: None,
+            grpc_web_text: None,
             workers: available_cpus(),
             tls: None,
             failure_rate: 0.0,
@@ -309,6 +327,11 @@ impl ServerConfig {
             Protocol::RestH2 => self.rest_h2,
             Protocol::Grpc => self.grpc,
             Protocol::Soap => self.soap,
+            Protocol::Graphql => self.graphql,
+            Protocol::Connect => self.connect,
+            Protocol::ConnectJson => self.connect_json,
+            Protocol::GrpcWeb => self.grpc_web,
+            Protocol::GrpcWebText => self.grpc_web_text,
         }
     }
 
@@ -319,6 +342,11 @@ impl ServerConfig {
             Protocol::RestH2 => &mut self.rest_h2,
             Protocol::Grpc => &mut self.grpc,
             Protocol::Soap => &mut self.soap,
+            Protocol::Graphql => &mut self.graphql,
+            Protocol::Connect => &mut self.connect,
+            Protocol::ConnectJson => &mut self.connect_json,
+            Protocol::GrpcWeb => &mut self.grpc_web,
+            Protocol::GrpcWebText => &mut self.grpc_web_text,
         };
         *slot = addr;
     }

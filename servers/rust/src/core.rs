@@ -127,6 +127,19 @@ impl Reply {
         json.expect("contract messages always serialize")
     }
 
+    /// Protobuf bytes.
+    pub(crate) fn to_protobuf(&self) -> Vec<u8> {
+        use prost::Message as _;
+        match self {
+            Reply::Owned(m) => m.to_protobuf(),
+            Reply::InventoryStatus(v) => v.encode_to_vec(),
+            Reply::DeviceList(v) => v.encode_to_vec(),
+            Reply::ItemList(v) => v.encode_to_vec(),
+            Reply::ObjectList(v) => v.encode_to_vec(),
+            Reply::FileContent(v) => v.encode_to_vec(),
+        }
+    }
+
     /// Writes the XML element `element` holding the message's fields.
     pub(crate) fn write_xml(&self, out: &mut String, element: &str) {
         use protobench_contract::xml::write_element;

@@ -1,7 +1,10 @@
 //! The Rust reference servers of protobench: `rest` and `rest-h2` (JSON on
-//! axum/hyper), `grpc` (tonic, with reflection) and `soap` (SOAP 1.1 on
-//! axum/hyper with the contract's XML codec), configured only by the
-//! environment contract of `contract/README.md`.
+//! axum/hyper), `grpc` (tonic, with reflection), `soap` (SOAP 1.1 on
+//! axum/hyper with the contract's XML codec), `graphql` (async-graphql on
+//! axum), `connect` and `connect-json` (Connect unary, a small axum
+//! handler) and `grpc-web` and `grpc-web-text` (tonic-web over the tonic
+//! services), configured only by the environment contract of
+//! `contract/README.md`.
 //!
 //! The same code is the standalone reference server (`protobench serve`) and
 //! the server embedded in tests.
@@ -36,8 +39,10 @@ use tokio::task::JoinHandle;
 
 mod body;
 pub mod config;
+mod connect;
 mod core;
 mod feed;
+mod graphql;
 mod grpc;
 mod grpc_status;
 mod grpc_stream;
@@ -120,7 +125,7 @@ pub struct RunningServer {
 }
 
 impl RunningServer {
-    /// Every listener, in the order rest, rest-h2, grpc, soap.
+    /// Every listener, in the order of [`Protocol::ALL`].
     pub fn listeners(&self) -> &[Listener] {
         &self.listeners
     }
@@ -201,6 +206,14 @@ pub async fn start(config: ServerConfig, dataset: Arc<Dataset>) -> Result<Runnin
             Protocol::Grpc => (
                 http::Version::Http2 { websocket: false },
                 grpc.take().expect("the grpc router is built when grpc has an address"),
+            ),
+            Protocol::Graphql => (http::Version::Http1, graphql::router(core.clone())),
+            Protocol::Connect | Protocol::ConnectJson => (http::Version::Http1, connect::router(core.clone())),
+            // tonic-web turns gRPC-Web (binary or text) into gRPC for the
+            // same tonic services and back, over HTTP/1.1.
+            Protocol::GrpcWeb | Protocol::GrpcWebText => (
+                http::Version::Http1,
+                grpc::router(core.clone())?.layer(tonic_web::GrpcWebLayer::new()),
             ),
         };
         let task = tokio::spawn(http::serve(socket, version, tls, router, limits, signal));

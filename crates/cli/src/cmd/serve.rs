@@ -34,6 +34,21 @@ pub(crate) struct Args {
     /// Serve `soap` on ADDR [env: PROTOBENCH_SOAP_ADDR]
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     soap: Option<SocketAddr>,
+    /// Serve `graphql` (POST /graphql, HTTP/1.1) on ADDR [env: PROTOBENCH_GRAPHQL_ADDR]
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
+    graphql: Option<SocketAddr>,
+    /// Serve `connect` (Connect unary, protobuf or JSON, HTTP/1.1) on ADDR [env: PROTOBENCH_CONNECT_ADDR]
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
+    connect: Option<SocketAddr>,
+    /// Serve `connect-json` (the same Connect handler) on ADDR [env: PROTOBENCH_CONNECT_JSON_ADDR]
+    #[arg(long = "connect-json", value_name = "ADDR", value_parser = parse_addr)]
+    connect_json: Option<SocketAddr>,
+    /// Serve `grpc-web` (binary or text, HTTP/1.1) on ADDR [env: PROTOBENCH_GRPC_WEB_ADDR]
+    #[arg(long = "grpc-web", value_name = "ADDR", value_parser = parse_addr)]
+    grpc_web: Option<SocketAddr>,
+    /// Serve `grpc-web-text` (the same gRPC-Web service) on ADDR [env: PROTOBENCH_GRPC_WEB_TEXT_ADDR]
+    #[arg(long = "grpc-web-text", value_name = "ADDR", value_parser = parse_addr)]
+    grpc_web_text: Option<SocketAddr>,
     /// Serve every listener with TLS; without a certificate, generate a self-signed one
     #[arg(long)]
     tls: bool,
@@ -53,8 +68,8 @@ pub(crate) struct Args {
 }
 
 /// Serves until SIGTERM or SIGINT, then drains calls in flight (up to 10 s)
-/// and exits 0. With no address from flags or environment, serves all four
-/// protocols on 127.0.0.1 with free ports.
+/// and exits 0. With no address from flags or environment, serves every
+/// protocol on 127.0.0.1 with free ports.
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut config = match ServerConfig::from_env() {
         Ok(config) => config,
@@ -68,6 +83,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         (Protocol::RestH2, args.rest_h2),
         (Protocol::Grpc, args.grpc),
         (Protocol::Soap, args.soap),
+        (Protocol::Graphql, args.graphql),
+        (Protocol::Connect, args.connect),
+        (Protocol::ConnectJson, args.connect_json),
+        (Protocol::GrpcWeb, args.grpc_web),
+        (Protocol::GrpcWebText, args.grpc_web_text),
     ] {
         if addr.is_some() {
             config.set_addr(protocol, addr);

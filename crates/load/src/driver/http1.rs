@@ -1,4 +1,5 @@
-//! HTTP/1.1 with keep-alive and no pipelining: `rest`, `soap` and custom
+//! HTTP/1.1 with keep-alive and no pipelining: `rest`, `soap`, `graphql`,
+//! `connect`, `connect-json`, `grpc-web`, `grpc-web-text` and custom
 //! HTTP/1.1 calls.
 //!
 //! The request (line, headers, body) is encoded once; each call writes those
@@ -19,6 +20,8 @@ use super::{ByteCounters, CallError, Driver, MAX_KEPT_BODY, Response, body_too_l
 pub(crate) struct Http1 {
     endpoint: Endpoint,
     request: Bytes,
+    /// gRPC-Web: unwrap each response's frames (`Some(true)`: base64 text).
+    grpc_web: Option<bool>,
 }
 
 /// One HTTP/1.1 connection.
@@ -54,8 +57,68 @@ impl Http1 {
         Http1 {
             endpoint,
             request: Bytes::from(req),
+            grpc_web: None,
         }
     }
+
+    /// The same driver reading gRPC-Web responses (`text`: base64): the
+    /// body is always read, to find the status in the trailer frame; the
+    /// response then holds the message (not its frame) like a gRPC one.
+    pub(crate) fn grpc_web(mut self, text: bool) -> Http1 {
+        self.grpc_web = Some(text);
+        self
+    }
+}
+
+/// Turns a gRPC-Web response into what the gRPC driver returns: the
+/// message without its frame, the status from the trailer frame (or from
+/// the headers of a trailers-only response), the number of messages. A
+/// response that is not gRPC-Web (another content type) keeps its content
+/// type so that the check names it; `keep_body`: whether the caller asked
+/// for the body.
+pub(crate) fn unwrap_grpc_web(mut resp: Response, text: bool, keep_body: bool) -> Result<Response, CallError> {
+    let ct = resp.content_type.as_deref().unwrap_or("");
+    if resp.status != 200 || !ct.starts_with("application/grpc-web") {
+        if resp.content_type.is_none() {
+            resp.content_type = Some(String::new());
+        }
+        return Ok(resp);
+    }
+    let body = resp.body.take().unwrap_or_default();
+    let raw = if text {
+        protobench_contract::grpc_web::from_text(&body).map_err(|e| CallError::new(ErrorKind::WrongResponse, e))?
+    } else {
+        body.to_vec()
+    };
+    let parsed = protobench_contract::grpc_web::parse(&raw)
+        .map_err(|e| CallError::new(ErrorKind::WrongResponse, format!("invalid gRPC-Web body: {e}")))?;
+    if parsed.has_trailers {
+        let code = parsed.trailer("grpc-status").and_then(|c| c.parse().ok());
+        let Some(code) = code else {
+            return Err(CallError::new(
+                ErrorKind::WrongResponse,
+                "a gRPC-Web trailer frame without a valid grpc-status",
+            ));
+        };
+        let message = parsed.trailer("grpc-message").unwrap_or("");
+        resp.grpc = Some(super::GrpcStatus {
+            code,
+            message: super::grpc::percent_decode(message.as_bytes()),
+        });
+    } else if resp.grpc.is_none() {
+        return Err(CallError::new(
+            ErrorKind::WrongResponse,
+            "a gRPC-Web response with neither a trailer frame nor a grpc-status header",
+        ));
+    }
+    resp.grpc_messages = parsed.messages.len() as u32;
+    resp.body_len = parsed.messages.iter().map(Vec::len).sum();
+    if keep_body {
+        resp.body = parsed.messages.into_iter().next().map(Bytes::from);
+    } else {
+        resp.content_type = None;
+    }
+    Ok(resp)
 }
 
 impl Driver for Http1 {
@@ -71,11 +134,14 @@ impl Driver for Http1 {
     }
 
     async fn call(&self, conn: &mut Conn, keep_body: bool) -> Result<Response, CallError> {
-        let result = exchange(conn, &self.request, keep_body).await;
+        let result = exchange(conn, &self.request, keep_body || self.grpc_web.is_some()).await;
         if result.is_err() {
             conn.usable = false;
         }
-        result
+        match self.grpc_web {
+            Some(text) => unwrap_grpc_web(result?, text, keep_body),
+            None => result,
+        }
     }
 
     fn share(&self, _conn: &Conn) -> Option<Conn> {
@@ -101,6 +167,9 @@ struct Head {
     /// Where the `Content-Type` value lies in the parsed buffer: a string is
     /// made of it only for the responses whose body is kept.
     content_type: Option<std::ops::Range<usize>>,
+    /// `grpc-status` and `grpc-message` headers (a trailers-only gRPC-Web
+    /// response).
+    grpc: Option<super::GrpcStatus>,
     close: bool,
 }
 
@@ -129,6 +198,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, CallError> {
     let status = resp.code.unwrap_or(0);
     let mut body = BodyLength::UntilClose;
     let mut content_type = None;
+    let mut grpc: Option<super::GrpcStatus> = None;
     let mut close = resp.version == Some(0);
     for h in resp.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
@@ -144,6 +214,20 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, CallError> {
         } else if h.name.eq_ignore_ascii_case("content-type") {
             let start = h.value.as_ptr() as usize - buf.as_ptr() as usize;
             content_type = Some(start..start + h.value.len());
+        } else if h.name.eq_ignore_ascii_case("grpc-status") {
+            let code = std::str::from_utf8(h.value).ok().and_then(|v| v.trim().parse().ok());
+            let status = grpc.get_or_insert(super::GrpcStatus {
+                code: 2,
+                message: String::new(),
+            });
+            status.code = code.unwrap_or(2);
+        } else if h.name.eq_ignore_ascii_case("grpc-message") {
+            let message = super::grpc::percent_decode(h.value);
+            grpc.get_or_insert(super::GrpcStatus {
+                code: 2,
+                message: String::new(),
+            })
+            .message = message;
         } else if h.name.eq_ignore_ascii_case("connection") {
             if h.value.eq_ignore_ascii_case(b"close") {
                 close = true;
@@ -160,6 +244,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, CallError> {
         head_len,
         body,
         content_type,
+        grpc,
         close,
     }))
 }
@@ -313,7 +398,7 @@ async fn exchange(conn: &mut Conn, request: &[u8], keep_body: bool) -> Result<Re
         content_type,
         body: body.map(BytesMut::freeze),
         body_len,
-        grpc: None,
+        grpc: head.grpc,
         grpc_messages: 0,
     })
 }

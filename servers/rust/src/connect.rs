@@ -1,0 +1,186 @@
+//! Connect unary (the protocol of connect-go and connect-es) on axum:
+//! `POST /<pkg.Service>/<Method>` with the bare message as the body,
+//! `application/proto` or `application/json`, answered in the same
+//! encoding with status 200; no frames, no trailers. Errors are Connect's
+//! JSON `{"code": "<code>", "message": "..."}` with the HTTP status Connect
+//! maps the code to.
+//!
+//! Not a library: the one Rust Connect implementation with conformance
+//! results, the `connectrpc` crate (pre-1.0), generates its own message
+//! types with its own protobuf runtime (buffa) rather than prost's, so the
+//! server would carry a second copy of every contract message and a second
+//! code generator; connectrpc.com lists no official Rust implementation.
+//! Connect unary is plain HTTP, so this small handler maps it onto the same
+//! operations as every other protocol ([`Core::respond`]). Not served: Connect's GET form of
+//! idempotent calls, compression (`Content-Encoding` other than `identity`
+//! is `unimplemented`), streaming and `Connect-Timeout-Ms`.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use protobench_contract::{Encoding, Message, Operation};
+
+use crate::body::{self, BodyError};
+use crate::core::{CallError, Core, INJECTED_FAILURE};
+
+/// `application/proto`: a protobuf body.
+pub(crate) const PROTO: &str = "application/proto";
+/// `application/json`: a canonical JSON body.
+pub(crate) const JSON: &str = "application/json";
+
+/// Connect's error codes used here, with the HTTP status each maps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Code {
+    InvalidArgument,
+    NotFound,
+    ResourceExhausted,
+    Unimplemented,
+    Unavailable,
+    DeadlineExceeded,
+    Unknown,
+}
+
+impl Code {
+    fn name(self) -> &'static str {
+        match self {
+            Code::InvalidArgument => "invalid_argument",
+            Code::NotFound => "not_found",
+            Code::ResourceExhausted => "resource_exhausted",
+            Code::Unimplemented => "unimplemented",
+            Code::Unavailable => "unavailable",
+            Code::DeadlineExceeded => "deadline_exceeded",
+            Code::Unknown => "unknown",
+        }
+    }
+
+    fn status(self) -> StatusCode {
+        match self {
+            Code::InvalidArgument => StatusCode::BAD_REQUEST,
+            Code::NotFound => StatusCode::NOT_FOUND,
+            Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+            Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
+            Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Code::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
+            Code::Unknown => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// A Connect error response.
+pub(crate) fn connect_error(code: Code, message: &str) -> Response {
+    connect_error_with_status(code, code.status(), message)
+}
+
+fn connect_error_with_status(code: Code, status: StatusCode, message: &str) -> Response {
+    let body = serde_json::json!({ "code": code.name(), "message": message });
+    (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static(JSON))],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Every `/<service>/<method>` path; other methods than POST 405.
+pub(crate) fn router(core: Arc<Core>) -> Router {
+    Router::new()
+        .route(
+            "/{service}/{method}",
+            post(handle).fallback(|method: Method| async move {
+                let mut response = connect_error_with_status(
+                    Code::Unimplemented,
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    &format!("method {method} is not allowed; Connect unary calls are POST"),
+                );
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static("POST"));
+                response
+            }),
+        )
+        .fallback(|uri: axum::http::Uri| async move {
+            connect_error(
+                Code::Unimplemented,
+                &format!("no method at {}; expected /<package.Service>/<Method>", uri.path()),
+            )
+        })
+        .with_state(core)
+}
+
+async fn handle(
+    State(core): State<Arc<Core>>,
+    Path((service, method)): Path<(String, String)>,
+    request: Request,
+) -> Response {
+    let _in_flight = core.enter();
+    let path = format!("/{service}/{method}");
+    let Some(op) = Operation::from_grpc_path(&path) else {
+        return connect_error(Code::Unimplemented, &format!("no method {path}"));
+    };
+    let headers = request.headers();
+    let (encoding, media) = if body::has_content_type(headers, PROTO) {
+        (Encoding::Protobuf, PROTO)
+    } else if body::has_content_type(headers, JSON) {
+        (Encoding::Json, JSON)
+    } else {
+        let found = body::content_type(headers);
+        return connect_error_with_status(
+            Code::Unknown,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &format!("content type {found} is not supported; expected {PROTO} or {JSON}"),
+        );
+    };
+    if let Some(v) = headers.get("connect-protocol-version")
+        && v.as_bytes() != b"1"
+    {
+        return connect_error(
+            Code::InvalidArgument,
+            &format!(
+                "connect-protocol-version {:?} is not supported; expected 1",
+                String::from_utf8_lossy(v.as_bytes())
+            ),
+        );
+    }
+    if let Some(v) = headers.get(header::CONTENT_ENCODING)
+        && !v.as_bytes().eq_ignore_ascii_case(b"identity")
+    {
+        return connect_error(
+            Code::Unimplemented,
+            &format!(
+                "content-encoding {:?} is not supported; send the body uncompressed",
+                String::from_utf8_lossy(v.as_bytes())
+            ),
+        );
+    }
+    let version = request.version();
+    let bytes = match body::read(request, core.max_request_bytes, core.read_timeout).await {
+        Ok(bytes) => bytes,
+        Err(err @ BodyError::TooLarge { .. }) => return connect_error(Code::ResourceExhausted, &err.to_string()),
+        Err(err @ BodyError::Timeout { .. }) => {
+            let mut response = connect_error(Code::DeadlineExceeded, &err.to_string());
+            body::close_connection(version, &mut response);
+            return response;
+        }
+        Err(err) => return connect_error(Code::InvalidArgument, &err.to_string()),
+    };
+    let message = match Message::decode_request(op, encoding, &bytes) {
+        Ok(m) => m,
+        Err(e) => return connect_error(Code::InvalidArgument, &e.to_string()),
+    };
+    match core.respond(op, message).await {
+        Ok(reply) => {
+            let body = match encoding {
+                Encoding::Protobuf => reply.to_protobuf(),
+                _ => reply.to_json(),
+            };
+            ([(header::CONTENT_TYPE, HeaderValue::from_static(media))], body).into_response()
+        }
+        Err(CallError::Invalid(m)) => connect_error(Code::InvalidArgument, &m),
+        Err(CallError::NotFound(m)) => connect_error(Code::NotFound, &m),
+        Err(CallError::Injected) => connect_error(Code::Unavailable, INJECTED_FAILURE),
+    }
+}

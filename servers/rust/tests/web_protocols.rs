@@ -1,0 +1,341 @@
+//! GraphQL, Connect (protobuf and JSON) and gRPC-Web (binary and text):
+//! every workload, clear text and TLS, exactly the contract's response
+//! (GraphQL byte for byte with its vector; Connect and gRPC-Web with the
+//! protobuf and JSON vectors they reuse), and clean errors for bad input.
+
+mod common;
+
+use common::{HttpConn, vector};
+use http::Method;
+use protobench_contract::{Encoding, Message, Protocol, graphql, grpc_web, workload};
+
+const NEW: [Protocol; 5] = [
+    Protocol::Graphql,
+    Protocol::Connect,
+    Protocol::ConnectJson,
+    Protocol::GrpcWeb,
+    Protocol::GrpcWebText,
+];
+
+fn graphql_vector(workload: &str, file: &str) -> Vec<u8> {
+    let path = common::contract_dir().join("graphql/vectors").join(workload).join(file);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Posts a gRPC-Web call and returns its messages and `grpc-status`.
+async fn grpc_web_call(conn: &mut HttpConn, text: bool, path: &str, message: &[u8]) -> (Vec<Vec<u8>>, String, String) {
+    let (ct, body) = if text {
+        (
+            grpc_web::TEXT_CONTENT_TYPE,
+            grpc_web::to_text(&grpc_web::frame(message)),
+        )
+    } else {
+        (grpc_web::CONTENT_TYPE, grpc_web::frame(message))
+    };
+    // The response is text when Accept asks for it (tonic-web, and the
+    // grpc-web JavaScript client sends it so).
+    let response = conn
+        .send(Method::POST, path, &[("content-type", ct), ("accept", ct)], body)
+        .await;
+    assert_eq!(response.status, 200, "{path}: {}", response.text());
+    assert!(
+        response.header("content-type").starts_with(ct),
+        "{path}: {}",
+        response.header("content-type")
+    );
+    let raw = if text {
+        grpc_web::from_text(&response.body).unwrap()
+    } else {
+        response.body.to_vec()
+    };
+    let parsed = grpc_web::parse(&raw).unwrap_or_else(|e| panic!("{path}: {e}"));
+    if !parsed.has_trailers {
+        // A trailers-only response: the status is in the headers, the body empty.
+        assert!(raw.is_empty(), "{path}: messages but no trailer frame");
+        let status = response.header("grpc-status").to_owned();
+        let message = response.header("grpc-message").to_owned();
+        assert!(!status.is_empty(), "{path}: no grpc-status anywhere");
+        return (Vec::new(), status, message);
+    }
+    let status = parsed.trailer("grpc-status").unwrap_or("(none)").to_owned();
+    let message = parsed.trailer("grpc-message").unwrap_or("").to_owned();
+    (parsed.messages, status, message)
+}
+
+async fn every_workload(tls: bool) {
+    let server = common::start(common::config(&NEW, tls)).await;
+    let dataset = common::dataset();
+    let mut gql = HttpConn::open(&server, Protocol::Graphql).await;
+    let mut connect = HttpConn::open(&server, Protocol::Connect).await;
+    let mut connect_json = HttpConn::open(&server, Protocol::ConnectJson).await;
+    let mut web = HttpConn::open(&server, Protocol::GrpcWeb).await;
+    let mut web_text = HttpConn::open(&server, Protocol::GrpcWebText).await;
+    for w in workload::ALL {
+        let op = w.operation;
+        let expected = op.respond(&w.request(), &dataset).unwrap();
+
+        let r = gql.post_json("/graphql", &vector(w.name, "request.graphql.json")).await;
+        assert_eq!(r.status, 200, "{} graphql: {}", w.name, r.text());
+        assert_eq!(r.header("content-type"), "application/json");
+        assert!(
+            r.body == vector(w.name, "response.graphql.json"),
+            "{} graphql: bytes differ from the vector: {}",
+            w.name,
+            &r.text()[..r.text().len().min(300)]
+        );
+        assert!(Message::decode_response(op, Encoding::Graphql, &r.body).unwrap() == expected);
+
+        let r = connect
+            .send(
+                Method::POST,
+                op.grpc_path(),
+                &[("content-type", "application/proto"), ("connect-protocol-version", "1")],
+                vector(w.name, "request.pb"),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{} connect: {}", w.name, r.text());
+        assert_eq!(r.header("content-type"), "application/proto");
+        assert!(
+            r.body == vector(w.name, "response.pb"),
+            "{} connect: bytes differ",
+            w.name
+        );
+
+        let r = connect_json
+            .send(
+                Method::POST,
+                op.grpc_path(),
+                &[("content-type", "application/json")],
+                vector(w.name, "request.json"),
+            )
+            .await;
+        assert_eq!(r.status, 200, "{} connect-json: {}", w.name, r.text());
+        assert_eq!(r.header("content-type"), "application/json");
+        assert!(
+            r.body == vector(w.name, "response.json"),
+            "{} connect-json: bytes differ",
+            w.name
+        );
+
+        for (text, conn) in [(false, &mut web), (true, &mut web_text)] {
+            let (messages, status, message) =
+                grpc_web_call(conn, text, op.grpc_path(), &vector(w.name, "request.pb")).await;
+            assert_eq!(
+                (status.as_str(), message.as_str()),
+                ("0", ""),
+                "{} grpc-web text={text}",
+                w.name
+            );
+            assert_eq!(messages.len(), 1, "{} grpc-web text={text}", w.name);
+            assert!(
+                messages[0] == vector(w.name, "response.pb"),
+                "{} grpc-web: bytes differ",
+                w.name
+            );
+        }
+    }
+    for g in graphql::WORKLOADS {
+        let r = gql.post_json("/graphql", &graphql_vector(g.name, "request.json")).await;
+        assert_eq!(r.status, 200, "{}: {}", g.name, r.text());
+        assert!(
+            r.body == graphql_vector(g.name, "response.json"),
+            "{}: bytes differ",
+            g.name
+        );
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_workload_over_graphql_connect_and_grpc_web_clear_text() {
+    every_workload(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_workload_over_graphql_connect_and_grpc_web_tls() {
+    every_workload(true).await;
+}
+
+fn first_error(r: &common::HttpResponse) -> (String, String) {
+    let v = r.json();
+    assert!(v["data"].is_null(), "{v}");
+    let e = &v["errors"][0];
+    (
+        e["message"].as_str().unwrap_or_default().to_owned(),
+        e["extensions"]["code"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graphql_refuses_bad_input_cleanly() {
+    let mut config = common::config(&[Protocol::Graphql], false);
+    config.max_request_bytes = 4096;
+    let server = common::start(config).await;
+    let mut c = HttpConn::open(&server, Protocol::Graphql).await;
+    // Not JSON, not a GraphQL request: the contract's JSON error.
+    for body in [&b"{"[..], b"[1,2]", b"{\"query\": 5}"] {
+        let r = c.post_json("/graphql", body).await;
+        common::assert_json_error(&r, 400);
+    }
+    let r = c
+        .send(
+            Method::POST,
+            "/graphql",
+            &[("content-type", "text/plain")],
+            b"{}".to_vec(),
+        )
+        .await;
+    common::assert_json_error(&r, 415);
+    let r = c.post_json("/graphql", &vec![b' '; 5000]).await;
+    common::assert_json_error(&r, 413);
+    let r = c.get("/graphql").await;
+    common::assert_json_error(&r, 405);
+    assert_eq!(r.header("allow"), "POST");
+    common::assert_json_error(&c.post_json("/nope", b"{}").await, 404);
+    // GraphQL errors: a syntax error, an unknown field, an unknown file.
+    let r = c.post_json("/graphql", br#"{"query":"{ inventoryS { "}"#).await;
+    assert_eq!(r.status, 200);
+    assert!(!first_error(&r).0.is_empty());
+    let r = c.post_json("/graphql", br#"{"query":"{ nope }"}"#).await;
+    assert!(first_error(&r).0.contains("nope"), "{}", r.text());
+    let r = c
+        .post_json("/graphql", br#"{"query":"{ file(name: \"x\") { name } }"}"#)
+        .await;
+    let (message, code) = first_error(&r);
+    assert_eq!(code, "NOT_FOUND");
+    assert!(message.contains("no file named \"x\""), "{message}");
+    // A clone over the contract's bound: INVALID_ARGUMENT.
+    let r = c
+        .post_json(
+            "/graphql",
+            br#"{"query":"mutation { cloneText(input: {text: \"a\", times: 100001}) { texts } }"}"#,
+        )
+        .await;
+    assert_eq!(first_error(&r).1, "INVALID_ARGUMENT", "{}", r.text());
+    // Both members of the oneof; a float beyond float32's range.
+    for input in [r#"{c1: \"a\", c2: true}"#, r#"{f: 1e300}"#] {
+        let body =
+            format!(r#"{{"query":"mutation {{ sayHello(input: {{request: {input}}}) {{ response {{ name }} }} }}"}}"#);
+        let r = c.post_json("/graphql", body.as_bytes()).await;
+        assert_eq!(first_error(&r).1, "INVALID_ARGUMENT", "{input}: {}", r.text());
+    }
+    // Aliases repeating the largest root field: refused by the complexity
+    // limit before anything runs.
+    let aliases: String = (0..100)
+        .map(|i| format!("a{i}: inventoryL {{ items {{ id }} }} "))
+        .collect();
+    let body = serde_json::json!({ "query": format!("{{ {aliases} }}") }).to_string();
+    let r = c.post_json("/graphql", body.as_bytes()).await;
+    assert!(r.body.len() < 4096, "{} bytes", r.body.len());
+    assert!(first_error(&r).0.to_lowercase().contains("complex"), "{}", r.text());
+    assert_eq!(server.requests_served(), 0, "nothing refused reached an operation");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graphql_injected_failures_are_graphql_errors() {
+    let mut config = common::config(&[Protocol::Graphql], false);
+    config.failure_rate = 1.0;
+    let server = common::start(config).await;
+    let mut c = HttpConn::open(&server, Protocol::Graphql).await;
+    let r = c
+        .post_json("/graphql", &vector("tasks.int", "request.graphql.json"))
+        .await;
+    assert_eq!(
+        first_error(&r),
+        ("injected failure".to_owned(), "INJECTED_FAILURE".to_owned())
+    );
+    // Three root fields are three calls, each drawn.
+    let r = c
+        .post_json("/graphql", &graphql_vector("graphql.dashboard", "request.json"))
+        .await;
+    assert_eq!(r.json()["errors"].as_array().map(Vec::len), Some(3), "{}", r.text());
+    assert_eq!(server.requests_served(), 4);
+    server.shutdown().await;
+}
+
+fn connect_error(r: &common::HttpResponse, status: u16, code: &str) -> String {
+    assert_eq!(r.status, status, "{}", r.text());
+    assert_eq!(r.header("content-type"), "application/json");
+    let v = r.json();
+    assert_eq!(v["code"], code, "{v}");
+    v["message"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_errors_carry_connect_codes() {
+    let mut config = common::config(&[Protocol::Connect], false);
+    config.max_request_bytes = 4096;
+    let server = common::start(config).await;
+    let mut c = HttpConn::open(&server, Protocol::Connect).await;
+    let proto = [("content-type", "application/proto")];
+    let echo = "/protobench.v1.Bench/Echo";
+    let r = c.send(Method::POST, echo, &proto, vec![0xff, 0xff, 0xff]).await;
+    assert!(connect_error(&r, 400, "invalid_argument").contains("protobuf"));
+    let r = c.post_json(echo, br#"{"payload":"x","extra":1}"#).await;
+    connect_error(&r, 400, "invalid_argument");
+    let r = c.send(Method::POST, echo, &proto, vec![b'x'; 5000]).await;
+    assert!(connect_error(&r, 429, "resource_exhausted").contains("limit of 4096"));
+    let r = c.send(Method::POST, "/protobench.v1.Bench/Nope", &proto, vec![]).await;
+    connect_error(&r, 501, "unimplemented");
+    let r = c
+        .send(Method::POST, echo, &[("content-type", "text/plain")], vec![])
+        .await;
+    assert_eq!(r.status, 415);
+    let r = c.send(Method::GET, echo, &[], vec![]).await;
+    assert_eq!(r.status, 405);
+    let r = c
+        .send(
+            Method::POST,
+            echo,
+            &[("content-type", "application/proto"), ("content-encoding", "gzip")],
+            vec![],
+        )
+        .await;
+    connect_error(&r, 501, "unimplemented");
+    let file = Message::FileRequest(protobench_contract::pb::bench::FileRequest { name: "x".into() });
+    let r = c
+        .send(Method::POST, "/protobench.v1.Bench/GetFile", &proto, file.to_protobuf())
+        .await;
+    assert!(connect_error(&r, 404, "not_found").contains("no file named"));
+    assert_eq!(server.requests_served(), 0);
+    server.shutdown().await;
+
+    let mut config = common::config(&[Protocol::ConnectJson], false);
+    config.failure_rate = 1.0;
+    let server = common::start(config).await;
+    let mut c = HttpConn::open(&server, Protocol::ConnectJson).await;
+    let r = c.post_json(echo, br#"{"payload":"x"}"#).await;
+    assert_eq!(connect_error(&r, 503, "unavailable"), "injected failure");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_web_errors_are_grpc_statuses_in_the_trailer_frame() {
+    let mut config = common::config(&[Protocol::GrpcWeb], false);
+    config.max_request_bytes = 4096;
+    let server = common::start(config).await;
+    let mut c = HttpConn::open(&server, Protocol::GrpcWeb).await;
+    let file = Message::FileRequest(protobench_contract::pb::bench::FileRequest { name: "x".into() });
+    let (messages, status, message) =
+        grpc_web_call(&mut c, false, "/protobench.v1.Bench/GetFile", &file.to_protobuf()).await;
+    assert_eq!((messages.len(), status.as_str()), (0, "5"), "{message}");
+    let (_, status, _) = grpc_web_call(&mut c, true, "/protobench.v1.Bench/Echo", &[0xff, 0xff]).await;
+    assert_eq!(status, "3");
+    let (_, status, _) = grpc_web_call(&mut c, false, "/protobench.v1.Bench/Echo", &[b'x'; 5000]).await;
+    assert_eq!(status, "8", "over the size limit: RESOURCE_EXHAUSTED");
+    let (_, status, _) = grpc_web_call(&mut c, false, "/protobench.v1.Bench/Nope", &[]).await;
+    assert_eq!(status, "12");
+    // Not gRPC-Web at all: refused, never answered as a call.
+    let r = c
+        .send(
+            Method::POST,
+            "/protobench.v1.Bench/Echo",
+            &[("content-type", "application/json")],
+            b"{}".to_vec(),
+        )
+        .await;
+    assert!(r.status.is_client_error(), "{}", r.status);
+    assert_eq!(server.requests_served(), 0);
+    server.shutdown().await;
+}
