@@ -5,9 +5,10 @@
 #   bench/web.sh [--rounds 2] [--profile release|debug]
 #
 # Each round runs the quick preset twice into one database: once plain,
-# once with `--web` and a client following `/events` for the whole run (as
-# an open page does; curl -N, so no browser's own CPU is counted against
-# the run), the order alternating by round. Then `protobench compare`
+# once with `--web` and a client following `/events` for the whole run and
+# fetching the report so far every 5 s (as an open page and its frame do;
+# curl, so no browser's own CPU is counted against the run), the order
+# alternating by round. Then `protobench compare`
 # judges every point of the page runs against the plain runs of the same
 # round (rate, latency, server CPU per call; intervals from the 6
 # repetitions of each side). The claim to check: no difference beyond the
@@ -48,12 +49,16 @@ with_page() {
   [ -n "$url" ] || { echo "bench/web.sh: no live view line" >&2; kill "$run"; exit 1; }
   curl -sN "${url}events" > "$TMP/events.txt" &
   local page=$!
+  # the page's frame: the report so far, at most every 5 s, as live.js asks
+  ( while sleep 5; do curl -s -o /dev/null -w '%{http_code}\n' "${url}report" >> "$TMP/frames.txt" || true; done ) &
+  local frame=$!
   # the run ends, then serves its report until SIGINT
   until grep -q "the run has ended" "$out"; do sleep 0.5; done
-  kill "$page" 2>/dev/null || true
+  kill "$page" "$frame" 2>/dev/null || true
   kill -INT "$run"
   wait "$run" || true
-  echo "  the page got $(grep -c '^data: ' "$TMP/events.txt") states" >&2
+  echo "  the page got $(grep -c '^data: ' "$TMP/events.txt") states and $(grep -c '^200' "$TMP/frames.txt" 2>/dev/null || echo 0) reports so far" >&2
+  rm -f "$TMP/frames.txt"
 }
 
 started=$(date -u +%H:%M)

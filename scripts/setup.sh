@@ -3,7 +3,8 @@
 # protoc (stub generation for the Go server), Debian's grpc++/protobuf C++
 # development packages and build tools (servers/cpp-grpc), iproute2, nftables
 # and toxiproxy (emulated networks, docs/network.md), chromium (HTML report test),
-# grpcurl and ghz (third-party gRPC clients; ghz is grpc_bench's), openssl/curl
+# grpcurl and ghz (third-party gRPC clients; ghz is grpc_bench's), buf (Connect
+# and gRPC-Web), openssl/curl
 # (server tests), Python's websockets (a stock WebSocket client), cargo-fuzz
 # with a nightly toolchain (fuzz/).
 # Toolchains themselves (Rust, Go, Java+Maven, Python, Node) are prerequisites.
@@ -38,6 +39,11 @@ fi
 if ! command -v ghz >/dev/null && [ ! -x "$GOBIN_DIR/ghz" ] && command -v go >/dev/null; then
   echo "setup: go install ghz"
   go install github.com/bojand/ghz/cmd/ghz@v0.120.0
+fi
+# buf curl: the third-party Connect and gRPC-Web client (contract/tests/buf_check.sh)
+if ! command -v buf >/dev/null && [ ! -x "$GOBIN_DIR/buf" ] && command -v go >/dev/null; then
+  echo "setup: go install buf"
+  go install github.com/bufbuild/buf/cmd/buf@v1.75.0
 fi
 # toxiproxy (delay and jitter where the kernel has no netem): its commands are
 # cmd/server and cmd/cli, installed under the names the runner looks for.
