@@ -134,6 +134,11 @@ pub(crate) struct Finished {
     pub(crate) warmup: Option<String>,
     /// The drift flag of its window (`rate rose 35% within the window`).
     pub(crate) drift: Option<String>,
+    /// Failed calls by kind, most first (`timeout 3, http_status 2`).
+    pub(crate) errors: Option<String>,
+    /// A ramp's knee (`knee at 48 users, 12,345/s`) or the concurrency a
+    /// discovery chose.
+    pub(crate) knee: Option<String>,
 }
 
 /// What the stored record of a measurement adds to its finished row (sent
@@ -142,6 +147,40 @@ pub(crate) struct Finished {
 struct Landed {
     warmup: Option<String>,
     drift: Option<String>,
+    errors: Option<String>,
+    knee: Option<String>,
+}
+
+impl Landed {
+    /// What the stored record `m` adds to its finished row.
+    fn of(m: &protobench_model::run::Measurement) -> Landed {
+        let errors = m.result.as_ref().map(|r| {
+            let mut kinds: Vec<_> = r.errors.iter().filter(|e| e.count > 0).collect();
+            kinds.sort_by(|a, b| b.count.cmp(&a.count));
+            kinds
+                .iter()
+                .map(|e| format!("{} {}", e.kind.name(), e.count))
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
+        let knee = m.search.as_ref().map(|s| match s.knee_rate {
+            Some(rate) => format!(
+                "knee at {} users, {}/s",
+                s.chosen_concurrency,
+                protobench_model::format::fmt_rate(rate)
+            ),
+            None => format!("chose {} callers", s.chosen_concurrency),
+        });
+        Landed {
+            warmup: m.warmup.as_ref().map(|w| {
+                let s = w.duration_ns as f64 / 1e9;
+                format!("{s:.0} s, {}", if w.steady { "steady" } else { "not steady" })
+            }),
+            drift: m.drift().map(|d| d.describe()),
+            errors: errors.filter(|e| !e.is_empty()),
+            knee,
+        }
+    }
 }
 
 /// The CPU counters at the previous second, to take differences from.
@@ -306,13 +345,7 @@ impl Live {
             }
         }
         if let RunEvent::Measured(m) = e {
-            *self.landed.lock().unwrap_or_else(|e| e.into_inner()) = Landed {
-                warmup: m.warmup.as_ref().map(|w| {
-                    let s = w.duration_ns as f64 / 1e9;
-                    format!("{s:.0} s, {}", if w.steady { "steady" } else { "not steady" })
-                }),
-                drift: m.result.as_ref().and_then(|r| r.drift()).map(|d| d.describe()),
-            };
+            *self.landed.lock().unwrap_or_else(|e| e.into_inner()) = Landed::of(m);
             return;
         }
         let landed = match e {
@@ -450,6 +483,8 @@ fn apply(s: &mut State, e: &RunEvent, baseline: Option<&Baseline>, cpu: Cpu, lan
                 failure: failure.clone(),
                 warmup: landed.warmup,
                 drift: landed.drift,
+                errors: landed.errors,
+                knee: landed.knee,
             });
         }
         RunEvent::ServerFailed { server, reason } => s.notes.push(format!("server {server} failed: {reason}")),
@@ -529,7 +564,7 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 <h2 id="vs-title" hidden>Against the baseline</h2>
 <table id="versus" hidden><thead><tr><th>point</th><th>repetitions</th><th>calls/s now</th><th>baseline</th><th>verdict (95%)</th></tr></thead><tbody></tbody></table>
 <h2>Finished</h2>
-<table id="finished"><thead><tr><th>point</th><th>repetition</th><th>calls/s</th><th>warm-up</th><th>drift</th><th></th></tr></thead><tbody></tbody></table>
+<table id="finished"><thead><tr><th>point</th><th>repetition</th><th>calls/s</th><th>errors by kind</th><th>knee</th><th>warm-up</th><th>drift</th><th></th></tr></thead><tbody></tbody></table>
 <h2 id="so-far-title" hidden>The report so far</h2>
 <iframe id="so-far" title="the report of the measurements stored so far" hidden width="100%" height="900"></iframe>
 <h2>Notes</h2><ul id="notes"></ul>
@@ -605,7 +640,8 @@ function draw(s) {
           [0, 1, 1, 1, 0])));
   }
   $("finished").tBodies[0].replaceChildren(...s.finished.slice().reverse().map((f) =>
-    row([f.label, f.repetition, fmt(f.rate), f.warmup || "", f.drift || "", f.failure || ""], [0, 1, 1, 0, 0, 0])));
+    row([f.label, f.repetition, fmt(f.rate), f.errors || "", f.knee || "", f.warmup || "", f.drift || "", f.failure || ""],
+        [0, 1, 1, 0, 0, 0, 0, 0])));
   soFar(s);
   $("notes").replaceChildren(...s.notes.map((n) => {
     const li = document.createElement("li");
@@ -929,6 +965,25 @@ mod tests {
                 users: 4,
             })
             .collect();
+        r.errors = vec![
+            protobench_model::load::ErrorCount {
+                kind: protobench_model::load::ErrorKind::Timeout,
+                count: 2,
+                sample: "t".into(),
+            },
+            protobench_model::load::ErrorCount {
+                kind: protobench_model::load::ErrorKind::HttpStatus,
+                count: 5,
+                sample: "503".into(),
+            },
+        ];
+        m.search = Some(protobench_model::run::Search {
+            steps: Vec::new(),
+            chosen_concurrency: 48,
+            knee_rate: Some(12_345.0),
+            stop_reason: "the rate stopped rising".into(),
+            knee_second: Some(7),
+        });
         live.on(&RunEvent::Measured(Box::new(m)));
         live.on(&RunEvent::PointFinished {
             point: 0,
@@ -939,6 +994,8 @@ mod tests {
         });
         let f = &live.state().finished[0];
         assert_eq!(f.warmup.as_deref(), Some("12 s, steady"));
+        assert_eq!(f.errors.as_deref(), Some("http_status 5, timeout 2"), "most first");
+        assert_eq!(f.knee.as_deref(), Some("knee at 48 users, 12,345/s"));
         assert!(
             f.drift.as_deref().is_some_and(|d| d.starts_with("rate rose")),
             "{:?}",
