@@ -156,7 +156,7 @@ impl Landed {
     fn of(m: &protobench_model::run::Measurement) -> Landed {
         let errors = m.result.as_ref().map(|r| {
             let mut kinds: Vec<_> = r.errors.iter().filter(|e| e.count > 0).collect();
-            kinds.sort_by(|a, b| b.count.cmp(&a.count));
+            kinds.sort_by_key(|e| std::cmp::Reverse(e.count));
             kinds
                 .iter()
                 .map(|e| format!("{} {}", e.kind.name(), e.count))
