@@ -85,10 +85,11 @@ fn a_version_2_database_is_upgraded_and_its_seconds_read_with_zero_users() {
     s.save_measurement(id, &m).unwrap();
     drop(s);
     // Turn the file back into what version 2 wrote: no users or p95 columns, no networks, no thresholds,
-    // and a search record without a knee second.
+    // no server CPU per second, and a search record without a knee second.
     let c = rusqlite::Connection::open(&path).unwrap();
     c.execute_batch(
-        "ALTER TABLE timeseries DROP COLUMN users;
+        "ALTER TABLE timeseries DROP COLUMN server_cpu_ns;
+         ALTER TABLE timeseries DROP COLUMN users;
          ALTER TABLE timeseries DROP COLUMN p95_ns;
          DROP TABLE links;
          ALTER TABLE points DROP COLUMN network;
