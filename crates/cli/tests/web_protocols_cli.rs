@@ -5,8 +5,7 @@
 //! known in advance), and a GraphQL-only workload refused on the other
 //! protocols. (`verify` on every protocol, clear and TLS: verify_cli.rs.)
 
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 mod common;
 
@@ -18,25 +17,12 @@ const RATE: f64 = 0.25;
 /// `protobench serve --<protocol>` with a failure rate.
 #[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
 fn serve_failing(protocol: &str, rate: f64) -> (Child, String) {
-    let flag = format!("--{protocol}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(["serve", flag.as_str(), "127.0.0.1:0"])
-        .env("PROTOBENCH_WORKERS", "1")
-        .env("PROTOBENCH_FAILURE_RATE", rate.to_string())
-        .env("PROTOBENCH_FAILURE_SEED", "7")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    loop {
-        let line = lines.next().expect("serve prints its listener").unwrap();
-        if let Some(rest) = line.strip_prefix("listening ") {
-            let addr = rest.split(' ').find_map(|kv| kv.strip_prefix("addr=")).unwrap();
-            return (child, addr.to_owned());
-        }
-    }
+    let rate = rate.to_string();
+    common::serve_with_env(
+        protocol,
+        &[],
+        &[("PROTOBENCH_FAILURE_RATE", &rate), ("PROTOBENCH_FAILURE_SEED", "7")],
+    )
 }
 
 /// How many of the first `n` calls the contract's draw fails.

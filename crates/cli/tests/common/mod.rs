@@ -11,12 +11,19 @@ use std::process::{Child, Command, Output, Stdio};
 /// and waits for the child.
 #[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
 pub fn serve(protocol: &str, extra: &[&str]) -> (Child, String) {
+    serve_with_env(protocol, extra, &[])
+}
+
+/// [`serve`] with extra environment variables for the server.
+#[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
+pub fn serve_with_env(protocol: &str, extra: &[&str], env: &[(&str, &str)]) -> (Child, String) {
     let flag = format!("--{protocol}");
     let mut args = vec!["serve", flag.as_str(), "127.0.0.1:0"];
     args.extend_from_slice(extra);
     let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
         .args(&args)
         .env("PROTOBENCH_WORKERS", "1")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
