@@ -68,6 +68,10 @@ for s in "${servers[@]}"; do
   else
     protos=$(manifest "$dir/manifest.toml" "' '.join(m['protocols'])")
   fi
+  # The streaming transports it serves (manifest `streaming`; a variant serves
+  # only those it lists itself): grpc on the grpc listener, websocket, sse and
+  # poll on the rest listener (contract/README.md, "Streaming").
+  streaming=$(manifest "$dir/manifest.toml" "' '.join(m.get('variants', {}).get('$variant', {}).get('streaming', []) if '$variant' else m.get('streaming', []))")
   timeout_s=$(manifest "$dir/manifest.toml" "m.get('start_timeout_s', 30)")
   # Build with the manifest's own steps (the built-in server has none).
   while IFS= read -r step; do
@@ -98,8 +102,13 @@ for s in "${servers[@]}"; do
     for p in $protos; do
       addr=$(listener_addr $p)
       if [ -z "$addr" ]; then echo "FAIL $s $p $mode: no listening line"; tail -20 "$log"; failed=$((failed+1)); continue; fi
-      if out=$(timeout 300 "$pb" verify --protocol "$p" --target "$addr" "${tls_args[@]}" 2>&1); then
-        echo "ok   $s $p $mode"; passed=$((passed+1))
+      stream_args=(); carried=""
+      for t in $streaming; do
+        case "$p:$t" in grpc:grpc | rest:websocket | rest:sse | rest:poll) carried="${carried:+$carried,}$t" ;; esac
+      done
+      [ -n "$carried" ] && stream_args=(--stream "$carried")
+      if out=$(timeout 300 "$pb" verify --protocol "$p" --target "$addr" "${tls_args[@]}" "${stream_args[@]}" 2>&1); then
+        echo "ok   $s $p $mode${carried:+ (and the streams over $carried)}"; passed=$((passed+1))
       else
         echo "FAIL $s $p $mode"; echo "$out" | grep -v ' ok$' | head -20; failed=$((failed+1))
       fi
@@ -146,6 +155,22 @@ for s in "${servers[@]}"; do
         echo "FAIL $s ${pair%%:*} $mode (buf curl)"; echo "$out" | grep -v '^ok' | head -10; failed=$((failed+1))
       fi
     done
+    # Stock clients on the streams (contract/tests/stream_check.py: grpcurl,
+    # curl -N, Python websockets), judged against contract/stream-vectors.
+    sc_args=()
+    for t in $streaming; do
+      case $t in
+        grpc) [ -n "$grpc_addr" ] && sc_args+=(--grpc "$grpc_addr") ;;
+        sse | websocket) a=$(listener_addr rest); [ -n "$a" ] && sc_args+=("--$t" "$a") ;;
+      esac
+    done
+    if [ ${#sc_args[@]} -gt 0 ]; then
+      if out=$(timeout 300 python3 "$root/contract/tests/stream_check.py" "${sc_args[@]}" ${ca:+--cacert "${ca[0]}"} 2>&1); then
+        echo "ok   $s streams $mode (grpcurl, curl -N, websockets: $(echo "$out" | grep -c '^ok') checks)"; passed=$((passed+1))
+      else
+        echo "FAIL $s streams $mode (stock clients)"; echo "$out" | grep -v '^ok' | head -10; failed=$((failed+1))
+      fi
+    fi
     # An OpenAPI-driven tool (schemathesis, from contract/openapi.yaml) against every rest listener.
     rest_addr=$(listener_addr rest)
     if [ -n "$rest_addr" ]; then

@@ -4,7 +4,7 @@
 //! - grpcurl (server reflection only) calls the server-streaming
 //!   `Subscribe`, clear text and TLS;
 //! - `curl -N` reads the SSE subscription over HTTP/1.1 and h2c;
-//! - Python's `websockets` runs the echo stream (`tests/ws_echo.py`) in text
+//! - Python's `websockets` runs the echo stream (`contract/tests/ws_echo.py`) in text
 //!   and binary frames against the vectors.
 //!
 //! A tool that is missing is skipped with a printed reason and how to
@@ -197,7 +197,7 @@ async fn python_websockets_runs_the_echo_stream_against_the_vectors() {
     }
     let server = start(config(&[Protocol::Rest], false)).await;
     let addr = server.listener(Protocol::Rest).unwrap().addr;
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/ws_echo.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../contract/tests/ws_echo.py");
     for name in ["stream.echo.64b", "stream.echo.64k"] {
         let mut command = tokio::process::Command::new(&python);
         command

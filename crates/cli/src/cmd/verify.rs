@@ -22,7 +22,7 @@ use crate::exit::Exit;
     after_help = "Examples:\n  protobench verify --protocol rest --target http://127.0.0.1:8080\n  protobench verify --protocol grpc --target 127.0.0.1:50051 --workload inventory.s"
 )]
 pub(crate) struct Args {
-    /// rest, rest-h2, grpc or soap.
+    /// rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web or grpc-web-text.
     #[arg(long)]
     protocol: String,
     /// host:port of the server.

@@ -4,7 +4,8 @@ with the vector's expected response, in text frames (canonical JSON, compared
 by value) and in binary frames (protobuf, compared byte for byte), then
 closes with 1000 and expects the server's 1000.
 
-Usage: python3 ws_echo.py ws://HOST:PORT/v1/stream/ws/echo VECTOR_DIR
+Usage: python3 ws_echo.py ws://HOST:PORT/v1/stream/ws/echo VECTOR_DIR [CA.pem]
+(a wss:// URL with the CA that signed the server's certificate for TLS)
 Prints one line, `ok: N text and N binary messages echoed`, and exits 0;
 any difference is an exception (exit 1).
 """
@@ -12,6 +13,7 @@ any difference is an exception (exit 1).
 import asyncio
 import json
 import pathlib
+import ssl
 import sys
 
 import websockets
@@ -34,12 +36,13 @@ def delimited(data):
     return out
 
 
-async def main(url, vector):
+async def main(url, vector, ca=None):
     sent_json = vector.joinpath("request.jsonl").read_text().splitlines()
     want_json = vector.joinpath("response.jsonl").read_text().splitlines()
     sent_pb = delimited(vector.joinpath("request.pb").read_bytes())
     want_pb = delimited(vector.joinpath("response.pb").read_bytes())
-    async with websockets.connect(url, max_size=None) as ws:
+    tls = ssl.create_default_context(cafile=ca) if ca else None
+    async with websockets.connect(url, max_size=None, ssl=tls) as ws:
         for i, (message, want) in enumerate(zip(sent_json, want_json)):
             await ws.send(message)
             reply = await ws.recv()
@@ -59,4 +62,4 @@ async def main(url, vector):
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], pathlib.Path(sys.argv[2])))
+    asyncio.run(main(sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else None))
