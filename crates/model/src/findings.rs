@@ -319,6 +319,11 @@ pub enum Need {
     /// The study's figure was limited by its network link: judge it on an
     /// emulated link, not on loopback.
     Link,
+    /// The study measured its own application (its database, schema and
+    /// query mix) and the figure follows from what that application does
+    /// per request, which the contract does not model: kept as the study's
+    /// record, never judged here.
+    Application,
 }
 
 /// One claim of a study.
@@ -627,6 +632,12 @@ fn refusal(f: &Finding, points: &[&PointAggregate], conditions: &Conditions) -> 
                 crate::format::plain_number(limit)
             ));
         }
+    }
+    if f.needs.contains(&Need::Application) {
+        return Some(
+            "the study measured its own application (its database and query mix); the contract's data and calls are not it"
+                .to_owned(),
+        );
     }
     if f.needs.contains(&Need::Link)
         && let Some(p) = points
@@ -1167,6 +1178,10 @@ mod tests {
             needs: vec![Need::Link],
             ..claim(Expect::Greater, rest())
         };
+        let application = Finding {
+            needs: vec![Need::Application],
+            ..claim(Expect::Greater, rest())
+        };
         let expected = Finding {
             timeouts_expected: true,
             ..claim(Expect::Greater, rest())
@@ -1207,6 +1222,14 @@ mod tests {
                 Some("ran on loopback"),
             ),
             ("link emulated", &link, points(None, Some("lan-1g"), 0), &none, None),
+            // the GraphQL papers' own applications: refused on any data
+            (
+                "application",
+                &application,
+                points(None, Some("lan-1g"), 0),
+                &none,
+                Some("measured its own application"),
+            ),
             // Hedelin's SOAP large/stress against our 10 s timeout
             (
                 "timeouts",

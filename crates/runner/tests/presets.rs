@@ -809,7 +809,7 @@ fn claim_sizes_reasons_and_trends_are_checked() {
         ),
         (
             "expect = \">\"\nneeds = \"wan\"\n",
-            "findings.needs: unknown condition `wan` (accepted: link)",
+            "findings.needs: unknown condition `wan` (accepted: link, application)",
         ),
     ];
     for (tail, want) in cases {

@@ -125,10 +125,11 @@ pub(super) fn findings(
             for need in v.get_ref().to_vec() {
                 match need.as_str() {
                     "link" => needs.push(Need::Link),
+                    "application" => needs.push(Need::Application),
                     other => c.issue(
                         v.span(),
                         "findings.needs",
-                        format!("unknown condition `{other}` (accepted: link)"),
+                        format!("unknown condition `{other}` (accepted: link, application)"),
                     ),
                 }
             }
