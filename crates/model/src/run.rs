@@ -88,6 +88,10 @@ pub enum PointKind {
     Ramp,
     /// Open loop at a fixed rate.
     Rate,
+    /// Streams: the point's workload is a streaming one, carried as its
+    /// [`PointConfig::stream`] says, `concurrency` streams at once
+    /// (docs/streaming.md).
+    Stream,
 }
 
 impl PointKind {
@@ -98,6 +102,7 @@ impl PointKind {
             PointKind::Discover => "discover",
             PointKind::Ramp => "ramp",
             PointKind::Rate => "rate",
+            PointKind::Stream => "stream",
         }
     }
 }
@@ -145,6 +150,9 @@ pub struct PointConfig {
     /// preset lists no networks (loopback, as every run before issue 12).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<String>,
+    /// A streaming point (`kind = "stream"`): how its messages are carried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<crate::stream::StreamPoint>,
 }
 
 impl PointConfig {
@@ -166,6 +174,10 @@ impl PointConfig {
         let base = match self.kind {
             PointKind::Discover => "discover".into(),
             PointKind::Ramp => "ramp".into(),
+            PointKind::Stream => {
+                let how = self.stream.map_or_else(|| "stream".into(), |s| s.describe());
+                return format!("{how} streams={}", self.concurrency);
+            }
             PointKind::Fixed | PointKind::Rate => match self.rate {
                 Some(r) => format!("rate={}/s", plain_number(r)),
                 None => format!("c={}", self.concurrency),
@@ -353,6 +365,14 @@ pub struct Measurement {
     /// The engine's result (also present for a failed `ramp`/`discover` if partly measured).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<LoadResult>,
+    /// A streaming point's result (`result` is then `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<crate::stream::StreamResult>,
+    /// A streaming point: the server's resident memory just before its
+    /// streams opened (before the warm-up), the base of its memory per
+    /// open stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_rss_before_bytes: Option<u64>,
     /// Server cost over the measured window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cost: Option<ServerCost>,

@@ -64,6 +64,44 @@ impl Frames {
     }
 }
 
+/// What makes a point of a `stream` preset (docs/streaming.md, "The
+/// `streaming` preset") a streaming point: how its workload's messages
+/// are carried. The point's `concurrency` is its streams open at once and
+/// its `protocol` the listener the transport runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StreamPoint {
+    /// `grpc`, `websocket`, `sse` or `poll`.
+    pub transport: StreamTransport,
+    /// WebSocket frames (text: JSON, binary: protobuf); text otherwise.
+    #[serde(default)]
+    pub frames: Frames,
+    /// Messages per stream (`None`: the workload's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u32>,
+    /// Messages per second on each stream (`None`: ping-pong for an echo,
+    /// the workload's rate for a subscription).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+}
+
+impl StreamPoint {
+    /// `websocket/binary`, `sse`, `grpc`, with `@100/s` when a rate is set
+    /// and `x1000` when the messages per stream are.
+    pub fn describe(&self) -> String {
+        let mut s = match self.transport {
+            StreamTransport::WebSocket => format!("websocket/{}", self.frames.name()),
+            t => t.to_string(),
+        };
+        if let Some(r) = self.rate {
+            s.push_str(&format!("@{}/s", crate::format::plain_number(r)));
+        }
+        if let Some(m) = self.messages {
+            s.push_str(&format!("x{m}"));
+        }
+        s
+    }
+}
+
 /// The validated plan of one streaming load run, echoed into its result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StreamPlan {

@@ -124,6 +124,7 @@ pub fn result(protocol: &str, workload: &str, rate: f64, errors: u64, seconds: u
 /// A closed-loop point.
 pub fn point(index: u32, protocol: &str, workload: &str) -> PointConfig {
     PointConfig {
+        stream: None,
         index,
         server: "rust".into(),
         protocol: protocol.parse().expect("a protocol name"),
@@ -147,6 +148,8 @@ pub fn measurement(point: &PointConfig, repetition: u32, rate: f64) -> Measureme
     let r = result(point.protocol.name(), &point.workload, rate, 0, 2);
     let cpu_ns = r.calls * 50_000;
     Measurement {
+        server_rss_before_bytes: None,
+        stream: None,
         point: point.index,
         repetition,
         status: MeasurementStatus::Ok,

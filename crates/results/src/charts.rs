@@ -39,7 +39,7 @@ pub fn percentile_curve(histogram: &str) -> Result<Vec<(f64, f64)>, HdrError> {
 }
 
 /// [`percentile_curve`] of a decoded histogram.
-fn curve_of(h: &Histogram<u64>) -> Vec<(f64, f64)> {
+pub(crate) fn curve_of(h: &Histogram<u64>) -> Vec<(f64, f64)> {
     let count = h.len();
     if count == 0 {
         return Vec::new();
@@ -198,6 +198,7 @@ fn load_source(c: &PointConfig) -> &'static str {
         PointKind::Ramp => "ramp",
         PointKind::Fixed | PointKind::Rate if c.rate.is_some() => "open loop",
         PointKind::Fixed | PointKind::Rate => "closed loop",
+        PointKind::Stream => "streams",
     }
 }
 
@@ -253,6 +254,8 @@ pub fn hockey_plots(run: &RunRecord) -> Vec<(String, Plot)> {
                             let load = a.config.rate.unwrap_or(a.config.concurrency as f64);
                             pts.push((load, rate.median, p99.median / 1e6));
                         }
+                        // Streams have charts of their own (stream_charts).
+                        PointKind::Stream => {}
                     }
                 }
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));

@@ -87,6 +87,10 @@ pub fn saturation(points: &[(f64, f64)]) -> Option<(f64, f64)> {
 /// against throughput, rate and latency against message size, and the
 /// search traces (docs/results.md lists them).
 pub fn charts(run: &RunRecord) -> Vec<Chart> {
+    // A run of streams only has the streams' charts (crate::streams).
+    if !run.points.is_empty() && run.points.iter().all(|p| p.kind == PointKind::Stream) {
+        return crate::streams::charts(run);
+    }
     let aggs = run.aggregates();
     if aggs.is_empty() {
         return Vec::new();
@@ -108,6 +112,7 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
     out.extend(crate::charts::payload_charts(run));
     out.extend(search_charts(run, &aggs, &layout));
     out.extend(crate::charts::ramp_charts(run));
+    out.extend(crate::streams::charts(run));
     out
 }
 
@@ -458,6 +463,38 @@ figure{margin:2em 0}figcaption{font-size:13px;color:#555}svg{max-width:100%;heig
 pre{background:#f7f7f7;padding:8px;overflow:auto;font-size:12px}.warn{color:#a40}.note{color:#555;font-style:italic}dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px}dt{font-weight:bold}dd{margin:0}";
 
 /// "Relative to the reference protocol" as a section; empty without peers.
+/// The streaming points' table (crate::streams), when the run has any.
+fn streams_section(run: &RunRecord) -> String {
+    let rows = crate::streams::rows(run);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<section id=\"streams\"><h2>Streams</h2><p>Each streaming point: its workload carried one way \
+         (gRPC streams, WebSocket in binary or text frames, Server-Sent Events, polling), its streams open at \
+         once, each replaced when it ends. Medians over repetitions. Per-message latency runs from the \
+         intended send time: an echo's schedule, or the server's stamp on a pushed event, so a stream that \
+         falls behind shows it. <em>deferred sends</em>: messages that could not go out at their time (flow \
+         control, a full buffer). <em>CPU/msg</em>: over the messages sent and received. \
+         <em>memory/stream</em>: the server's peak RSS over the window less its RSS before the point's streams opened, per stream open at once.</p>\
+         <table><thead><tr>",
+    );
+    for col in crate::streams::STREAMS_HEADER {
+        let _ = write!(h, "<th>{}</th>", esc(col));
+    }
+    h.push_str("</tr></thead><tbody>");
+    for row in rows {
+        h.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let class = if i >= 3 { " class=\"n\"" } else { "" };
+            let _ = write!(h, "<td{class}>{}</td>", esc(cell));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</tbody></table></section>");
+    h
+}
+
 fn relative_section(run: &RunRecord) -> String {
     let mut h = String::new();
     let relative = crate::relative::relative(run);
@@ -528,6 +565,7 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
          measured capacity the point used; <em>link-bound</em>: 90% or more, so the link, not the server, limited \
          the rate (compare encoded sizes there, not servers).</p></section>",
     );
+    h.push_str(&streams_section(run));
     h.push_str(&relative_section(run));
     if let Some(e) = report::findings_error(run) {
         let _ = write!(

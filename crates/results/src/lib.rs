@@ -25,4 +25,5 @@ pub mod relative;
 pub mod report;
 pub mod store;
 pub mod stream_summary;
+pub mod streams;
 pub mod svg;

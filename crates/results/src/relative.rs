@@ -22,7 +22,7 @@ use protobench_model::format::TextTable;
 
 use crate::chart::Chart;
 use crate::svg::{Bar, BarChart, Scale};
-use protobench_model::run::{PointAggregate, PointConfig, RunRecord};
+use protobench_model::run::{PointAggregate, PointConfig, PointKind, RunRecord};
 use protobench_model::stats::{Pairing, Ratio, Summary, ratio_with};
 
 /// One protocol against the reference protocol of its peer set.
@@ -65,7 +65,8 @@ pub fn relative(run: &RunRecord) -> Vec<Relative> {
 /// [`relative`] over aggregates already computed.
 pub fn relative_of(aggregates: &[PointAggregate]) -> Vec<Relative> {
     let mut sets: Vec<(String, Vec<&PointAggregate>)> = Vec::new();
-    for a in aggregates {
+    // Streaming points have no unary rate to compare (crate::streams).
+    for a in aggregates.iter().filter(|a| a.config.kind != PointKind::Stream) {
         let key = a.config.peer_key();
         match sets.iter_mut().find(|(k, _)| *k == key) {
             Some((_, members)) => members.push(a),
@@ -245,11 +246,11 @@ pub fn text(run: &RunRecord) -> String {
 mod tests {
     use super::*;
     use protobench_model::load::{ConnectionPolicy, Protocol};
-    use protobench_model::run::PointKind;
     use protobench_model::stats::DEFAULT_NOISE_THRESHOLD;
 
     fn config(index: u32, protocol: Protocol, workload: &str) -> PointConfig {
         PointConfig {
+            stream: None,
             index,
             server: "rust".into(),
             protocol,

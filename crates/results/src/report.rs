@@ -9,7 +9,7 @@ use protobench_model::network::{fmt_bits, fmt_ms};
 use serde::Serialize;
 
 use protobench_model::findings::{Conditions, Finding, Judgement};
-use protobench_model::run::{PointAggregate, RunRecord};
+use protobench_model::run::{PointAggregate, PointKind, RunRecord};
 use protobench_model::stats::Summary;
 
 /// The JSON report schema version (bumped on incompatible changes).
@@ -149,6 +149,8 @@ pub fn numeric_column(i: usize) -> bool {
 pub fn table_rows(run: &RunRecord) -> Vec<[String; 17]> {
     run.aggregates()
         .iter()
+        // Streaming points have a table of their own (crate::streams).
+        .filter(|a| a.config.kind != PointKind::Stream)
         .map(|a| {
             [
                 a.config.server.clone(),
@@ -374,11 +376,20 @@ pub fn findings_tally(run: &RunRecord) -> String {
 
 /// The final terminal table (plain text, aligned columns).
 pub fn text_table(run: &RunRecord) -> String {
-    let mut table = TextTable::new(TABLE_HEADER).right((0..TABLE_HEADER.len()).filter(|&i| numeric_column(i)));
-    for row in table_rows(run) {
-        table.row(row);
+    let rows = table_rows(run);
+    let mut out = String::new();
+    if !rows.is_empty() || run.points.iter().all(|p| p.kind != PointKind::Stream) {
+        let mut table = TextTable::new(TABLE_HEADER).right((0..TABLE_HEADER.len()).filter(|&i| numeric_column(i)));
+        for row in rows {
+            table.row(row);
+        }
+        out = table.render();
     }
-    table.render()
+    if let Some(streams) = crate::streams::text(run) {
+        out.push_str("\nStreams (medians over repetitions; per-message latency from the intended send time)\n");
+        out.push_str(&streams);
+    }
+    out
 }
 
 /// Run metadata as `key: value` lines (for `show` and the Markdown header).

@@ -14,6 +14,7 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
 use protobench_model::hdr::EncodedHistogram;
 use protobench_model::load::{LoadResult, TimelinePoint};
+use protobench_model::stream::StreamResult;
 use protobench_model::network::{PointLink, RunLink};
 use protobench_model::run::{
     Failure, Measurement, MeasurementStatus, PointConfig, RunEnvironment, RunRecord, RunStatus, Search, ServerCost,
@@ -22,7 +23,7 @@ use protobench_model::run::{
 use protobench_model::threshold::{Outcome, Threshold};
 
 /// The schema version this build writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// The default database file.
 pub const DEFAULT_DB: &str = "protobench-results.db";
@@ -138,6 +139,13 @@ pub const MIGRATIONS: &[&str] = &[
     // 5 -> 6: the server's CPU per second, the drift flag's second signal
     // (issue 29). Rows written before read back without it.
     "ALTER TABLE timeseries ADD COLUMN server_cpu_ns INTEGER;",
+    // 6 -> 7: a streaming point's result (issue 31), whole with its
+    // per-message histogram; its rate, calls, errors and percentiles
+    // columns hold messages received per second, messages received,
+    // failed streams and per-message latency; rss_before_bytes is the
+    // server's memory before its streams opened.
+    "ALTER TABLE measurements ADD COLUMN stream_json TEXT;
+     ALTER TABLE measurements ADD COLUMN rss_before_bytes INTEGER;",
 ];
 
 /// What went wrong with the database. Each names the file.
@@ -540,6 +548,7 @@ impl Store {
             });
         }
         let r = m.result.as_ref();
+        let st = m.stream.as_ref();
         let cost = m.server_cost.as_ref();
         // The histogram and timeline live in their own tables, not twice.
         let stripped = r.map(|r| LoadResult {
@@ -551,8 +560,8 @@ impl Store {
             "INSERT INTO measurements (run_id, point_index, repetition, status, failure_reason, log_tail,
                  started_at, finished_at, rate, calls, errors, p50_ns, p90_ns, p99_ns, server_cpu_ns,
                  server_cpu_ns_per_call, rss_peak_bytes, rss_mean_bytes, generator_cpu_ns, result_json, search_json, warmup_json,
-                 link_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23)",
+                 link_json, stream_json, rss_before_bytes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
             params![
                 run_id,
                 m.point,
@@ -562,12 +571,12 @@ impl Store {
                 m.failure.as_ref().and_then(|f| f.log_tail.clone()),
                 m.started_at,
                 m.finished_at,
-                r.map(|r| r.rate),
-                r.map(|r| r.calls as i64),
-                r.map(|r| r.error_count() as i64),
-                r.map(|r| r.latency.p50_ns as i64),
-                r.map(|r| r.latency.p90_ns as i64),
-                r.map(|r| r.latency.p99_ns as i64),
+                r.map(|r| r.rate).or(st.map(|s| s.received_per_second)),
+                r.map(|r| r.calls as i64).or(st.map(|s| s.messages_received as i64)),
+                r.map(|r| r.error_count() as i64).or(st.map(|s| s.failed_streams() as i64)),
+                r.map(|r| r.latency.p50_ns as i64).or(st.map(|s| s.latency.p50_ns as i64)),
+                r.map(|r| r.latency.p90_ns as i64).or(st.map(|s| s.latency.p90_ns as i64)),
+                r.map(|r| r.latency.p99_ns as i64).or(st.map(|s| s.latency.p99_ns as i64)),
                 cost.map(|c| c.cpu_ns as i64),
                 cost.map(|c| c.cpu_ns_per_call),
                 cost.map(|c| c.rss_peak_bytes as i64),
@@ -577,6 +586,8 @@ impl Store {
                 m.search.as_ref().map(json),
                 m.warmup.as_ref().map(json),
                 m.link.as_ref().map(json),
+                st.map(json),
+                m.server_rss_before_bytes.map(|b| b as i64),
             ],
         )
         .map_err(c)?;
@@ -826,6 +837,11 @@ impl Store {
             }
         });
         Ok(Measurement {
+            server_rss_before_bytes: row.rss_before_bytes.map(|b| b as u64),
+            stream: row
+                .stream_json
+                .map(|s| self.parse::<StreamResult>(&s, "streaming result"))
+                .transpose()?,
             point: row.point,
             repetition: row.repetition,
             status: if row.status == "ok" {
@@ -969,6 +985,8 @@ struct MeasurementRow {
     search_json: Option<String>,
     warmup_json: Option<String>,
     link_json: Option<String>,
+    stream_json: Option<String>,
+    rss_before_bytes: Option<i64>,
     server_cpu_ns: Option<i64>,
     server_cpu_ns_per_call: Option<f64>,
     rss_peak_bytes: Option<i64>,
@@ -980,7 +998,8 @@ impl MeasurementRow {
     const SELECT: &str =
         "SELECT m.id, m.point_index, m.repetition, m.status, m.failure_reason, m.log_tail, m.started_at,
                                  m.finished_at, m.result_json, m.search_json, m.server_cpu_ns, m.server_cpu_ns_per_call,
-                                 m.rss_peak_bytes, m.rss_mean_bytes, h.data, m.warmup_json, m.link_json
+                                 m.rss_peak_bytes, m.rss_mean_bytes, h.data, m.warmup_json, m.link_json,
+                                 m.stream_json, m.rss_before_bytes
                           FROM measurements m LEFT JOIN histograms h ON h.measurement_id = m.id
                           WHERE m.run_id = ?1 ORDER BY m.repetition, m.point_index";
 
@@ -1003,6 +1022,8 @@ impl MeasurementRow {
             histogram: r.get(14)?,
             warmup_json: r.get(15)?,
             link_json: r.get(16)?,
+            stream_json: r.get(17)?,
+            rss_before_bytes: r.get(18)?,
         })
     }
 }

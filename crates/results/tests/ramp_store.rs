@@ -94,6 +94,8 @@ fn a_version_2_database_is_upgraded_and_its_seconds_read_with_zero_users() {
          DROP TABLE links;
          ALTER TABLE points DROP COLUMN network;
          ALTER TABLE measurements DROP COLUMN link_json;
+         ALTER TABLE measurements DROP COLUMN stream_json;
+         ALTER TABLE measurements DROP COLUMN rss_before_bytes;
          DROP TABLE thresholds;
          PRAGMA user_version = 2;",
     )

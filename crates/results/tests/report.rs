@@ -25,6 +25,8 @@ fn run() -> RunRecord {
         measurements.push(testing::measurement(&points[2], rep, 500.0 * rep as f64));
     }
     measurements.push(Measurement {
+        server_rss_before_bytes: None,
+        stream: None,
         point: 3,
         repetition: 1,
         status: MeasurementStatus::Failed,

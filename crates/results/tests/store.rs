@@ -54,6 +54,8 @@ fn runs_round_trip_with_histograms_and_time_series() {
     assert!(m.result.as_ref().unwrap().timeline.len() > m.server_cpu_timeline.len());
     s.save_measurement(id, &m).unwrap();
     let failed = Measurement {
+        server_rss_before_bytes: None,
+        stream: None,
         point: 1,
         repetition: 1,
         status: MeasurementStatus::Failed,

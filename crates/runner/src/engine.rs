@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 pub use protobench_load::Event;
 use protobench_model::format::error_chain;
 use protobench_model::load::{LoadPlan, LoadResult, Protocol, TlsPlan};
+use protobench_model::stream::{StreamPlan, StreamPoint, StreamResult, StreamTransport};
 
 use crate::error::{MeasureError, VerifyError, WorkloadFailure};
 
@@ -38,6 +39,30 @@ pub trait Engine: Sync {
         tls: bool,
         workloads: &[String],
     ) -> impl Future<Output = Result<(), VerifyError>> + Send;
+
+    /// Runs one streaming plan (a `stream` point). An engine that cannot
+    /// (agents, a scripted test engine) says so as the point's failure.
+    fn measure_stream(
+        &self,
+        plan: StreamPlan,
+        cancel: CancellationToken,
+    ) -> impl Future<Output = Result<StreamResult, MeasureError>> + Send {
+        let _ = (plan, cancel);
+        async { Err(MeasureError("this engine does not run streams".into())) }
+    }
+
+    /// Checks streaming workloads, each over its point's transport and
+    /// frames, against the contract's stream vectors.
+    fn verify_streams(
+        &self,
+        protocol: Protocol,
+        target: &str,
+        tls: bool,
+        checks: &[(String, StreamPoint)],
+    ) -> impl Future<Output = Result<(), VerifyError>> + Send {
+        let _ = (protocol, target, tls, checks);
+        async { Err(VerifyError::Unreachable("this engine does not verify streams".into())) }
+    }
 }
 
 /// The real engine.
@@ -92,21 +117,96 @@ impl Engine for LoadEngine {
         )
         .await
         .map_err(|e| VerifyError::Unreachable(error_chain(&e)))?;
-        let failed: Vec<WorkloadFailure> = report
-            .verdicts
-            .iter()
-            .filter(|v| v.outcome != protobench_load::Outcome::Ok)
-            .map(|v| WorkloadFailure {
-                workload: v.workload.clone(),
-                finding: v.outcome.to_string(),
-                injected: matches!(v.outcome, protobench_load::Outcome::Injected { .. }),
-            })
-            .collect();
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(VerifyError::Mismatch(failed))
+        verdicts_to_result(&report)
+    }
+
+    async fn measure_stream(&self, plan: StreamPlan, cancel: CancellationToken) -> Result<StreamResult, MeasureError> {
+        self.measure_stream_now(plan, cancel).await
+    }
+
+    async fn verify_streams(
+        &self,
+        protocol: Protocol,
+        target: &str,
+        tls: bool,
+        checks: &[(String, StreamPoint)],
+    ) -> Result<(), VerifyError> {
+        self.verify_streams_now(protocol, target, tls, checks).await
+    }
+}
+
+impl LoadEngine {
+    /// The engine's stream checks for `checks`: each workload over its
+    /// transport, WebSocket in the point's frame type.
+    fn stream_checks(protocol: Protocol, checks: &[(String, StreamPoint)]) -> Vec<protobench_load::StreamCheck> {
+        let mut out = Vec::new();
+        for (workload, point) in checks {
+            out.extend(
+                protobench_load::stream_checks(protocol, &[point.transport])
+                    .into_iter()
+                    .filter(|c| c.workload.name == workload.as_str())
+                    .filter(|c| c.transport != StreamTransport::WebSocket || c.frames == point.frames),
+            );
         }
+        out
+    }
+
+    async fn measure_stream_now(&self, plan: StreamPlan, cancel: CancellationToken) -> Result<StreamResult, MeasureError> {
+        let mut result = protobench_load::run_stream(plan, cancel)
+            .await
+            .map_err(|e| MeasureError(error_chain(&e)))?;
+        result.environment.commit = self.commit.clone();
+        Ok(result)
+    }
+
+    async fn verify_streams_now(
+        &self,
+        protocol: Protocol,
+        target: &str,
+        tls: bool,
+        checks: &[(String, StreamPoint)],
+    ) -> Result<(), VerifyError> {
+        let engine_checks = Self::stream_checks(protocol, checks);
+        if engine_checks.len() < checks.len() {
+            return Err(VerifyError::Unreachable(format!(
+                "{} of the streaming workloads cannot be checked over their transports on {protocol}",
+                checks.len() - engine_checks.len()
+            )));
+        }
+        let tls_plan = tls.then(|| TlsPlan {
+            insecure: true,
+            ..Default::default()
+        });
+        let report = protobench_load::verify_streams(
+            protocol,
+            target,
+            tls_plan.as_ref(),
+            &engine_checks,
+            std::sync::Arc::new(protobench_contract::Dataset::generate()),
+            Duration::from_secs(10),
+        )
+        .await
+        .map_err(|e| VerifyError::Unreachable(error_chain(&e)))?;
+        verdicts_to_result(&report)
+    }
+}
+
+/// `Ok` when every verdict is, else the failures (injected ones marked).
+fn verdicts_to_result(report: &protobench_load::VerifyReport) -> Result<(), VerifyError> {
+    let failed: Vec<WorkloadFailure> = report
+        .verdicts
+        .iter()
+        .filter(|v| v.outcome != protobench_load::Outcome::Ok)
+        .map(|v| WorkloadFailure {
+            workload: v.workload.clone(),
+            finding: v.outcome.to_string(),
+            injected: matches!(v.outcome, protobench_load::Outcome::Injected { .. }),
+        })
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(VerifyError::Mismatch(failed))
     }
 }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use protobench_model::load::{Arrival, ConnectionPolicy, CustomCall, LoadPlan, Protocol, TlsPlan, Validation};
 use protobench_model::run::{PointConfig, PointKind};
+use protobench_model::stream::StreamPlan;
 
 use crate::units::CpuSet;
 
@@ -117,6 +118,9 @@ pub enum Method {
     ContinuousRamp(RampSpec),
     /// One engine run per step, fresh connections each (the old ramp).
     SteppedRamp(RampSpec),
+    /// Streams: each point's workload carried as its `stream` says
+    /// (docs/streaming.md, "The `streaming` preset").
+    Stream,
 }
 
 /// A running service that protobench calls but neither starts, stops nor
@@ -360,6 +364,7 @@ impl Plan {
         Ok(match self.kind {
             PointKind::Fixed => Method::Fixed,
             PointKind::Rate => Method::Rate,
+            PointKind::Stream => Method::Stream,
             PointKind::Discover => Method::Discover(self.discover.clone().ok_or_else(|| missing("discover"))?),
             PointKind::Ramp => {
                 let spec = self.ramp.clone().ok_or_else(|| missing("ramp"))?;
@@ -436,7 +441,7 @@ impl Plan {
             // Stepped: about 20 steps; continuous: at most the whole schedule.
             Ok(Method::SteppedRamp(r)) => r.step_ns as f64 * 20.0,
             Ok(Method::ContinuousRamp(r)) => r.stages().1.iter().map(|s| s.duration_ns as f64).sum(),
-            Ok(Method::Fixed | Method::Rate) => self.duration_ns as f64,
+            Ok(Method::Fixed | Method::Rate | Method::Stream) => self.duration_ns as f64,
             Err(_) => 0.0,
         } + self.warmup_ns as f64;
         let starts = self.groups.len() as f64 * self.repetitions as f64 * 1.0;
@@ -494,5 +499,40 @@ impl Plan {
             start_users: 0,
             stages: Vec::new(),
         }
+    }
+
+    /// The streaming engine's plan of a `stream` point: `concurrency`
+    /// streams, each replaced when it ends (churn) until `duration_ns`;
+    /// gRPC multiplexes them on one HTTP/2 connection as a gRPC client
+    /// does, HTTP/1.1 (WebSocket, SSE, polling) needs one connection per
+    /// stream. `None` for a point that is not a streaming one.
+    pub fn stream_plan(&self, point: &PointConfig, target: &str, duration_ns: u64) -> Option<StreamPlan> {
+        let s = point.stream?;
+        let streams = point.concurrency.max(1);
+        let threads = if self.generator_threads > 0 {
+            self.generator_threads
+        } else {
+            self.generator_cpus.as_ref().map_or(1, |c| c.len() as u32)
+        };
+        Some(StreamPlan {
+            protocol: point.protocol,
+            transport: s.transport,
+            target: target.to_string(),
+            workload: point.workload.clone(),
+            frames: s.frames,
+            streams,
+            connections: if point.protocol.is_http2() { 1 } else { streams },
+            messages: s.messages,
+            rate: s.rate,
+            poll_interval_ns: None,
+            duration_ns: Some(duration_ns),
+            timeout_ns: self.timeout_ns.max(protobench_load::DEFAULT_STREAM_TIMEOUT_NS),
+            connect_timeout_ns: self.connect_timeout_ns,
+            tls: point.tls.then(|| TlsPlan {
+                insecure: true,
+                ..Default::default()
+            }),
+            threads: threads.clamp(1, streams),
+        })
     }
 }

@@ -26,6 +26,7 @@ pub(crate) fn open(db: &Path) -> anyhow::Result<Store> {
 fn point(r: &LoadResult) -> PointConfig {
     let p = &r.plan;
     PointConfig {
+        stream: None,
         index: 0,
         server: p.target.clone(),
         protocol: p.protocol,
@@ -76,6 +77,8 @@ pub(crate) fn save(store: &mut Store, r: &LoadResult, outcomes: &[Outcome]) -> a
     store.save_measurement(
         id,
         &Measurement {
+            server_rss_before_bytes: None,
+            stream: None,
             point: 0,
             repetition: 1,
             status: MeasurementStatus::Ok,

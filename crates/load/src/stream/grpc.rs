@@ -199,24 +199,37 @@ pub(crate) fn frame<M: prost::Message>(message: &M) -> Bytes {
 pub(crate) struct GrpcSink(pub(crate) SendStream<Bytes>);
 
 impl GrpcSink {
-    /// Sends one framed message, waiting for flow-control window for it;
-    /// `Ok(true)` when the window was not there at once.
-    pub(crate) async fn send_frame(&mut self, bytes: Bytes, end: bool) -> Result<bool, Outcome> {
-        let len = bytes.len();
-        self.0.reserve_capacity(len);
+    /// Sends one framed message as the flow-control window allows, in as
+    /// many pieces as it takes: a message larger than the peer's window
+    /// (64 KiB messages against grpc-go's default 65,535-byte stream
+    /// window, which it widens only once it has seen a message's header)
+    /// must go out in part, or it never goes. `Ok(true)` when the window
+    /// was not there at once for all of it.
+    pub(crate) async fn send_frame(&mut self, mut bytes: Bytes, end: bool) -> Result<bool, Outcome> {
         let mut blocked = false;
-        while self.0.capacity() < len {
-            blocked = true;
-            match std::future::poll_fn(|cx| self.0.poll_capacity(cx)).await {
-                Some(Ok(_)) => {}
-                Some(Err(e)) => return Err(broken("waiting for the flow-control window", e)),
-                None => return Err(Outcome::new(StreamEndKind::Broken, "the stream closed while sending")),
+        loop {
+            self.0.reserve_capacity(bytes.len());
+            while self.0.capacity() == 0 && !bytes.is_empty() {
+                blocked = true;
+                match std::future::poll_fn(|cx| self.0.poll_capacity(cx)).await {
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(broken("waiting for the flow-control window", e)),
+                    None => return Err(Outcome::new(StreamEndKind::Broken, "the stream closed while sending")),
+                }
+            }
+            let n = self.0.capacity().min(bytes.len());
+            if n < bytes.len() {
+                blocked = true;
+            }
+            let piece = bytes.split_to(n);
+            let last = bytes.is_empty();
+            self.0
+                .send_data(piece, end && last)
+                .map_err(|e| broken("sending a message", e))?;
+            if last {
+                return Ok(blocked);
             }
         }
-        self.0
-            .send_data(bytes, end)
-            .map_err(|e| broken("sending a message", e))?;
-        Ok(blocked)
     }
 }
 

@@ -154,14 +154,24 @@ pub(crate) async fn open_stream(
                     requests: 1,
                 });
             }
-            if !echo {
-                sink.send_frame(grpc::frame(t.subscribe), true).await?;
+            if echo {
+                // A gRPC server may hold its response head until it has a
+                // message to answer (grpc++ and grpc-go do by default):
+                // waiting for the head before the first message would
+                // deadlock, so it is read with the first reply, and the
+                // stream is ready once its request is out.
+                return Ok(Opened {
+                    sink: Some(AnySink::Grpc(sink)),
+                    source: AnySource::Grpc(grpc::GrpcSource::later(response)),
+                    requests: 0,
+                });
             }
+            sink.send_frame(grpc::frame(t.subscribe), true).await?;
             let source = AnySource::Grpc(grpc::GrpcSource::new(grpc::head(response, grpc::Kind::Grpc).await?));
             Ok(Opened {
-                sink: echo.then_some(AnySink::Grpc(sink)),
+                sink: None,
                 source,
-                requests: u64::from(!echo),
+                requests: 1,
             })
         }
         StreamTransport::WebSocket => {

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use protobench_model::load::{EndReason, LoadPlan, LoadResult};
 use protobench_model::run::{PointConfig, Search, SearchStep, ServerCost, Warmup};
+use protobench_model::stream::StreamResult;
 
 use super::events::RunEvent;
 use crate::engine::{Engine, Event};
@@ -46,6 +47,18 @@ pub(super) struct Site<'a> {
     pub(super) stack_warmup_min_s: u64,
 }
 
+/// One streaming point's measurement: the streaming engine's result and
+/// the server's cost over the measured window (CPU per message: over the
+/// messages sent and received, as the engine's own).
+pub(super) struct StreamMeasured {
+    pub(super) result: StreamResult,
+    /// The server's RSS before the point's streams opened.
+    pub(super) rss_before: Option<u64>,
+    pub(super) cost: Option<ServerCost>,
+    pub(super) rss: Vec<u64>,
+    pub(super) cpu: Vec<u64>,
+}
+
 /// One point's measurement: the engine's result, the server's cost over the
 /// measured window, its RSS per second, and the search trace.
 pub(super) struct Measured {
@@ -73,7 +86,62 @@ impl<E: Engine> Measurer<'_, E> {
             Method::Discover(spec) => self.discover(site, spec).await,
             Method::SteppedRamp(spec) => self.stepped_ramp(site, spec).await,
             Method::ContinuousRamp(spec) => self.continuous_ramp(site, spec).await,
+            Method::Stream => Err(MeasureError(
+                "a streaming point is measured by Measurer::stream_point".into(),
+            )),
         }
+    }
+
+    /// A streaming point: a warm-up run of its streams for the preset's
+    /// warm-up (discarded), then the measured run for its duration, with
+    /// the server's cost over the measured window. The streaming engine
+    /// reports no start event, so the window is taken to end when the
+    /// engine returned (it returns at the window's end).
+    pub(super) async fn stream_point(&self, site: &Site<'_>) -> Result<StreamMeasured, MeasureError> {
+        let plan_for = |ns| {
+            self.plan
+                .stream_plan(site.point, site.target, ns)
+                .ok_or_else(|| MeasureError(format!("{} is not a streaming point", site.point.label())))
+        };
+        // The server's memory before any of this point's streams opened.
+        let rss_before = site.sampled.map(|(pid, _)| procfs::sample(pid).rss_bytes);
+        if self.plan.warmup_ns > 0 {
+            self.engine
+                .measure_stream(plan_for(self.plan.warmup_ns)?, self.cancel.child_token())
+                .await?;
+            if self.cancel.is_cancelled() {
+                return Err(interrupted(site));
+            }
+        }
+        let result = self
+            .engine
+            .measure_stream(plan_for(self.plan.duration_ns)?, self.cancel.child_token())
+            .await?;
+        let returned = Instant::now();
+        let mut m = StreamMeasured {
+            result,
+            rss_before,
+            cost: None,
+            rss: vec![],
+            cpu: vec![],
+        };
+        if m.result.end_reason == EndReason::Interrupted && self.cancel.is_cancelled() {
+            return Ok(m);
+        }
+        let window = Duration::from_nanos(m.result.duration_ns);
+        let start = returned.checked_sub(window).unwrap_or(returned);
+        if let Some((pid, sampler)) = site.sampled {
+            let samples = sampler.snapshot(pid);
+            let messages = m.result.messages_sent + m.result.messages_received;
+            let (mut cost, rss) = procfs::cost(&samples, start, start + window, messages);
+            if let Some(peak) = site.server.and_then(RunningServer::cgroup_memory_peak) {
+                cost.rss_peak_bytes = cost.rss_peak_bytes.max(peak);
+            }
+            m.cost = Some(cost);
+            m.rss = rss;
+            m.cpu = procfs::cpu_per_second(&samples, start, window);
+        }
+        Ok(m)
     }
 
     async fn discover(&self, site: &Site<'_>, spec: &DiscoverSpec) -> Result<Measured, MeasureError> {

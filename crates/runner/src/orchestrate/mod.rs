@@ -247,7 +247,11 @@ impl<E: Engine> Conductor<'_, E> {
             point: m.point,
             label,
             repetition: m.repetition,
-            rate: m.result.as_ref().map(|r| r.rate),
+            rate: m
+                .result
+                .as_ref()
+                .map(|r| r.rate)
+                .or(m.stream.as_ref().map(|s| s.received_per_second)),
             failure: m.failure.as_ref().map(|f| f.reason.clone()),
         };
         self.voice.emit(RunEvent::Measured(Box::new(m)));
@@ -257,6 +261,8 @@ impl<E: Engine> Conductor<'_, E> {
     fn fail(&mut self, point: u32, repetition: u32, error: &RunnerError) {
         let now = now_rfc3339();
         self.record(Measurement {
+            server_rss_before_bytes: None,
+            stream: None,
             point,
             repetition,
             status: MeasurementStatus::Failed,
@@ -371,6 +377,11 @@ async fn measure_and_record<E: Engine>(
         cancel: &c.cancel,
         events: c.voice.sender(),
     };
+    if *method == Method::Stream {
+        let measured = measurer.stream_point(&site).await;
+        record_stream(c, group, point, repetition, serving, measured, started_at);
+        return;
+    }
     let measured = measurer.point(&site).await;
     if c.cancel.is_cancelled() {
         return;
@@ -378,28 +389,9 @@ async fn measure_and_record<E: Engine>(
     let proxy_cpu_ns = proxy_cpu_before
         .zip(c.link.as_ref().and_then(|l| l.link.toxiproxy_cpu_ns()))
         .map(|(a, b)| b.saturating_sub(a));
-    let mut server = serving.server.as_mut();
-    let mut exited = |context| {
-        let server = server.as_deref_mut()?;
-        server.exited().map(|status| RunnerError::ServerExited {
-            server: group.server.clone(),
-            status,
-            context,
-            log_tail: server.log_tail(),
-        })
-    };
-    let m = match measured {
-        Err(e) => {
-            let e = exited(ExitContext::DuringFailedMeasurement(e.clone())).unwrap_or(RunnerError::Measurement(e));
-            c.fail(p, repetition, &e);
-            return;
-        }
-        Ok(m) => m,
-    };
-    if let Some(e) = exited(ExitContext::DuringMeasurement) {
-        c.fail(p, repetition, &e);
+    let Some(m) = measured_or_failed(c, group, point, repetition, serving, measured) else {
         return;
-    }
+    };
     if m.result.generator.generator_bound {
         let why = m.result.generator.reason.clone().unwrap_or_default();
         c.voice.warn(format!(
@@ -420,6 +412,8 @@ async fn measure_and_record<E: Engine>(
     }
     let link = c.link.as_ref().map(|l| l.point_link(&m.result, proxy_cpu_ns));
     c.record(Measurement {
+        server_rss_before_bytes: None,
+        stream: None,
         point: p,
         repetition,
         status: MeasurementStatus::Ok,
@@ -431,6 +425,85 @@ async fn measure_and_record<E: Engine>(
         search: m.search,
         warmup: m.warmup,
         link,
+        started_at,
+        finished_at: now_rfc3339(),
+    });
+}
+
+/// The measurement, or `None` after recording the point failed: the
+/// engine's error, or the server's exit during the measurement (which
+/// explains the error, when there is one).
+fn measured_or_failed<E: Engine, T>(
+    c: &mut Conductor<'_, E>,
+    group: &ServerGroup,
+    point: &PointConfig,
+    repetition: u32,
+    serving: &mut Serving,
+    measured: Result<T, MeasureError>,
+) -> Option<T> {
+    let mut exited = |context| {
+        let server = serving.server.as_mut()?;
+        server.exited().map(|status| RunnerError::ServerExited {
+            server: group.server.clone(),
+            status,
+            context,
+            log_tail: server.log_tail(),
+        })
+    };
+    let m = match measured {
+        Err(e) => {
+            let e = exited(ExitContext::DuringFailedMeasurement(e.clone())).unwrap_or(RunnerError::Measurement(e));
+            c.fail(point.index, repetition, &e);
+            return None;
+        }
+        Ok(m) => m,
+    };
+    if let Some(e) = exited(ExitContext::DuringMeasurement) {
+        c.fail(point.index, repetition, &e);
+        return None;
+    }
+    Some(m)
+}
+
+/// Records a streaming point's measurement (or its failure). A run cut
+/// short by Ctrl-C is not kept.
+fn record_stream<E: Engine>(
+    c: &mut Conductor<'_, E>,
+    group: &ServerGroup,
+    point: &PointConfig,
+    repetition: u32,
+    serving: &mut Serving,
+    measured: Result<measure::StreamMeasured, MeasureError>,
+    started_at: String,
+) {
+    if c.cancel.is_cancelled() {
+        return;
+    }
+    let Some(m) = measured_or_failed(c, group, point, repetition, serving, measured) else {
+        return;
+    };
+    if m.result.generator_bound {
+        c.voice.warn(format!(
+            "generator-bound: {} {} {}; the message rate measures the load generator, not the server",
+            point.protocol,
+            point.workload,
+            point.variant_label()
+        ));
+    }
+    c.record(Measurement {
+        point: point.index,
+        repetition,
+        status: MeasurementStatus::Ok,
+        failure: None,
+        result: None,
+        stream: Some(m.result),
+        server_rss_before_bytes: m.rss_before,
+        server_cost: m.cost,
+        server_rss_timeline: m.rss,
+        server_cpu_timeline: m.cpu,
+        search: None,
+        warmup: None,
+        link: None,
         started_at,
         finished_at: now_rfc3339(),
     });

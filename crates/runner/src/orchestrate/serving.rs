@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use protobench_model::format::error_chain;
 use protobench_model::load::Protocol;
+use protobench_model::run::PointConfig;
+use protobench_model::stream::StreamPoint;
 
 use super::Conductor;
 use super::events::RunEvent;
@@ -238,18 +240,40 @@ async fn verify<E: Engine>(
 ) -> BTreeMap<Protocol, RunnerError> {
     let mut failed = BTreeMap::new();
     for &protocol in &group.protocols {
-        let mut workloads: Vec<String> = points
+        let of_protocol: Vec<&PointConfig> = points
             .iter()
             .map(|p| &c.plan.points[*p as usize])
             .filter(|p| p.protocol == protocol)
+            .collect();
+        let mut workloads: Vec<String> = of_protocol
+            .iter()
+            .filter(|p| p.stream.is_none())
             .map(|p| p.workload.clone())
             .collect();
         workloads.dedup();
-        if workloads.is_empty() {
+        // A streaming point is checked over its own transport and frames.
+        let mut streams: Vec<(String, StreamPoint)> = Vec::new();
+        for p in &of_protocol {
+            if let Some(s) = p.stream {
+                let check = (p.workload.clone(), StreamPoint { rate: None, messages: None, ..s });
+                if !streams.contains(&check) {
+                    streams.push(check);
+                }
+            }
+        }
+        if workloads.is_empty() && streams.is_empty() {
             continue;
         }
         let target = targets.get(&protocol).cloned().unwrap_or_default();
-        if let Err(difference) = verify_protocol(c.engine, group, protocol, &target, &workloads).await {
+        let verified = if streams.is_empty() {
+            verify_protocol(c.engine, group, protocol, &target, &workloads).await
+        } else {
+            match c.engine.verify_streams(protocol, &target, group.tls, &streams).await {
+                Ok(()) if !workloads.is_empty() => verify_protocol(c.engine, group, protocol, &target, &workloads).await,
+                other => other,
+            }
+        };
+        if let Err(difference) = verified {
             let e = RunnerError::Verification {
                 server: group.server.clone(),
                 protocol,

@@ -35,7 +35,15 @@ pub(super) fn load_spec(raw: Option<&Spanned<RawLoad>>, kind: PointKind, c: &mut
     let rates = rates(load.rate.as_ref(), c);
     let load_span = raw.map_or(0..0, |l| l.span());
     let (concurrency, rates) = match (kind, open) {
-        (PointKind::Fixed, false) => closed_loop(load, load_span, concurrency, c),
+        (PointKind::Fixed | PointKind::Stream, false) => closed_loop(load, load_span, concurrency, c),
+        (PointKind::Stream, true) => {
+            c.issue(
+                load_span.clone(),
+                "load.mode",
+                "a stream preset opens [load] concurrency streams; its message rate is [stream] rate",
+            );
+            (vec![], vec![])
+        }
         (PointKind::Fixed | PointKind::Rate, true) => open_loop(load, load_span, concurrency, rates, c),
         (PointKind::Discover | PointKind::Ramp, _) => searched(load, kind, c),
         (PointKind::Rate, false) => (vec![], vec![]),

@@ -6,12 +6,13 @@
 use std::ops::Range;
 
 use protobench_model::load::{ConnectionPolicy, Protocol};
-use protobench_model::run::PointConfig;
+use protobench_model::run::{PointConfig, PointKind};
 
 use super::Context;
 use super::check::Checker;
 use super::load_spec::LoadSpec;
 use super::machine::Machine;
+use super::stream::StreamSpec;
 use super::top::TopLevel;
 use crate::manifest::Manifest;
 use crate::plan::{ServerGroup, TARGET_WORKLOAD, Target};
@@ -20,6 +21,8 @@ use crate::plan::{ServerGroup, TARGET_WORKLOAD, Target};
 pub(super) struct Dimensions<'a> {
     pub(super) top: &'a TopLevel,
     pub(super) load: &'a LoadSpec,
+    /// `[stream]` of a `stream` preset.
+    pub(super) stream: Option<&'a StreamSpec>,
     pub(super) machine: &'a Machine,
     /// The first concurrency of a search (discover or ramp), when the kind is one.
     pub(super) search_start: Option<u32>,
@@ -81,7 +84,13 @@ pub(super) fn expand(
                 points: vec![],
                 network: network.clone(),
             };
-            add_points(d, &d.top.workloads, &mut group, &mut points);
+            match d.stream {
+                Some(spec) => {
+                    let streaming = ctx.catalog.servers.get(s.as_str()).map_or(&[][..], |m| &m.streaming[..]);
+                    add_stream_points(d, spec, streaming, &mut group, &mut points, notes);
+                }
+                None => add_points(d, &d.top.workloads, &mut group, &mut points),
+            }
             groups.push(group);
         }
     }
@@ -199,6 +208,7 @@ fn add_points(d: &Dimensions<'_>, workloads: &[String], group: &mut ServerGroup,
                     for &rate in &load.rates {
                         let index = points.len() as u32;
                         points.push(PointConfig {
+                            stream: None,
                             index,
                             server: group.server.clone(),
                             protocol,
@@ -218,6 +228,57 @@ fn add_points(d: &Dimensions<'_>, workloads: &[String], group: &mut ServerGroup,
                         group.points.push(index);
                     }
                 }
+            }
+        }
+    }
+}
+
+/// A `stream` preset's points: each workload over every transport that
+/// carries it and the server serves (its manifest's `streaming`), on the
+/// transport's listener, x WebSocket frames x rates x streams at once. A
+/// workload no served transport carries is skipped with a note.
+fn add_stream_points(
+    d: &Dimensions<'_>,
+    spec: &StreamSpec,
+    streaming: &[protobench_contract::stream::StreamTransport],
+    group: &mut ServerGroup,
+    points: &mut Vec<PointConfig>,
+    notes: &mut Vec<String>,
+) {
+    for workload in &d.top.workloads {
+        let ways: Vec<_> = spec
+            .points_for(workload, streaming)
+            .into_iter()
+            .filter(|s| group.protocols.contains(&super::stream::listener(s.transport)))
+            .collect();
+        if ways.is_empty() {
+            notes.push(format!(
+                "server `{}` serves no transport of [stream] that carries `{workload}`: skipped",
+                group.server
+            ));
+        }
+        for way in ways {
+            for &streams in &d.load.concurrency {
+                let index = points.len() as u32;
+                points.push(PointConfig {
+                    index,
+                    server: group.server.clone(),
+                    protocol: super::stream::listener(way.transport),
+                    workload: workload.clone(),
+                    tls: group.tls,
+                    kind: PointKind::Stream,
+                    concurrency: streams,
+                    connections: streams,
+                    connection_policy: Some(ConnectionPolicy::PerCaller),
+                    rate: None,
+                    failure_rate: group.failure_rate,
+                    service_time: group.service_time.clone(),
+                    cpu_limit: group.cpu_limit,
+                    memory_limit_bytes: group.memory_limit_bytes,
+                    network: group.network.clone(),
+                    stream: Some(way),
+                });
+                group.points.push(index);
             }
         }
     }

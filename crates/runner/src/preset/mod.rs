@@ -18,6 +18,7 @@ mod matrix;
 mod network;
 mod raw;
 mod search;
+mod stream;
 mod targets;
 mod top;
 
@@ -416,8 +417,17 @@ fn key_at(text: &str, offset: usize) -> String {
 
 /// Checks every section in file order and expands the matrix.
 fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Plan {
-    let top = top::top_level(raw, file, ctx, c);
+    let mut top = top::top_level(raw, file, ctx, c);
     let load = load_spec::load_spec(raw.load.as_ref(), top.kind, c);
+    let stream = stream::stream_spec(raw.stream.as_ref(), top.kind, c);
+    if let Some(spec) = &stream {
+        for t in &spec.transports {
+            let p = stream::listener(*t);
+            if !top.protocols.contains(&p) {
+                top.protocols.push(p);
+            }
+        }
+    }
     let discover = search::discover(raw.discover.as_ref(), top.kind, top.duration, c);
     let ramp = search::ramp(raw.ramp.as_ref(), top.kind, c);
     let mut notes = Vec::new();
@@ -425,11 +435,12 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
     let search_start = match top.kind {
         PointKind::Discover => Some(discover.as_ref().map_or(2, |d| d.start)),
         PointKind::Ramp => Some(ramp.as_ref().map_or(1, |r| r.start)),
-        PointKind::Fixed | PointKind::Rate => None,
+        PointKind::Fixed | PointKind::Rate | PointKind::Stream => None,
     };
     let dimensions = matrix::Dimensions {
         top: &top,
         load: &load,
+        stream: stream.as_ref(),
         machine: &machine,
         search_start,
         protocols_span: raw.protocols.as_ref().map(|p| p.span()),

@@ -128,6 +128,7 @@ pub(super) struct RawPreset {
     pub(super) load: Option<Spanned<RawLoad>>,
     pub(super) discover: Option<Spanned<RawDiscover>>,
     pub(super) ramp: Option<Spanned<RawRamp>>,
+    pub(super) stream: Option<Spanned<RawStream>>,
     pub(super) server: Option<Spanned<RawServer>>,
     pub(super) generator: Option<Spanned<RawGenerator>>,
     pub(super) findings: Option<Vec<Spanned<RawFinding>>>,
@@ -221,6 +222,16 @@ pub(super) struct RawRamp {
     pub(super) max_error_rate: Option<Spanned<f64>>,
     pub(super) spawn_rate: Option<Spanned<f64>>,
     pub(super) stepped: Option<Spanned<bool>>,
+}
+
+/// `[stream]` of a `kind = "stream"` preset (checked in `stream.rs`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawStream {
+    pub(super) transports: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) frames: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) messages: Option<Spanned<i64>>,
+    pub(super) rate: Option<Spanned<OneOrMany<f64>>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

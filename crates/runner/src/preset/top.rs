@@ -96,7 +96,7 @@ pub(super) fn top_level(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Chec
         .unwrap_or_else(|| "preset".into());
     let name = raw.name.as_ref().map_or(stem, |n| n.get_ref().clone());
     let kind = c.choice(raw.kind.as_ref(), "kind", PointKind::Fixed);
-    let (servers, protocols, workloads) = dimensions(raw, ctx, c);
+    let (servers, protocols, workloads) = dimensions(raw, kind, ctx, c);
     let repetitions = c.positive(raw.repetitions.as_ref(), "repetitions", 3, 1);
     let (warmup, warmup_steady) = warmup(raw, c);
     let duration = c.duration(
@@ -138,12 +138,31 @@ pub(super) fn top_level(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Chec
 }
 
 /// `servers`, `protocols` and `workloads`: each listed once, each known.
-fn dimensions(raw: &RawPreset, ctx: &Context, c: &mut Checker<'_>) -> (Vec<String>, Vec<Protocol>, Vec<String>) {
+/// A `stream` preset names streaming workloads, and its listeners follow
+/// from `[stream] transports` (`protocols` is refused there).
+fn dimensions(
+    raw: &RawPreset,
+    kind: PointKind,
+    ctx: &Context,
+    c: &mut Checker<'_>,
+) -> (Vec<String>, Vec<Protocol>, Vec<String>) {
     // A preset of targets only starts no server: the three lists may be left out.
     if raw.targets.is_some() && raw.servers.is_none() && raw.protocols.is_none() && raw.workloads.is_none() {
         return (vec![], vec![], vec![]);
     }
     let servers = c.names(raw.servers.as_ref(), "servers", &ctx.catalog.names());
+    if kind == PointKind::Stream {
+        if let Some(p) = &raw.protocols {
+            c.issue(
+                p.span(),
+                "protocols",
+                "a stream preset's listeners follow from [stream] transports (grpc on grpc; websocket, sse, poll on rest): leave protocols out",
+            );
+        }
+        let names: Vec<&str> = protobench_contract::stream::workload::ALL.iter().map(|w| w.name).collect();
+        let workloads = c.names(raw.workloads.as_ref(), "workloads", &names);
+        return (servers, vec![], workloads);
+    }
     let protocol_names: Vec<&str> = Protocol::ALL.iter().map(|p| p.name()).collect();
     let protocols = c
         .names(raw.protocols.as_ref(), "protocols", &protocol_names)
