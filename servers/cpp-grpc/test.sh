@@ -8,7 +8,8 @@
 # call, PROTOBENCH_MAX_STREAMS, draining on SIGTERM, TLS/ALPN and refused
 # configurations, and the streams (protobench.v1.Streams): refused requests
 # and messages, poll pages, the upload's sums, the schedule, the injected
-# failure per stream, a subscription cut at the drain limit. Every contract vector, clear and TLS, is
+# failure per stream, an upload of 1000001 messages, a subscription cut at
+# the drain limit. Every contract vector, clear and TLS, is
 # scripts/verify-servers.sh cpp-grpc's (protobench verify, ghz). Bad input, HTTP/2 floods, idle connections in clear text,
 # gRPC framing, the size limit and descriptor exhaustion are the cross-stack
 # probe's (contract/tests/probe.sh cpp-grpc). Prints `N passed, M failed` last
@@ -149,6 +150,18 @@ third_party() {
 		[ "$out" = 1 ] && pass "grpcurl GetFile 3.4 MB" || fail "grpcurl GetFile 3.4 MB"
 		out=$(timeout 30 "$grpcurl" "${g[@]}" -d '{"name":"nope"}' "$ADDR" protobench.v1.Bench/GetFile 2>&1 || true)
 		grep -q 'Code: NotFound' <<<"$out" && pass "grpcurl unknown file -> NotFound" || fail "grpcurl unknown file: $out"
+		# The streams, from stream.proto.
+		g+=(-proto protobench/v1/stream.proto)
+		out=$(printf '{"seq":1,"payload":"a"}\n{"seq":2,"payload":"b"}\n' | timeout 30 "$grpcurl" "${g[@]}" -d @ "$ADDR" protobench.v1.Streams/EchoStream 2>&1 || true)
+		[ "$(tr -d ' \n' <<<"$out")" = '{"seq":1,"payload":"a"}{"seq":2,"payload":"b"}' ] && pass "grpcurl EchoStream" || fail "grpcurl EchoStream: ${out:0:300}"
+		out=$(timeout 30 "$grpcurl" "${g[@]}" -d '{"count":3,"items":1,"rate":100}' "$ADDR" protobench.v1.Streams/Subscribe 2>&1 || true)
+		[ "$(grep -c '"scheduledNs"' <<<"$out")" = 3 ] && grep -q '"seq": 3' <<<"$out" && pass "grpcurl Subscribe 3 events" || fail "grpcurl Subscribe: ${out:0:300}"
+		out=$(printf '{"seq":1,"payload":"foo"}\n{"seq":2,"payload":"bar"}\n' | timeout 30 "$grpcurl" "${g[@]}" -d @ "$ADDR" protobench.v1.Streams/Upload 2>&1 || true)
+		# FNV-1a("foobar") = 0xbf9cf968 = 3214735720.
+		[ "$(tr -d ' \n' <<<"$out")" = '{"count":2,"bytes":"6","checksum":3214735720}' ] && pass "grpcurl Upload" || fail "grpcurl Upload: ${out:0:300}"
+		out=$(timeout 30 "$grpcurl" "${g[@]}" -d '{"count":1000001}' "$ADDR" protobench.v1.Streams/Subscribe 2>&1 || true)
+		grep -q 'Code: InvalidArgument' <<<"$out" && grep -q 'count is 1000001, expected 1..=1000000' <<<"$out" \
+			&& pass "grpcurl Subscribe count 1000001 -> InvalidArgument" || fail "grpcurl Subscribe count 1000001: $out"
 	else
 		echo "skip grpcurl (not installed)"
 	fi
@@ -173,6 +186,11 @@ for mode in clear tls; do
 	if start_server "$mode" PROTOBENCH_WORKERS=2; then
 		check bad
 		check streams 8388608
+		if [ "$mode" = clear ]; then # ~5 s: once (the exact boundary is the unit tests')
+			out=$(timeout 120 bin/check --target "$ADDR" upload-many 1000001 2>&1 || true)
+			[ "$out" = 'status RESOURCE_EXHAUSTED "more than 1000000 messages on one stream" count 0' ] \
+				&& pass "clear: the 1000001st message of an upload -> RESOURCE_EXHAUSTED" || fail "clear: upload of 1000001 messages: $out"
+		fi
 		third_party "$mode"
 		if [ "$mode" = tls ]; then # in clear text the probe checks the default (h2flood phase)
 			out=$(timeout 10 python3 test/h2probe.py settings "$ADDR" "${PROBE_CA[@]}" 2>&1 || true)

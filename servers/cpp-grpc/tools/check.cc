@@ -21,6 +21,8 @@
 //                          poll pages, the upload's summary, the schedule
 //   streams-failure        with PROTOBENCH_FAILURE_RATE=1: every stream
 //                          fails UNAVAILABLE before its first message
+//   upload-many N          one upload of N one-byte messages; prints
+//                          `status <code> "<message>" count <n>`
 //   subscribe COUNT RATE   one subscription of COUNT events at RATE/s;
 //                          prints `status <code> "<message>" events <n>`
 #include <chrono>
@@ -515,6 +517,25 @@ void StreamSchedule(Client& c) {
          "Subscribe of 1395 items: event 2 starts again at item 0, stamps never decrease", Describe(st));
 }
 
+// An upload of n one-byte messages (written with the buffer hint, so that
+// grpc coalesces them); the summary's count in *count.
+Status UploadMany(Client& c, uint32_t n, uint32_t* count) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  pb::UploadSummary sum;
+  auto writer = pb::Streams::NewStub(c.channel())->Upload(&ctx, &sum);
+  pb::StreamMessage m;
+  m.set_payload("x");
+  for (uint32_t i = 1; i <= n; i++) {
+    m.set_seq(i);
+    if (!writer->Write(m, grpc::WriteOptions().set_buffer_hint())) break;  // the server ended the call
+  }
+  writer->WritesDone();
+  Status st = writer->Finish();
+  *count = sum.count();
+  return st;
+}
+
 void StreamsFailure(Client& c) {
   pb::SubscribeRequest req;
   req.set_count(3);
@@ -566,6 +587,11 @@ int main(int argc, char** argv) {
     StreamSchedule(c);
   } else if (mode == "streams-failure") {
     StreamsFailure(c);
+  } else if (mode == "upload-many" && rest.size() == 2) {
+    uint32_t count = 0;
+    Status st = UploadMany(c, static_cast<uint32_t>(std::stoul(rest[1])), &count);
+    std::printf("status %s count %u\n", Describe(st).c_str(), count);
+    return st.ok() ? 0 : 1;
   } else if (mode == "subscribe" && rest.size() == 3) {
     pb::SubscribeRequest req;
     req.set_count(static_cast<uint32_t>(std::stoul(rest[1])));
