@@ -505,7 +505,9 @@ void StreamSchedule(Client& c) {
       bad = "event " + std::to_string(i + 1) + " arrived " + std::to_string(e.scheduled_ns() - arrivals[i]) +
             " ns before its time";
     }
-    if (e.items_size() != 3) bad = "event " + std::to_string(i + 1) + " has " + std::to_string(e.items_size()) + " items";
+    if (e.items_size() != 3) {
+      bad = "event " + std::to_string(i + 1) + " has " + std::to_string(e.items_size()) + " items";
+    }
   }
   Expect(bad.empty(), "Subscribe: seq 1..20, stamps 5 ms apart, none before its time", bad);
   req.set_count(2);
