@@ -6,7 +6,10 @@
 # when installed: edge inputs, the failure draw against the
 # contract's formula, service time, the idle timeout over TLS and for a long
 # call, PROTOBENCH_MAX_STREAMS, draining on SIGTERM, TLS/ALPN and refused
-# configurations. Every contract vector, clear and TLS, is
+# configurations, and the streams (protobench.v1.Streams): refused requests
+# and messages, poll pages, the upload's sums, the schedule, the injected
+# failure per stream, an upload of 1000001 messages, a subscription cut at
+# the drain limit. Every contract vector, clear and TLS, is
 # scripts/verify-servers.sh cpp-grpc's (protobench verify, ghz). Bad input, HTTP/2 floods, idle connections in clear text,
 # gRPC framing, the size limit and descriptor exhaustion are the cross-stack
 # probe's (contract/tests/probe.sh cpp-grpc). Prints `N passed, M failed` last
@@ -147,6 +150,18 @@ third_party() {
 		[ "$out" = 1 ] && pass "grpcurl GetFile 3.4 MB" || fail "grpcurl GetFile 3.4 MB"
 		out=$(timeout 30 "$grpcurl" "${g[@]}" -d '{"name":"nope"}' "$ADDR" protobench.v1.Bench/GetFile 2>&1 || true)
 		grep -q 'Code: NotFound' <<<"$out" && pass "grpcurl unknown file -> NotFound" || fail "grpcurl unknown file: $out"
+		# The streams, from stream.proto.
+		g+=(-proto protobench/v1/stream.proto)
+		out=$(printf '{"seq":1,"payload":"a"}\n{"seq":2,"payload":"b"}\n' | timeout 30 "$grpcurl" "${g[@]}" -d @ "$ADDR" protobench.v1.Streams/EchoStream 2>&1 || true)
+		[ "$(tr -d ' \n' <<<"$out")" = '{"seq":1,"payload":"a"}{"seq":2,"payload":"b"}' ] && pass "grpcurl EchoStream" || fail "grpcurl EchoStream: ${out:0:300}"
+		out=$(timeout 30 "$grpcurl" "${g[@]}" -d '{"count":3,"items":1,"rate":100}' "$ADDR" protobench.v1.Streams/Subscribe 2>&1 || true)
+		[ "$(grep -c '"scheduledNs"' <<<"$out")" = 3 ] && grep -q '"seq": 3' <<<"$out" && pass "grpcurl Subscribe 3 events" || fail "grpcurl Subscribe: ${out:0:300}"
+		out=$(printf '{"seq":1,"payload":"foo"}\n{"seq":2,"payload":"bar"}\n' | timeout 30 "$grpcurl" "${g[@]}" -d @ "$ADDR" protobench.v1.Streams/Upload 2>&1 || true)
+		# FNV-1a("foobar") = 0xbf9cf968 = 3214735720.
+		[ "$(tr -d ' \n' <<<"$out")" = '{"count":2,"bytes":"6","checksum":3214735720}' ] && pass "grpcurl Upload" || fail "grpcurl Upload: ${out:0:300}"
+		out=$(timeout 30 "$grpcurl" "${g[@]}" -d '{"count":1000001}' "$ADDR" protobench.v1.Streams/Subscribe 2>&1 || true)
+		grep -q 'Code: InvalidArgument' <<<"$out" && grep -q 'count is 1000001, expected 1..=1000000' <<<"$out" \
+			&& pass "grpcurl Subscribe count 1000001 -> InvalidArgument" || fail "grpcurl Subscribe count 1000001: $out"
 	else
 		echo "skip grpcurl (not installed)"
 	fi
@@ -167,9 +182,15 @@ for mode in clear tls; do
 		PROBE_CA=("$TMP/ca.pem")
 	fi
 
-	echo "# $mode: edge input, grpcurl"
+	echo "# $mode: edge input, streams, grpcurl"
 	if start_server "$mode" PROTOBENCH_WORKERS=2; then
 		check bad
+		check streams 8388608
+		if [ "$mode" = clear ]; then # ~5 s: once (the exact boundary is the unit tests')
+			out=$(timeout 120 bin/check --target "$ADDR" upload-many 1000001 2>&1 || true)
+			[ "$out" = 'status RESOURCE_EXHAUSTED "more than 1000000 messages on one stream" count 0' ] \
+				&& pass "clear: the 1000001st message of an upload -> RESOURCE_EXHAUSTED" || fail "clear: upload of 1000001 messages: $out"
+		fi
 		third_party "$mode"
 		if [ "$mode" = tls ]; then # in clear text the probe checks the default (h2flood phase)
 			out=$(timeout 10 python3 test/h2probe.py settings "$ADDR" "${PROBE_CA[@]}" 2>&1 || true)
@@ -203,6 +224,7 @@ for mode in clear tls; do
 	if start_server "$mode-failure-all" PROTOBENCH_FAILURE_RATE=1; then
 		check failure 20
 		[ "$(sed -nE 's/^sequence //p' "$TMP/check.out")" = "11111111111111111111" ] && pass "$mode: rate 1 fails every call" || fail "$mode: rate 1: $(cat "$TMP/check.out")"
+		check streams-failure
 		stop_server "$mode-failure-all"
 	fi
 
@@ -246,11 +268,14 @@ for mode in clear tls; do
 	fi
 
 	echo "# $mode: draining"
-	# A call sleeping when SIGTERM arrives is still answered; meanwhile the
-	# listener is closed.
+	# A call sleeping when SIGTERM arrives is still answered, and a
+	# subscription (30 events at 10/s after the same sleep) runs to its end;
+	# meanwhile the listener is closed.
 	if start_server "$mode-drain" PROTOBENCH_SERVICE_TIME=sleep:1500ms; then
 		timeout 20 bin/check --target "$ADDR" "${CHECK_TLS[@]}" call >"$TMP/drain.call" 2>&1 &
 		cp=$!
+		timeout 30 bin/check --target "$ADDR" "${CHECK_TLS[@]}" subscribe 30 10 >"$TMP/drain.sub" 2>&1 &
+		sp=$!
 		sleep 0.5
 		kill -TERM "$SERVER_PID"
 		sleep 0.3
@@ -261,17 +286,23 @@ for mode in clear tls; do
 		fi
 		wait $cp || true
 		grep -q '^status OK' "$TMP/drain.call" && pass "$mode: the call in flight at SIGTERM completed" || fail "$mode: call in flight at SIGTERM: $(cat "$TMP/drain.call")"
+		wait $sp || true
+		grep -qE '^status OK .* events 30$' "$TMP/drain.sub" && pass "$mode: the subscription in flight at SIGTERM completed" || fail "$mode: subscription in flight at SIGTERM: $(cat "$TMP/drain.sub")"
 		stop_server "$mode-drain"
 	fi
 done
 
 echo "# drain deadline"
 # A call that would sleep 15 s when SIGTERM arrives: the server stops within
-# the 10 s drain limit (exit 0) and the call is not answered OK.
+# the 10 s drain limit (exit 0) and the call is not answered OK. So does a
+# subscription of 1000 events at 10/s (a grpc::Alarm between events), which
+# ends then with an error status.
 TLS_ENV=()
 if start_server drain-limit PROTOBENCH_SERVICE_TIME=sleep:15s; then
 	timeout 30 bin/check --target "$ADDR" call >"$TMP/drain.call" 2>&1 &
 	cp=$!
+	timeout 60 bin/check --target "$ADDR" subscribe 1000 10 >"$TMP/drain.sub" 2>&1 &
+	sp=$!
 	sleep 0.5
 	t0=$(date +%s.%N)
 	stop_server drain-limit
@@ -279,6 +310,10 @@ if start_server drain-limit PROTOBENCH_SERVICE_TIME=sleep:15s; then
 	python3 -c "import sys; sys.exit(0 if 9 <= $secs <= 12 else 1)" && pass "drain: stopped after $secs s (10 s limit)" || fail "drain: stopped after $secs s"
 	wait $cp || true
 	grep -q '^status OK' "$TMP/drain.call" && fail "drain: the 15 s call was answered OK" || pass "drain: the call past the limit ended: $(cat "$TMP/drain.call")"
+	wait $sp || true
+	# Service time comes before the first event (15 s), so the stream holds none.
+	grep -qE '^status (UNAVAILABLE|CANCELLED) .* events 0$' "$TMP/drain.sub" && pass "drain: the subscription ended: $(cat "$TMP/drain.sub")" \
+		|| fail "drain: subscription: $(cat "$TMP/drain.sub")"
 fi
 
 echo "# configuration errors"

@@ -22,11 +22,14 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/security/server_credentials.h>
 
+#include "call.h"
 #include "config.h"
+#include "feed.h"
 #include "helloworld/helloworld.grpc.pb.h"
 #include "listener.h"
 #include "ops.h"
 #include "protobench/v1/protobench.grpc.pb.h"
+#include "streams.h"
 
 namespace pbserver {
 namespace {
@@ -52,20 +55,8 @@ using GreeterService = helloworld::Greeter::WithRawMethod_SayHello<helloworld::G
 struct Services {
   BenchService bench;
   GreeterService greeter;
+  StreamsService streams;
 };
-
-// Process-wide state the handlers read (and the failure counter).
-struct App {
-  Config cfg;
-  Data data;
-  std::atomic<uint64_t> counter{0};
-};
-
-template <class M>
-Status Encode(const M& m, ByteBuffer* out) {
-  bool own;
-  return grpc::SerializationTraits<M>::Serialize(m, out, &own);
-}
 
 // One call's request and the two steps of its operation. Accept decodes and
 // validates; a non-OK status is the answer and the call gets no service time
@@ -85,7 +76,7 @@ class TypedWork final : public Work {
   TypedWork(const App& app, CheckFn check, AnswerFn answer) : app_(app), check_(check), answer_(answer) {}
 
   Status Accept(ByteBuffer* in) override {
-    if (!grpc::SerializationTraits<Req>::Deserialize(in, &req_).ok()) {
+    if (!Decode(in, &req_)) {
       return Status(StatusCode::INVALID_ARGUMENT,
                     "the request is not a valid " + Req::descriptor()->full_name() + " message");
     }
@@ -150,6 +141,16 @@ Status AnswerSayHello(const App&, helloworld::HelloRequest& r, ByteBuffer* out) 
   return Encode(reply, out);
 }
 
+Status CheckPollRequest(const App&, const pb::PollRequest& r) {
+  std::string err = CheckPoll(r);
+  return err.empty() ? Status::OK : Status(StatusCode::INVALID_ARGUMENT, err);
+}
+Status AnswerPoll(const App& a, pb::PollRequest& r, ByteBuffer* out) {
+  pb::FeedPage page;
+  FillPage(a.data, r, NowNs(), &page);
+  return Encode(page, out);
+}
+
 // ---- the method table
 
 using Responder = grpc::ServerAsyncResponseWriter<ByteBuffer>;
@@ -182,149 +183,41 @@ const Method kMethods[] = {
     {PB_REQUEST(bench, GetFile), PB_WORK(pb::FileRequest, CheckFile, AnswerFile)},
     {PB_REQUEST(bench, Echo), PB_WORK(pb::EchoMessage, nullptr, AnswerEcho)},
     {PB_REQUEST(greeter, SayHello), PB_WORK(helloworld::HelloRequest, nullptr, AnswerSayHello)},
+    {PB_REQUEST(streams, Poll), PB_WORK(pb::PollRequest, CheckPollRequest, AnswerPoll)},
 };
 
-// ---- one call on one completion queue
+// ---- one unary call
 
-// A completion-queue tag. Every event of a call arrives on the call's own
-// queue, which only its worker thread reads: a call's state needs no lock.
-class Tag {
+class UnaryCall final : public Call {
  public:
-  virtual void Proceed(bool ok) = 0;
-
- protected:
-  ~Tag() = default;
-};
-
-class Call;
-
-// One worker thread and its completion queue, with the calls sleeping on it
-// (an intrusive list touched only by this thread).
-struct Worker {
-  std::unique_ptr<grpc::ServerCompletionQueue> cq;
-  Call* sleeping = nullptr;
-  // Calls accepted and not yet finished (read by the main thread at
-  // shutdown: its queue may be shut down only once this is 0).
-  std::atomic<int> active{0};
-};
-
-// The call's state machine, advanced by its worker thread.
-class Call final : public Tag {
- public:
-  Call(App& app, Services& services, const Method& method, Worker& worker)
-      : app_(app), services_(services), method_(method), worker_(worker), responder_(&ctx_) {
-    method_.request(services_, &ctx_, &request_, &responder_, worker_.cq.get(), this);
+  UnaryCall(App& app, Services& services, const Method& method, Worker& worker)
+      : Call(app, worker), services_(services), method_(method), responder_(&ctx_) {
+    method_.request(services_, &ctx_, &request_, &responder_, cq(), this);
   }
-
-  void Proceed(bool ok) override {
-    switch (state_) {
-      case State::kRequested:
-        if (!ok) {  // the server is shutting down
-          delete this;
-          return;
-        }
-        // Keep one call of this method requested on this queue.
-        new Call(app_, services_, method_, worker_);
-        worker_.active.fetch_add(1, std::memory_order_relaxed);
-        Start();
-        return;
-      case State::kSleeping:
-        Unlink();
-        if (!ok) {  // cancelled: the drain deadline passed
-          Finish(Status(StatusCode::UNAVAILABLE, "the server is shutting down"));
-          return;
-        }
-        Admit();
-        return;
-      case State::kFinishing:
-        worker_.active.fetch_sub(1, std::memory_order_release);
-        delete this;
-        return;
-    }
-  }
-
-  // Cancels the service-time sleep (at the drain deadline).
-  void CancelSleep() { alarm_.Cancel(); }
-  Call* next_sleeping() const { return next_; }
 
  private:
-  enum class State { kRequested, kSleeping, kFinishing };
-
-  void Start() {
+  void Spawn() override { new UnaryCall(app_, services_, method_, worker_); }
+  Status Accept() override {
     work_ = method_.make(app_);
-    Status st = work_->Accept(&request_);
-    if (!st.ok()) {
-      Finish(st);
-      return;
-    }
-    const Config& cfg = app_.cfg;
-    if (cfg.service_kind == ServiceKind::kSleep) {
-      // A timer on this queue: the thread serves other calls meanwhile.
-      state_ = State::kSleeping;
-      Link();
-      gpr_timespec deadline =
-          gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_nanos(cfg.service_time.count(), GPR_TIMESPAN));
-      alarm_.Set(worker_.cq.get(), deadline, this);
-      return;
-    }
-    if (cfg.service_kind == ServiceKind::kSpin) {
-      // Burns this handling thread for the duration.
-      const auto end = std::chrono::steady_clock::now() + cfg.service_time;
-      while (std::chrono::steady_clock::now() < end) {
-      }
-    }
-    Admit();
+    return work_->Accept(&request_);
   }
-
-  // After the service time: the failure draw, then the operation.
-  void Admit() {
-    const Config& cfg = app_.cfg;
-    if (cfg.failure_rate > 0) {
-      uint64_t k = app_.counter.fetch_add(1, std::memory_order_relaxed);
-      if (Fails(cfg.failure_seed, k, cfg.failure_rate)) {
-        Finish(Status(StatusCode::UNAVAILABLE, "injected failure"));
-        return;
-      }
-    }
-    Status st = work_->Answer(&response_);
-    if (!st.ok()) {
-      Finish(Status(StatusCode::INTERNAL, "the response could not be encoded"));
+  void Run() override {
+    if (!work_->Answer(&response_).ok()) {
+      Fail(Status(StatusCode::INTERNAL, "the response could not be encoded"));
       return;
     }
-    state_ = State::kFinishing;
+    Finishing();
     responder_.Finish(response_, Status::OK, this);
   }
+  void Step(bool /*ok*/) override {}  // Run's only operation is the last
+  void FinishWithError(const Status& st) override { responder_.FinishWithError(st, this); }
 
-  void Finish(const Status& st) {
-    state_ = State::kFinishing;
-    responder_.FinishWithError(st, this);
-  }
-
-  void Link() {
-    next_ = worker_.sleeping;
-    if (next_ != nullptr) next_->prev_ = this;
-    worker_.sleeping = this;
-  }
-  void Unlink() {
-    if (prev_ != nullptr) prev_->next_ = next_;
-    if (next_ != nullptr) next_->prev_ = prev_;
-    if (worker_.sleeping == this) worker_.sleeping = next_;
-    prev_ = next_ = nullptr;
-  }
-
-  App& app_;
   Services& services_;
   const Method& method_;
-  Worker& worker_;
-  grpc::ServerContext ctx_;
   ByteBuffer request_;
   ByteBuffer response_;
   Responder responder_;
   std::unique_ptr<Work> work_;
-  grpc::Alarm alarm_;
-  Call* prev_ = nullptr;  // in worker_.sleeping while kSleeping
-  Call* next_ = nullptr;
-  State state_ = State::kRequested;
 };
 
 // Fires on a worker's queue at the drain deadline, or is cancelled once the
@@ -340,6 +233,7 @@ class DrainDeadline final : public Tag {
   void Set(gpr_timespec deadline) { alarm_.Set(worker_.cq.get(), deadline, this); }
   void Cancel() { alarm_.Cancel(); }
   void Proceed(bool /*ok*/) override {
+    worker_.drained = true;
     for (Call* c = worker_.sleeping; c != nullptr; c = c->next_sleeping()) c->CancelSleep();
   }
 
@@ -429,6 +323,7 @@ int Run() {
           grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, creds);
   builder.RegisterService(&services.bench);
   builder.RegisterService(&services.greeter);
+  builder.RegisterService(&services.streams);
   builder.SetMaxReceiveMessageSize(cfg.max_request_bytes);
   const int idle_ms =
       static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(cfg.idle_timeout).count());
@@ -455,7 +350,8 @@ int Run() {
   }
 
   for (Worker& w : workers) {
-    for (const Method& m : kMethods) new Call(*app, services, m, w);
+    for (const Method& m : kMethods) new UnaryCall(*app, services, m, w);
+    RequestStreams(*app, services.streams, w);
   }
   std::vector<std::thread> threads;
   for (Worker& w : workers) threads.emplace_back(Serve, w.cq.get());

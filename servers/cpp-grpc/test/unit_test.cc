@@ -1,5 +1,6 @@
 // Unit tests of the server's own code: configuration parsing, the failure
-// draw, UTF-8 reversal, the contract's files and the dataset loader. Prints
+// draw, UTF-8 reversal, the contract's files, the dataset loader and the
+// streaming rules (limits, schedule, feed, poll pages, upload summary). Prints
 // one line per failed check and `check: N passed, M failed`; exits 1 on any
 // failure.
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "config.h"
+#include "feed.h"
 #include "ops.h"
 
 namespace {
@@ -230,6 +232,106 @@ void TestFilesAndData(const char* dataset) {
   CHECK(!bad.Load("/nonexistent/dataset.json", &err), "missing dataset refused");
 }
 
+
+void TestFeed(const char* dataset) {
+  pb::SubscribeRequest sub;
+  sub.set_count(1);
+  CHECK(CheckSubscribe(sub).empty(), "count 1 accepted");
+  sub.set_count(1000000);
+  sub.set_items(1395);
+  sub.set_rate(1000000);
+  CHECK(CheckSubscribe(sub).empty(), "the upper bounds accepted");
+  sub.set_count(0);
+  CHECK(CheckSubscribe(sub) == "count is 0, expected 1..=1000000", CheckSubscribe(sub));
+  sub.set_count(4000000000u);
+  CHECK(CheckSubscribe(sub) == "count is 4000000000, expected 1..=1000000", CheckSubscribe(sub));
+  sub.set_count(1);
+  sub.set_items(1396);
+  CHECK(CheckSubscribe(sub) == "items is 1396, expected 0..=1395", CheckSubscribe(sub));
+  sub.set_items(0);
+  sub.set_rate(1000001);
+  CHECK(CheckSubscribe(sub) == "rate is 1000001, expected 0 (as fast as possible) ..=1000000", CheckSubscribe(sub));
+
+  pb::PollRequest poll;
+  poll.set_count(10);
+  poll.set_max(1000);
+  CHECK(CheckPoll(poll).empty(), "a rate-0 poll needs no start");
+  poll.set_max(0);
+  CHECK(CheckPoll(poll) == "max is 0, expected 1..=1000", CheckPoll(poll));
+  poll.set_max(1);
+  poll.set_after(11);
+  CHECK(CheckPoll(poll) == "after is 11, beyond the feed's count 10", CheckPoll(poll));
+  poll.set_after(10);
+  CHECK(CheckPoll(poll).empty(), "after = count accepted");
+  poll.set_rate(1);
+  CHECK(CheckPoll(poll).find("startNs is 0") == 0, CheckPoll(poll));
+  poll.set_start_ns(-5);
+  poll.set_rate(0);
+  CHECK(CheckPoll(poll).find("startNs is -5") == 0, CheckPoll(poll));
+
+  CHECK(OffsetNs(1, 1000) == 0 && OffsetNs(5, 0) == 0, "event 1 and rate 0 are due at once");
+  CHECK(OffsetNs(2, 3) == 333333333, "floor(1e9 / 3)");
+  CHECK(OffsetNs(1000000, 1) == 999999LL * 1000000000LL, "the largest offset, exact");
+  CHECK(OffsetNs(1000000, 7) == 999999LL * 1000000000LL / 7, "floor in 64-bit integers");
+
+  Data d;
+  std::string err;
+  CHECK(d.Load(dataset, &err), err);
+  pb::FeedEvent e;
+  FillEvent(d, 2, 700, 42, &e);
+  CHECK(e.seq() == 2 && e.scheduled_ns() == 42 && e.items_size() == 700, "event 2 of 700 items");
+  // Items (2 - 1) * 700 + j mod 1395: j = 0 is item 700, j = 695 item 0, j = 699 item 4.
+  CHECK(e.items(0).id() == d.items.items(700).id() && e.items(695).id() == d.items.items(0).id() &&
+            e.items(699).id() == d.items.items(4).id(),
+        "the feed's items wrap mod 1395");
+  FillEvent(d, 3, 700, 42, &e);
+  CHECK(e.items(0).id() == d.items.items(5).id(), "event 3 starts at item 1400 mod 1395 = 5");
+  FillEvent(d, 1, 0, 7, &e);
+  CHECK(e.seq() == 1 && e.items_size() == 0, "an event of no items (a reused message is cleared)");
+
+  pb::FeedPage page;
+  poll.Clear();
+  poll.set_count(4);
+  poll.set_items(1);
+  poll.set_rate(10);  // every 100 ms
+  poll.set_start_ns(1000000000);
+  poll.set_max(10);
+  FillPage(d, poll, 1000000000 + 150000000, &page);  // events 1 and 2 are due
+  CHECK(page.events_size() == 2 && page.events(1).seq() == 2 && page.events(1).scheduled_ns() == 1100000000 &&
+            !page.done(),
+        "a page holds the due events only");
+  poll.set_after(2);
+  FillPage(d, poll, 2000000000, &page);
+  CHECK(page.events_size() == 2 && page.events(0).seq() == 3 && page.done(), "the last page is done");
+  poll.set_after(4);
+  FillPage(d, poll, 2000000000, &page);
+  CHECK(page.events_size() == 0 && page.done(), "a poll after the end is done");
+  poll.Clear();
+  poll.set_count(100);
+  poll.set_items(1395);
+  poll.set_max(1000);
+  FillPage(d, poll, 5, &page);
+  CHECK(page.events_size() == 11 && page.events(0).scheduled_ns() == 5, "16384 items: 11 events of 1395, stamped now");
+  poll.set_items(1395);
+  poll.set_max(3);
+  FillPage(d, poll, 5, &page);
+  CHECK(page.events_size() == 3, "max bounds a page");
+
+  CHECK(Fnv1a32(kFnvOffset, "") == 0x811c9dc5u && Fnv1a32(kFnvOffset, "a") == 0xe40c292cu &&
+            Fnv1a32(kFnvOffset, "foobar") == 0xbf9cf968u,
+        "FNV-1a 32 reference values");
+  CHECK(Fnv1a32(Fnv1a32(kFnvOffset, "foo"), "bar") == 0xbf9cf968u, "FNV-1a continues across payloads");
+  Tally t;
+  CHECK(t.Add("foo") && t.Add("bar") && t.Add(""), "three payloads");
+  pb::UploadSummary s = t.Summary();
+  CHECK(s.count() == 3 && s.bytes() == 6 && s.checksum() == 0xbf9cf968u, s.ShortDebugString());
+  Tally full;
+  bool all = true;
+  for (uint32_t i = 0; i < kMaxStreamMessages; i++) all = full.Add("") && all;
+  CHECK(all && !full.Add("x") && full.Summary().count() == 1000000 && full.Summary().bytes() == 0,
+        "the 1000001st message is refused and not counted");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -244,6 +346,7 @@ int main(int argc, char** argv) {
   TestDraw();
   TestReverse();
   TestFilesAndData(argv[1]);
+  TestFeed(argv[1]);
   std::printf("check: %d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
 }

@@ -16,6 +16,15 @@
 //   spin MS N              N concurrent calls take >= N x MS (one worker:
 //                          spin holds the handling thread)
 //   call                   one GetInteger call; prints its status
+//   streams MAX_BYTES      protobench.v1.Streams: refused requests and
+//                          messages (MAX_BYTES: the server's size limit),
+//                          poll pages, the upload's summary, the schedule
+//   streams-failure        with PROTOBENCH_FAILURE_RATE=1: every stream
+//                          fails UNAVAILABLE before its first message
+//   upload-many N          one upload of N one-byte messages; prints
+//                          `status <code> "<message>" count <n>`
+//   subscribe COUNT RATE   one subscription of COUNT events at RATE/s;
+//                          prints `status <code> "<message>" events <n>`
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -30,6 +39,7 @@
 
 #include "helloworld/helloworld.grpc.pb.h"
 #include "protobench/v1/protobench.grpc.pb.h"
+#include "protobench/v1/stream.grpc.pb.h"
 
 namespace {
 
@@ -127,8 +137,18 @@ class Client {
     return st;
   }
 
-  // A call to a unary method whose request stream carries several messages.
+  // A call whose request stream carries reqs (then the client's end); the
+  // responses' count in *responses.
   Status Stream(const std::string& method, const std::vector<std::string>& reqs, int* responses) {
+    std::vector<std::string> got;
+    Status st = Stream(method, reqs, &got);
+    *responses = static_cast<int>(got.size());
+    return st;
+  }
+
+  // The same, with the responses' bytes in *responses.
+  Status Stream(const std::string& method, const std::vector<std::string>& reqs,
+                std::vector<std::string>* responses) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     grpc::CompletionQueue cq;
@@ -147,13 +167,13 @@ class Client {
       call->WritesDone(reinterpret_cast<void*>(3));
       cq.Next(&tag, &ok);
     }
-    *responses = 0;
+    responses->clear();
     for (;;) {
       ByteBuffer out;
       call->Read(&out, reinterpret_cast<void*>(4));
       cq.Next(&tag, &ok);
       if (!ok) break;
-      (*responses)++;
+      responses->push_back(FromBuffer(out));
     }
     Status st;
     call->Finish(&st, reinterpret_cast<void*>(5));
@@ -309,6 +329,230 @@ void Spin(Client& c, double ms, int n) {
          std::to_string(t) + " ms, " + std::to_string(errors) + " errors");
 }
 
+// ---- streams
+
+const std::string kStreams = "/protobench.v1.Streams/";
+
+std::string Msg(uint32_t seq, const std::string& payload) {
+  pb::StreamMessage m;
+  m.set_seq(seq);
+  m.set_payload(payload);
+  return m.SerializeAsString();
+}
+
+int64_t WallNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One subscription read to its end: the events in *events, each one's
+// arrival (wall clock, ns) in *arrivals.
+Status Subscribe(Client& c, const pb::SubscribeRequest& req, std::vector<pb::FeedEvent>* events,
+                 std::vector<int64_t>* arrivals = nullptr) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto reader = pb::Streams::NewStub(c.channel())->Subscribe(&ctx, req);
+  pb::FeedEvent e;
+  events->clear();
+  while (reader->Read(&e)) {
+    if (arrivals != nullptr) arrivals->push_back(WallNs());
+    events->push_back(e);
+  }
+  return reader->Finish();
+}
+
+// Requests out of range are refused INVALID_ARGUMENT with a message naming
+// the value and the range, before any event.
+void StreamRefusals(Client& c) {
+  struct Case {
+    uint32_t count, items, rate;
+    std::string want;
+  };
+  const Case subs[] = {
+      {0, 0, 0, "count is 0, expected 1..=1000000"},
+      {1000001, 0, 0, "count is 1000001, expected 1..=1000000"},
+      {1, 1396, 0, "items is 1396, expected 0..=1395"},
+      {1, 0, 1000001, "rate is 1000001, expected 0 (as fast as possible) ..=1000000"},
+  };
+  for (const Case& k : subs) {
+    pb::SubscribeRequest req;
+    req.set_count(k.count);
+    req.set_items(k.items);
+    req.set_rate(k.rate);
+    std::vector<pb::FeedEvent> events;
+    Status st = Subscribe(c, req, &events);
+    ExpectCode(st, StatusCode::INVALID_ARGUMENT, "Subscribe " + k.want + " -> INVALID_ARGUMENT", k.want);
+    Expect(events.empty(), "Subscribe refused before any event (" + k.want + ")",
+           std::to_string(events.size()) + " events");
+  }
+  ExpectCode(c.Raw(kStreams + "Subscribe", std::string("\x08", 1), nullptr), StatusCode::INVALID_ARGUMENT,
+             "Subscribe of a truncated request -> INVALID_ARGUMENT");
+  struct PollCase {
+    uint32_t count, rate, after, max;
+    int64_t start_ns;
+    std::string want;
+  };
+  const PollCase polls[] = {
+      {0, 0, 0, 10, 0, "count is 0, expected 1..=1000000"},
+      {10, 0, 0, 0, 0, "max is 0, expected 1..=1000"},
+      {10, 0, 0, 1001, 0, "max is 1001, expected 1..=1000"},
+      {10, 0, 11, 10, 0, "after is 11, beyond the feed's count 10"},
+      {10, 5, 0, 10, 0,
+       "startNs is 0, expected the feed's start in ns since the Unix epoch (> 0 when rate > 0)"},
+  };
+  for (const PollCase& k : polls) {
+    pb::PollRequest req;
+    req.set_count(k.count);
+    req.set_rate(k.rate);
+    req.set_after(k.after);
+    req.set_max(k.max);
+    req.set_start_ns(k.start_ns);
+    ExpectCode(c.Raw(kStreams + "Poll", req.SerializeAsString(), nullptr), StatusCode::INVALID_ARGUMENT,
+               "Poll " + k.want + " -> INVALID_ARGUMENT", k.want);
+  }
+}
+
+// A poll's page: due events only, at most max, at most 16384 items.
+void PollPages(Client& c) {
+  pb::PollRequest req;
+  pb::FeedPage page;
+  std::string out;
+  req.set_count(5);
+  req.set_items(2);
+  req.set_rate(1);
+  req.set_start_ns(1000);  // long ago: every event is due
+  req.set_after(1);
+  req.set_max(2);
+  Status st = c.Raw(kStreams + "Poll", req.SerializeAsString(), &out);
+  bool good = st.ok() && page.ParseFromString(out) && page.events_size() == 2 && !page.done() &&
+              page.events(0).seq() == 2 && page.events(0).scheduled_ns() == 1000 + 1000000000LL &&
+              page.events(1).seq() == 3 && page.events(1).scheduled_ns() == 1000 + 2000000000LL &&
+              page.events(1).items_size() == 2;
+  Expect(good, "Poll: events 2 and 3 of a past feed, stamped start + (seq-1)/rate, not done",
+         Describe(st) + " " + page.ShortDebugString().substr(0, 200));
+  req.set_after(3);
+  req.set_max(10);
+  st = c.Raw(kStreams + "Poll", req.SerializeAsString(), &out);
+  Expect(st.ok() && page.ParseFromString(out) && page.events_size() == 2 && page.done() &&
+             page.events(1).seq() == 5,
+         "Poll: the page holding the last event is done", Describe(st));
+  req.set_start_ns(WallNs() + 3600LL * 1000000000LL);  // an hour ahead: nothing due yet
+  req.set_after(0);
+  st = c.Raw(kStreams + "Poll", req.SerializeAsString(), &out);
+  Expect(st.ok() && page.ParseFromString(out) && page.events_size() == 0 && !page.done(),
+         "Poll: no event before it is due", Describe(st));
+  req.set_count(1000);
+  req.set_items(1395);
+  req.set_rate(0);
+  req.set_start_ns(0);
+  req.set_max(1000);
+  st = c.Raw(kStreams + "Poll", req.SerializeAsString(), &out);
+  Expect(st.ok() && page.ParseFromString(out) && page.events_size() == 11 && page.events(10).items_size() == 1395,
+         "Poll: a page stops at 16384 items (11 events of 1395)", Describe(st));
+}
+
+// Messages over the size limit, undecodable ones, and the upload's sums.
+void StreamMessages(Client& c, int max_bytes) {
+  const std::string big = Msg(3, std::string(static_cast<size_t>(max_bytes), 'x'));  // a few bytes over
+  std::vector<std::string> got;
+  Status st = c.Stream(kStreams + "EchoStream", {Msg(1, "a"), Msg(2, "bc"), big}, &got);
+  ExpectCode(st, StatusCode::RESOURCE_EXHAUSTED, "EchoStream: a message over the size limit -> RESOURCE_EXHAUSTED");
+  pb::StreamMessage m;
+  Expect(got.size() == 2 && m.ParseFromString(got[1]) && m.seq() == 2 && m.payload() == "bc",
+         "EchoStream: the messages before it were echoed", std::to_string(got.size()) + " replies");
+  st = c.Stream(kStreams + "Upload", {Msg(1, "a"), big}, &got);
+  ExpectCode(st, StatusCode::RESOURCE_EXHAUSTED, "Upload: a message over the size limit -> RESOURCE_EXHAUSTED");
+  st = c.Stream(kStreams + "EchoStream", {Msg(1, "a"), std::string("\x12\x05xy", 4)}, &got);
+  ExpectCode(st, StatusCode::INVALID_ARGUMENT, "EchoStream: a truncated message -> INVALID_ARGUMENT");
+  st = c.Stream(kStreams + "Upload", {std::string("\x12\x01\xff", 3)}, &got);
+  ExpectCode(st, StatusCode::INVALID_ARGUMENT, "Upload: invalid UTF-8 in a payload -> INVALID_ARGUMENT");
+
+  pb::UploadSummary sum;
+  st = c.Stream(kStreams + "Upload", {Msg(1, "a"), Msg(2, "bc"), Msg(3, "")}, &got);
+  // FNV-1a of "abc" is 0x1a47e90b.
+  Expect(st.ok() && got.size() == 1 && sum.ParseFromString(got[0]) && sum.count() == 3 && sum.bytes() == 3 &&
+             sum.checksum() == 0x1a47e90bu,
+         "Upload: count 3, bytes 3, checksum FNV-1a(\"abc\")", Describe(st) + " " + sum.ShortDebugString());
+  st = c.Stream(kStreams + "Upload", {}, &got);
+  Expect(st.ok() && got.size() == 1 && sum.ParseFromString(got[0]) && sum.count() == 0 &&
+             sum.checksum() == 0x811c9dc5u,
+         "Upload of nothing: count 0, the FNV offset basis", Describe(st) + " " + sum.ShortDebugString());
+  st = c.Stream(kStreams + "EchoStream", {}, &got);
+  Expect(st.ok() && got.empty(), "EchoStream with no message ends OK", Describe(st));
+}
+
+// A feed at 200 events/s: stamps exactly on the schedule, none arrives
+// before its stamp (one host, one CLOCK_REALTIME), the items as the contract
+// says.
+void StreamSchedule(Client& c) {
+  pb::SubscribeRequest req;
+  req.set_count(20);
+  req.set_items(3);
+  req.set_rate(200);
+  std::vector<pb::FeedEvent> events;
+  std::vector<int64_t> arrivals;
+  Status st = Subscribe(c, req, &events, &arrivals);
+  Expect(st.ok() && events.size() == 20, "Subscribe 20 events at 200/s ends OK", Describe(st));
+  if (events.size() != 20) return;
+  std::string bad;
+  for (size_t i = 0; i < events.size() && bad.empty(); i++) {
+    const pb::FeedEvent& e = events[i];
+    if (e.seq() != i + 1) bad = "event " + std::to_string(i) + " has seq " + std::to_string(e.seq());
+    if (e.scheduled_ns() - events[0].scheduled_ns() != static_cast<int64_t>(i) * 5000000) {
+      bad = "event " + std::to_string(i + 1) + " stamped off the schedule";
+    }
+    if (arrivals[i] < e.scheduled_ns()) {
+      bad = "event " + std::to_string(i + 1) + " arrived " + std::to_string(e.scheduled_ns() - arrivals[i]) +
+            " ns before its time";
+    }
+    if (e.items_size() != 3) {
+      bad = "event " + std::to_string(i + 1) + " has " + std::to_string(e.items_size()) + " items";
+    }
+  }
+  Expect(bad.empty(), "Subscribe: seq 1..20, stamps 5 ms apart, none before its time", bad);
+  req.set_count(2);
+  req.set_items(1395);
+  req.set_rate(0);
+  st = Subscribe(c, req, &events);
+  Expect(st.ok() && events.size() == 2 && events[1].items_size() == 1395 &&
+             events[1].items(0).id() == events[0].items(0).id() && events[1].scheduled_ns() >= events[0].scheduled_ns(),
+         "Subscribe of 1395 items: event 2 starts again at item 0, stamps never decrease", Describe(st));
+}
+
+// An upload of n one-byte messages (written with the buffer hint, so that
+// grpc coalesces them); the summary's count in *count.
+Status UploadMany(Client& c, uint32_t n, uint32_t* count) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  pb::UploadSummary sum;
+  auto writer = pb::Streams::NewStub(c.channel())->Upload(&ctx, &sum);
+  pb::StreamMessage m;
+  m.set_payload("x");
+  for (uint32_t i = 1; i <= n; i++) {
+    m.set_seq(i);
+    if (!writer->Write(m, grpc::WriteOptions().set_buffer_hint())) break;  // the server ended the call
+  }
+  writer->WritesDone();
+  Status st = writer->Finish();
+  *count = sum.count();
+  return st;
+}
+
+void StreamsFailure(Client& c) {
+  pb::SubscribeRequest req;
+  req.set_count(3);
+  std::vector<pb::FeedEvent> events;
+  Status st = Subscribe(c, req, &events);
+  ExpectCode(st, StatusCode::UNAVAILABLE, "Subscribe: injected failure -> UNAVAILABLE", "injected failure");
+  Expect(events.empty(), "Subscribe: no event before the injected failure", std::to_string(events.size()));
+  std::vector<std::string> got;
+  st = c.Stream(kStreams + "EchoStream", {Msg(1, "a")}, &got);
+  ExpectCode(st, StatusCode::UNAVAILABLE, "EchoStream: injected failure -> UNAVAILABLE", "injected failure");
+  Expect(got.empty(), "EchoStream: no reply before the injected failure", std::to_string(got.size()));
+  st = c.Stream(kStreams + "Upload", {Msg(1, "a")}, &got);
+  ExpectCode(st, StatusCode::UNAVAILABLE, "Upload: injected failure -> UNAVAILABLE", "injected failure");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -338,6 +582,26 @@ int main(int argc, char** argv) {
     Sleep(c, std::stod(rest[1]));
   } else if (mode == "spin" && rest.size() == 3) {
     Spin(c, std::stod(rest[1]), std::stoi(rest[2]));
+  } else if (mode == "streams" && rest.size() == 2) {
+    StreamRefusals(c);
+    PollPages(c);
+    StreamMessages(c, std::stoi(rest[1]));
+    StreamSchedule(c);
+  } else if (mode == "streams-failure") {
+    StreamsFailure(c);
+  } else if (mode == "upload-many" && rest.size() == 2) {
+    uint32_t count = 0;
+    Status st = UploadMany(c, static_cast<uint32_t>(std::stoul(rest[1])), &count);
+    std::printf("status %s count %u\n", Describe(st).c_str(), count);
+    return st.ok() ? 0 : 1;
+  } else if (mode == "subscribe" && rest.size() == 3) {
+    pb::SubscribeRequest req;
+    req.set_count(static_cast<uint32_t>(std::stoul(rest[1])));
+    req.set_rate(static_cast<uint32_t>(std::stoul(rest[2])));
+    std::vector<pb::FeedEvent> events;
+    Status st = Subscribe(c, req, &events);
+    std::printf("status %s events %zu\n", Describe(st).c_str(), events.size());
+    return st.ok() ? 0 : 1;
   } else if (mode == "call") {
     Status st = c.GetInteger();
     std::printf("status %s\n", Describe(st).c_str());
