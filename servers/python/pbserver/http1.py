@@ -40,6 +40,7 @@ def timed_protocol(read_timeout: float, content_type: bytes, body: bytes) -> typ
             self._read_timer = None
             self._in_message = False
             self._headers_done = False
+            self._upgraded = False
             self._arm_idle()
 
         def connection_lost(self, exc) -> None:
@@ -50,7 +51,7 @@ def timed_protocol(read_timeout: float, content_type: bytes, body: bytes) -> typ
             super().data_received(data)
             # Bytes that start no request (e.g. a bare CRLF) must not leave the
             # connection without any timer.
-            if not self._in_message and not self.pipeline and (
+            if not self._upgraded and not self._in_message and not self.pipeline and (
                     self.cycle is None or self.cycle.response_complete):
                 self._arm_idle()
 
@@ -75,9 +76,15 @@ def timed_protocol(read_timeout: float, content_type: bytes, body: bytes) -> typ
             # request's read deadline (armed at its first byte, and never
             # ended by on_message_complete for an upgrade) must not close it
             # PROTOBENCH_READ_TIMEOUT later; the stream has its own idle timer.
+            # Nor may the keep-alive timer, which data_received would arm
+            # again once this request is over.
+            self._upgraded = True
             self._cancel_read_timer()
             self._in_message = False
             super().handle_websocket_upgrade()
+            if self.timeout_keep_alive_task is not None:
+                self.timeout_keep_alive_task.cancel()
+                self.timeout_keep_alive_task = None
 
         def _arm_idle(self) -> None:
             if self.timeout_keep_alive_task is None and not self.transport.is_closing():

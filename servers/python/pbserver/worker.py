@@ -99,6 +99,8 @@ def _run_uvicorn(app, cfg: Config, sock, on_ready, alpn: str, timeout_body, webs
         ssl_keyfile=cfg.tls_key,
     )
     config.load()
+    if websocket:
+        logging.getLogger("uvicorn.error").addFilter(_DeniedUpgradeFilter())
     if config.ssl is not None:
         config.ssl.set_alpn_protocols([alpn])
     # uvicorn re-raises the signal that stopped it once it has drained; a no-op
@@ -107,6 +109,16 @@ def _run_uvicorn(app, cfg: Config, sock, on_ready, alpn: str, timeout_body, webs
     signal.signal(signal.SIGINT, lambda *_: None)
     with asyncio.Runner(loop_factory=loop_factory(cfg.idle_timeout)) as runner:
         runner.run(Server(config).serve(sockets=[sock]))
+
+
+class _DeniedUpgradeFilter(logging.Filter):
+    """uvicorn logs "ASGI callable returned without completing handshake"
+    after an upgrade refused with an HTTP response (the ASGI
+    websocket.http.response extension, which it implements): here that is the
+    injected failure's 500, meant, and not worth a line on stderr per call."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("ASGI callable returned without completing handshake")
 
 
 # ---------------------------------------------------------------- hypercorn
