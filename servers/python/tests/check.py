@@ -892,7 +892,9 @@ def main() -> int:
 
 def stream_phases(quick: bool):
     """The streaming operations (tests/stream_checks.py): bad input, limits,
-    timeouts, the failure draw and the service time, on grpc, rest and rest-h2."""
+    timeouts, the failure draw and the service time, on grpc, rest and rest-h2;
+    and the graphql listener's bad bodies, documents and limits
+    (tests/graphql_checks.py)."""
     import stream_checks as sc
 
     limit = 4096
@@ -906,6 +908,13 @@ def stream_phases(quick: bool):
         guard(f"{tag} grpc", sc.check_grpc, check, server, c, tag, limit)
 
     run_phase("streams", lim_env, main_phase, workers=1, protocols=streaming)
+    import graphql_checks as gc
+
+    run_phase("graphql", lim_env, lambda s, c: gc.check_graphql(check, s, c, "graphql", limit),
+              workers=1, protocols=("graphql",))
+    run_phase("graphql-failure", {"PROTOBENCH_FAILURE_RATE": "1"},
+              lambda s, c: gc.check_graphql_failure(check, s, c, "graphql-failure"), workers=1,
+              protocols=("graphql",))
     run_phase("streams-timeouts", {"PROTOBENCH_IDLE_TIMEOUT": "2s", "PROTOBENCH_READ_TIMEOUT": "1s"},
               lambda s, c: sc.check_ws_timeouts(check, s, c, "streams-timeouts"), workers=1, protocols=("rest",))
     run_phase("streams-failure", {"PROTOBENCH_FAILURE_RATE": "1"},
