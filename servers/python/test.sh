@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 
 if [[ ! -x .venv/bin/python || ! -d gen/protobench ]] \
    || [[ ! -f gen/protobench/v1/stream_pb2.py ]] \
-   || ! .venv/bin/python -c 'import fastapi, uvicorn, hypercorn, grpc, spyne, lxml, flask, gunicorn, orjson, websockets' 2>/dev/null; then
+   || ! .venv/bin/python -c 'import fastapi, uvicorn, hypercorn, grpc, spyne, lxml, flask, gunicorn, orjson, websockets, strawberry' 2>/dev/null; then
   echo "building (python3 -m venv .venv; pip install -r requirements.txt; tools/gen_stubs.py)"
   python3 -m venv .venv
   nice -n 10 .venv/bin/python -m pip install --disable-pip-version-check --no-input --quiet -r requirements.txt
