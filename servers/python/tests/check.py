@@ -5,7 +5,9 @@ checks what only this stack can get wrong: what lxml/spyne make of bad XML,
 edge values FastAPI must accept, error texts for inputs the probe does not
 send, gRPC reflection (plus grpcurl when it is on PATH), ALPN, the failure
 draw, the service time, SIGTERM, the timeouts over TLS and trickled requests,
-PROTOBENCH_MAX_STREAMS, this stack's own variables, the Flask variant (its
+PROTOBENCH_MAX_STREAMS, this stack's own variables, the streaming operations'
+bad input, limits and timeouts (stream_checks.py), the graphql listener's
+bad bodies, documents and limits (graphql_checks.py), the Flask variant (its
 answers byte for byte as FastAPI's, gunicorn's process model and timeouts)
 and Berg's variants (uvicorn-workers, grpcio-sync). Every workload on every
 protocol and variant, clear and TLS, is `protobench verify`'s with zeep,
