@@ -2,7 +2,8 @@
 # Builds the Python server if needed, then runs tests/check.py: what only
 # this stack is checked on (lxml/spyne's faults, edge values, error texts,
 # reflection, ALPN, the failure draw, the service time, SIGTERM, timeouts over
-# TLS, its own variables), the Flask variant and Berg's variants,
+# TLS, its own variables, the streaming operations' bad input, limits and
+# timeouts), the Flask variant and Berg's variants,
 # uvicorn-workers and grpcio-sync. Every workload on every protocol and
 # variant is scripts/verify-servers.sh's (protobench verify, zeep, ghz,
 # schemathesis); bad input and the server limits are
@@ -11,7 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 if [[ ! -x .venv/bin/python || ! -d gen/protobench ]] \
-   || ! .venv/bin/python -c 'import fastapi, uvicorn, hypercorn, grpc, spyne, lxml, flask, gunicorn, orjson' 2>/dev/null; then
+   || [[ ! -f gen/protobench/v1/stream_pb2.py ]] \
+   || ! .venv/bin/python -c 'import fastapi, uvicorn, hypercorn, grpc, spyne, lxml, flask, gunicorn, orjson, websockets, strawberry' 2>/dev/null; then
   echo "building (python3 -m venv .venv; pip install -r requirements.txt; tools/gen_stubs.py)"
   python3 -m venv .venv
   nice -n 10 .venv/bin/python -m pip install --disable-pip-version-check --no-input --quiet -r requirements.txt

@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 from . import SERVER_DIR
 
-PROTOCOLS = ("rest", "rest-h2", "grpc", "soap")
+PROTOCOLS = ("rest", "rest-h2", "grpc", "soap", "graphql")
 _ADDR_VARS = {
     "rest": "PROTOBENCH_REST_ADDR",
     "rest-h2": "PROTOBENCH_REST_H2_ADDR",
     "grpc": "PROTOBENCH_GRPC_ADDR",
     "soap": "PROTOBENCH_SOAP_ADDR",
+    "graphql": "PROTOBENCH_GRAPHQL_ADDR",
 }
 _UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 

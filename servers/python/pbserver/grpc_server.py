@@ -212,9 +212,17 @@ def _options(cfg: Config) -> list[tuple[str, int]]:
 
 
 def create_server(cfg: Config) -> grpc.aio.Server:
-    """The default: a grpc.aio server (handlers are coroutines)."""
+    """The default: a grpc.aio server (handlers are coroutines), with the
+    streaming operations (stream_grpc.py) besides the unary ones."""
+    from . import streams
+    from .stream_grpc import add_streams
+
     server = grpc.aio.server(options=_options(cfg))
-    names = add_services(server, Bench(cfg), aio_handler)
+    bench = Bench(cfg)
+    names = add_services(server, bench, aio_handler)
+    data = streams.FeedData(cfg.dataset)
+    data.pb_items  # noqa: B018  (loaded now, not on the first subscription)
+    names.append(add_streams(server, data, bench.gate))
     reflection.enable_server_reflection((*names, reflection.SERVICE_NAME), server)
     return server
 

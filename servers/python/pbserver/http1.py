@@ -11,7 +11,7 @@ points:
   a protocol class as `Config(http=...)`): the keep-alive timer is also armed
   when the connection is made, and a read timer runs from a request's first
   byte (httptools' `on_message_begin`) until its body is complete
-  (`on_message_complete`). When it fires the request is answered 408 (unless
+  (`on_message_complete`), or until it is upgraded to a WebSocket. When it fires the request is answered 408 (unless
   a response has already started) and the connection is closed. This is a
   total deadline for headers and body, not an inactivity timeout.
 - `loop_factory()` is uvloop's loop whose `create_server` passes asyncio's
@@ -40,6 +40,7 @@ def timed_protocol(read_timeout: float, content_type: bytes, body: bytes) -> typ
             self._read_timer = None
             self._in_message = False
             self._headers_done = False
+            self._upgraded = False
             self._arm_idle()
 
         def connection_lost(self, exc) -> None:
@@ -50,7 +51,7 @@ def timed_protocol(read_timeout: float, content_type: bytes, body: bytes) -> typ
             super().data_received(data)
             # Bytes that start no request (e.g. a bare CRLF) must not leave the
             # connection without any timer.
-            if not self._in_message and not self.pipeline and (
+            if not self._upgraded and not self._in_message and not self.pipeline and (
                     self.cycle is None or self.cycle.response_complete):
                 self._arm_idle()
 
@@ -69,6 +70,21 @@ def timed_protocol(read_timeout: float, content_type: bytes, body: bytes) -> typ
             self._in_message = False
             self._cancel_read_timer()
             super().on_message_complete()
+
+        def handle_websocket_upgrade(self) -> None:
+            # The connection is handed to the WebSocket protocol: this
+            # request's read deadline (armed at its first byte, and never
+            # ended by on_message_complete for an upgrade) must not close it
+            # PROTOBENCH_READ_TIMEOUT later; the stream has its own idle timer.
+            # Nor may the keep-alive timer, which data_received would arm
+            # again once this request is over.
+            self._upgraded = True
+            self._cancel_read_timer()
+            self._in_message = False
+            super().handle_websocket_upgrade()
+            if self.timeout_keep_alive_task is not None:
+                self.timeout_keep_alive_task.cancel()
+                self.timeout_keep_alive_task = None
 
         def _arm_idle(self) -> None:
             if self.timeout_keep_alive_task is None and not self.transport.is_closing():

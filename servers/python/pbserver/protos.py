@@ -8,11 +8,14 @@ from google.protobuf import descriptor as _d
 
 from helloworld import helloworld_pb2, helloworld_pb2_grpc  # noqa: F401  (generated)
 from protobench.v1 import protobench_pb2, protobench_pb2_grpc  # noqa: F401  (generated)
+from protobench.v1 import stream_pb2  # noqa: F401  (generated)
 
 FD = _d.FieldDescriptor
 
 BENCH = protobench_pb2.DESCRIPTOR.services_by_name["Bench"]
 GREETER = helloworld_pb2.DESCRIPTOR.services_by_name["Greeter"]
+# The unary services; protobench.v1.Streams is served by stream_grpc.py.
+STREAMS = stream_pb2.DESCRIPTOR.services_by_name["Streams"]
 SERVICES = (BENCH, GREETER)
 
 

@@ -114,6 +114,10 @@ def create_fastapi_app(cfg: Config) -> FastAPI:
             Exception: _unexpected,
         },
     )
+    # The streaming operations' WebSocket, SSE and polling forms.
+    from .stream_http import StreamRoutes
+
+    StreamRoutes(cfg, ops.gate).install(app)
     json_body = [Depends(require_json)]
     for route in ROUTES:
         app.add_api_route(

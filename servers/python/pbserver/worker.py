@@ -43,11 +43,15 @@ def worker_main(proto: str, index: int, cfg: Config, endpoint, ready, parent_pid
         elif proto == "rest":
             from . import rest
             _run_uvicorn(rest.create_app(cfg), cfg, endpoint, on_ready, alpn="http/1.1",
-                         timeout_body=(b"application/json", rest.REQUEST_TIMEOUT_BODY))
+                         timeout_body=(b"application/json", rest.REQUEST_TIMEOUT_BODY), websocket=True)
         elif proto == "soap":
             from . import soap
             _run_uvicorn(soap.create_app(cfg), cfg, endpoint, on_ready, alpn="http/1.1",
                          timeout_body=(b"text/plain; charset=utf-8", b"request timeout"))
+        elif proto == "graphql":
+            from . import graphql_app, rest
+            _run_uvicorn(graphql_app.create_app(cfg), cfg, endpoint, on_ready, alpn="http/1.1",
+                         timeout_body=(b"application/json", rest.REQUEST_TIMEOUT_BODY))
         elif proto == "rest-h2":
             from . import rest
             import uvloop
@@ -67,10 +71,15 @@ def worker_main(proto: str, index: int, cfg: Config, endpoint, ready, parent_pid
 
 # ---------------------------------------------------------------- uvicorn
 
-def _run_uvicorn(app, cfg: Config, sock, on_ready, alpn: str, timeout_body) -> None:
+def _run_uvicorn(app, cfg: Config, sock, on_ready, alpn: str, timeout_body, websocket: bool = False) -> None:
+    """uvicorn on `sock`; with `websocket`, WebSocket upgrades are served by
+    uvicorn's sans-I/O `websockets` protocol, read one frame at a time
+    (ws_protocol.py), with messages and frames up to
+    PROTOBENCH_MAX_REQUEST_BYTES (larger ones are closed with 1009)."""
     import uvicorn
 
     from .http1 import loop_factory, timed_protocol
+    from .ws_protocol import OneFrameAtATime
 
     class Server(uvicorn.Server):
         async def startup(self, sockets=None):
@@ -83,6 +92,8 @@ def _run_uvicorn(app, cfg: Config, sock, on_ready, alpn: str, timeout_body) -> N
         loop="none",  # the uvloop loop below (uvloop + a TLS handshake timeout)
         http=timed_protocol(cfg.read_timeout, *timeout_body),  # httptools + read/idle timers
         timeout_keep_alive=cfg.idle_timeout,
+        ws=OneFrameAtATime if websocket else "none",
+        ws_max_size=cfg.max_request_bytes,
         lifespan="off",
         access_log=False,
         log_level="warning",
@@ -92,6 +103,8 @@ def _run_uvicorn(app, cfg: Config, sock, on_ready, alpn: str, timeout_body) -> N
         ssl_keyfile=cfg.tls_key,
     )
     config.load()
+    if websocket:
+        logging.getLogger("uvicorn.error").addFilter(_DeniedUpgradeFilter())
     if config.ssl is not None:
         config.ssl.set_alpn_protocols([alpn])
     # uvicorn re-raises the signal that stopped it once it has drained; a no-op
@@ -100,6 +113,16 @@ def _run_uvicorn(app, cfg: Config, sock, on_ready, alpn: str, timeout_body) -> N
     signal.signal(signal.SIGINT, lambda *_: None)
     with asyncio.Runner(loop_factory=loop_factory(cfg.idle_timeout)) as runner:
         runner.run(Server(config).serve(sockets=[sock]))
+
+
+class _DeniedUpgradeFilter(logging.Filter):
+    """uvicorn logs "ASGI callable returned without completing handshake"
+    after an upgrade refused with an HTTP response (the ASGI
+    websocket.http.response extension, which it implements): here that is the
+    injected failure's 500, meant, and not worth a line on stderr per call."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("ASGI callable returned without completing handshake")
 
 
 # ---------------------------------------------------------------- hypercorn
@@ -157,6 +180,7 @@ async def _run_hypercorn(app, cfg: Config, sock, on_ready) -> None:
     hc.keep_alive_timeout = cfg.idle_timeout
     hc.ssl_handshake_timeout = cfg.idle_timeout
     hc.h2_max_concurrent_streams = cfg.max_streams
+    hc.websocket_max_message_size = cfg.max_request_bytes
     if cfg.tls:
         hc.certfile = cfg.tls_cert
         hc.keyfile = cfg.tls_key

@@ -884,11 +884,51 @@ def main() -> int:
               lambda s, c: [check_service_time_single(s, c, "spin", 0.020)],
               workers=1, protocols=("rest", "grpc", "soap"))
 
+    stream_phases(quick=args.quick)
     flask_phases(cert_dir_phase=args.quick)
     berg_phases(quick=args.quick)
 
     print(f"{PASSED} passed, {FAILED} failed")
     return 0 if FAILED == 0 else 1
+
+
+def stream_phases(quick: bool):
+    """The streaming operations (tests/stream_checks.py): bad input, limits,
+    timeouts, the failure draw and the service time, on grpc, rest and rest-h2;
+    and the graphql listener's bad bodies, documents and limits
+    (tests/graphql_checks.py)."""
+    import stream_checks as sc
+
+    limit = 4096
+    lim_env = {"PROTOBENCH_MAX_REQUEST_BYTES": str(limit)}
+    streaming = ("rest", "rest-h2", "grpc")
+
+    def main_phase(server, c):
+        tag = server_tag(server, "streams")
+        guard(f"{tag} websocket", sc.check_ws, check, server, c, tag, limit)
+        guard(f"{tag} sse and poll", sc.check_sse_poll, check, server, c, tag)
+        guard(f"{tag} grpc", sc.check_grpc, check, server, c, tag, limit)
+
+    run_phase("streams", lim_env, main_phase, workers=1, protocols=streaming)
+    import graphql_checks as gc
+
+    run_phase("graphql", lim_env, lambda s, c: gc.check_graphql(check, s, c, "graphql", limit),
+              workers=1, protocols=("graphql",))
+    run_phase("graphql-failure", {"PROTOBENCH_FAILURE_RATE": "1"},
+              lambda s, c: gc.check_graphql_failure(check, s, c, "graphql-failure"), workers=1,
+              protocols=("graphql",))
+    run_phase("streams-timeouts", {"PROTOBENCH_IDLE_TIMEOUT": "2s", "PROTOBENCH_READ_TIMEOUT": "1s"},
+              lambda s, c: sc.check_ws_timeouts(check, s, c, "streams-timeouts"), workers=1, protocols=("rest",))
+    run_phase("streams-failure", {"PROTOBENCH_FAILURE_RATE": "1"},
+              lambda s, c: sc.check_failure(check, s, c, "streams-failure"), workers=1, protocols=("rest", "grpc"))
+    run_phase("streams-sleep", {"PROTOBENCH_SERVICE_TIME": "sleep:500ms"},
+              lambda s, c: sc.check_service_time(check, s, c, "streams-sleep"), workers=1, protocols=("rest", "grpc"))
+    if quick:
+        return
+    with tempfile.TemporaryDirectory() as d:
+        cert, key, ca = make_cert(pathlib.Path(d))
+        run_phase("streams-tls", {**lim_env, "PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key}, main_phase,
+                  workers=1, protocols=streaming, cafile=ca)
 
 
 def flask_phases(cert_dir_phase: bool):
