@@ -13,7 +13,7 @@ GOBIN="$TOOLS" go install tool
 PROTO_DIR=../../contract/proto
 MOD=protobench.dev/servers/go
 GEN=internal/gen
-MAP="Mprotobench/v1/protobench.proto=$MOD/$GEN/protobenchv1,Mhelloworld/helloworld.proto=$MOD/$GEN/helloworld"
+MAP="Mprotobench/v1/protobench.proto=$MOD/$GEN/protobenchv1,Mprotobench/v1/stream.proto=$MOD/$GEN/protobenchv1,Mhelloworld/helloworld.proto=$MOD/$GEN/helloworld"
 
 rm -rf "$GEN"
 mkdir -p "$GEN"
@@ -22,6 +22,6 @@ protoc -I "$PROTO_DIR" \
   --plugin=protoc-gen-go-grpc="$TOOLS/protoc-gen-go-grpc" \
   --go_out=. --go_opt="module=$MOD,$MAP" \
   --go-grpc_out=. --go-grpc_opt="module=$MOD,$MAP" \
-  protobench/v1/protobench.proto helloworld/helloworld.proto
+  protobench/v1/protobench.proto protobench/v1/stream.proto helloworld/helloworld.proto
 
 go build -trimpath -o bin/server ./cmd/server

@@ -75,10 +75,12 @@ func run() error {
 		}
 		var svc *service
 		switch proto {
-		case core.ProtoREST:
-			svc = httpService(cfg, cert, rest.Handler(c), false)
-		case core.ProtoRESTH2:
-			svc = httpService(cfg, cert, rest.Handler(c), true)
+		case core.ProtoREST, core.ProtoRESTH2:
+			h, err := rest.Handler(c)
+			if err != nil {
+				return err
+			}
+			svc = httpService(cfg, cert, h, proto == core.ProtoRESTH2)
 		case core.ProtoSOAP:
 			h, err := soap.Handler(c)
 			if err != nil {
@@ -177,6 +179,9 @@ func httpService(cfg *core.Config, cert tls.Certificate, h http.Handler, h2 bool
 	return svc
 }
 
+// grpcWindow is the gRPC listener's HTTP/2 receive window (see grpcService).
+const grpcWindow = 1 << 20
+
 // grpcService serves the gRPC front end with grpc-go.
 //
 // Timeouts, all grpc-go's own: ConnectionTimeout = the idle timeout bounds
@@ -192,6 +197,15 @@ func grpcService(cfg *core.Config, cert tls.Certificate, c *core.Core) (*service
 		grpc.MaxConcurrentStreams(cfg.MaxStreams),
 		grpc.ConnectionTimeout(cfg.IdleTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
+		// HTTP/2 receive windows of 1 MiB per stream and per connection (the
+		// defaults of hyper, under the Rust reference server) instead of
+		// grpc-go's 64 KiB grown by BDP estimation: a streaming client that
+		// waits for window for a whole 64 KiB message before it sends any of
+		// it (protobench's engine does) would otherwise never get it, since
+		// grpc-go widens a stream's window only once it has a message's
+		// header. Setting them turns BDP estimation off (README, Notable points).
+		grpc.InitialWindowSize(grpcWindow),
+		grpc.InitialConnWindowSize(grpcWindow),
 	)
 	if cfg.TLS() {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{

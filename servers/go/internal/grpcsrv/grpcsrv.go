@@ -23,6 +23,7 @@ import (
 	"protobench.dev/servers/go/internal/core"
 	"protobench.dev/servers/go/internal/gen/helloworld"
 	pb "protobench.dev/servers/go/internal/gen/protobenchv1"
+	"protobench.dev/servers/go/internal/pbdata"
 )
 
 // MaxSendMsgSize is large enough for every response the contract allows:
@@ -51,7 +52,6 @@ func Register(s *grpc.Server, c *core.Core) error {
 		core:      c,
 		inventory: &pb.InventoryStatus{},
 		devices:   &pb.DeviceList{},
-		items:     &pb.ItemList{},
 		people:    &pb.ObjectList{},
 		integers:  &pb.IntegerList{Values: c.Integers},
 	}
@@ -62,8 +62,9 @@ func Register(s *grpc.Server, c *core.Core) error {
 	if err := skip.Unmarshal(c.RawDataset, b.devices); err != nil {
 		return fmt.Errorf("dataset devices: %w", err)
 	}
-	if err := skip.Unmarshal(c.RawDataset, b.items); err != nil {
-		return fmt.Errorf("dataset items: %w", err)
+	var err error
+	if b.items, err = pbdata.Items(c.RawDataset); err != nil {
+		return err
 	}
 	if err := skip.Unmarshal(c.RawDataset, b.people); err != nil {
 		return fmt.Errorf("dataset people: %w", err)
@@ -79,6 +80,7 @@ func Register(s *grpc.Server, c *core.Core) error {
 	}
 	s.RegisterService(&pb.Bench_ServiceDesc, b)
 	s.RegisterService(&helloworld.Greeter_ServiceDesc, &greeter{core: c})
+	s.RegisterService(&pb.Streams_ServiceDesc, &streams{core: c, items: b.items.Items})
 	reflection.Register(s)
 	return nil
 }
@@ -124,12 +126,16 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 func rejectUndecodable(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if m, ok := req.(proto.Message); ok {
-		if u := m.ProtoReflect().GetUnknown(); len(u) != 0 && bytes.Equal(u, undecodableMark) {
-			return nil, status.Error(codes.InvalidArgument, "the request message could not be decoded")
-		}
+	if m, ok := req.(proto.Message); ok && undecodable(m) {
+		return nil, status.Error(codes.InvalidArgument, "the request message could not be decoded")
 	}
 	return handler(ctx, req)
+}
+
+// undecodable reports whether the codec marked m as undecodable.
+func undecodable(m proto.Message) bool {
+	u := m.ProtoReflect().GetUnknown()
+	return len(u) != 0 && bytes.Equal(u, undecodableMark)
 }
 
 // toStatus maps an operation error onto its gRPC status.

@@ -16,17 +16,24 @@ import (
 	"strings"
 
 	"protobench.dev/servers/go/internal/core"
+	pb "protobench.dev/servers/go/internal/gen/protobenchv1"
 	"protobench.dev/servers/go/internal/model"
+	"protobench.dev/servers/go/internal/pbdata"
 )
 
 type server struct {
-	core  *core.Core
-	limit int64
+	core    *core.Core
+	limit   int64
+	pbItems []*pb.Item // the dataset's items as protobuf, for WebSocket binary frames
 }
 
 // Handler returns the REST handler for every operation of the contract.
-func Handler(c *core.Core) http.Handler {
-	s := &server{core: c, limit: c.Config.MaxRequestBytes}
+func Handler(c *core.Core) (http.Handler, error) {
+	items, err := pbdata.Items(c.RawDataset)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{core: c, limit: c.Config.MaxRequestBytes, pbItems: items.Items}
 	mux := http.NewServeMux()
 	route := func(method, path string, h http.HandlerFunc) {
 		mux.HandleFunc(method+" "+path, h)
@@ -53,10 +60,15 @@ func Handler(c *core.Core) http.Handler {
 	route("GET", "/v1/tasks/files/{name}", s.getFile)
 	route("POST", "/v1/echo", post(s, c.Echo))
 	route("POST", "/v1/greeter/hello", post(s, c.SayHello))
+	route("GET", "/v1/stream/ws/echo", s.wsHandler(s.wsEcho))
+	route("GET", "/v1/stream/ws/subscribe", s.wsHandler(s.wsSubscribe))
+	route("GET", "/v1/stream/ws/upload", s.wsHandler(s.wsUpload))
+	route("GET", "/v1/stream/sse", s.sse)
+	route("GET", "/v1/stream/poll", s.poll)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such path: "+r.URL.Path)
 	})
-	return mux
+	return mux, nil
 }
 
 type op[Req, Resp any] func(context.Context, *Req) (*Resp, error)

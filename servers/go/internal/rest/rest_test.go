@@ -14,8 +14,11 @@ import (
 // Error bodies say what was wrong with the JSON, never which Go type or
 // function found it.
 func TestErrorsNameTheProblem(t *testing.T) {
-	c := &core.Core{Config: &core.Config{MaxRequestBytes: 1 << 20}, Files: map[string][]byte{}}
-	h := Handler(c)
+	c := &core.Core{Config: &core.Config{MaxRequestBytes: 1 << 20}, Files: map[string][]byte{}, RawDataset: []byte("{}")}
+	h, err := Handler(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ path, body, want string }{
 		{"/v1/echo", `{"payload":5}`, `member "payload": unexpected JSON number`},
 		{"/v1/echo", `{"nope":1}`, `unknown member "nope"`},
