@@ -3,6 +3,7 @@ module protobench.dev/servers/go
 go 1.26.0
 
 require (
+	connectrpc.com/connect v1.21.1
 	github.com/coder/websocket v1.8.15
 	golang.org/x/net v0.60.0
 	google.golang.org/grpc v1.85.0

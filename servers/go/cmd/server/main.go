@@ -68,7 +68,7 @@ func run() error {
 	}
 
 	var services []*service
-	for _, proto := range []string{core.ProtoREST, core.ProtoRESTH2, core.ProtoGRPC, core.ProtoSOAP} {
+	for _, proto := range core.Protocols {
 		addr, ok := cfg.Addrs[proto]
 		if !ok {
 			continue
@@ -83,6 +83,16 @@ func run() error {
 			svc = httpService(cfg, cert, h, proto == core.ProtoRESTH2)
 		case core.ProtoSOAP:
 			h, err := soap.Handler(c)
+			if err != nil {
+				return err
+			}
+			svc = httpService(cfg, cert, h, false)
+		case core.ProtoConnect, core.ProtoConnectJSON, core.ProtoGRPCWeb:
+			flavor := grpcsrv.Connect
+			if proto == core.ProtoGRPCWeb {
+				flavor = grpcsrv.GRPCWeb
+			}
+			h, err := grpcsrv.ConnectHandler(c, flavor)
 			if err != nil {
 				return err
 			}

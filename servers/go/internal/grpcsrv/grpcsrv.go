@@ -45,9 +45,22 @@ type greeter struct {
 	core *core.Core
 }
 
-// Register loads the dataset into protobuf messages and registers the Bench
-// and Greeter services and server reflection on s.
+// Register loads the dataset into protobuf messages and registers the Bench,
+// Greeter and Streams services and server reflection on s.
 func Register(s *grpc.Server, c *core.Core) error {
+	b, err := newBench(c)
+	if err != nil {
+		return err
+	}
+	s.RegisterService(&pb.Bench_ServiceDesc, b)
+	s.RegisterService(&helloworld.Greeter_ServiceDesc, &greeter{core: c})
+	s.RegisterService(&pb.Streams_ServiceDesc, &streams{core: c, items: b.items.Items})
+	reflection.Register(s)
+	return nil
+}
+
+// newBench loads the dataset into protobuf messages.
+func newBench(c *core.Core) (*bench, error) {
 	b := &bench{
 		core:      c,
 		inventory: &pb.InventoryStatus{},
@@ -60,29 +73,25 @@ func Register(s *grpc.Server, c *core.Core) error {
 	// are skipped.
 	skip := protojson.UnmarshalOptions{DiscardUnknown: true}
 	if err := skip.Unmarshal(c.RawDataset, b.devices); err != nil {
-		return fmt.Errorf("dataset devices: %w", err)
+		return nil, fmt.Errorf("dataset devices: %w", err)
 	}
 	var err error
 	if b.items, err = pbdata.Items(c.RawDataset); err != nil {
-		return err
+		return nil, err
 	}
 	if err := skip.Unmarshal(c.RawDataset, b.people); err != nil {
-		return fmt.Errorf("dataset people: %w", err)
+		return nil, fmt.Errorf("dataset people: %w", err)
 	}
 	var top struct {
 		InventoryStatus json.RawMessage `json:"inventoryStatus"`
 	}
 	if err := json.Unmarshal(c.RawDataset, &top); err != nil {
-		return fmt.Errorf("dataset: %w", err)
+		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	if err := protojson.Unmarshal(top.InventoryStatus, b.inventory); err != nil {
-		return fmt.Errorf("dataset inventoryStatus: %w", err)
+		return nil, fmt.Errorf("dataset inventoryStatus: %w", err)
 	}
-	s.RegisterService(&pb.Bench_ServiceDesc, b)
-	s.RegisterService(&helloworld.Greeter_ServiceDesc, &greeter{core: c})
-	s.RegisterService(&pb.Streams_ServiceDesc, &streams{core: c, items: b.items.Items})
-	reflection.Register(s)
-	return nil
+	return b, nil
 }
 
 // Options returns the server options the front end needs: the codec and
