@@ -24,4 +24,8 @@ protoc -I "$PROTO_DIR" \
   --go-grpc_out=. --go-grpc_opt="module=$MOD,$MAP" \
   protobench/v1/protobench.proto protobench/v1/stream.proto helloworld/helloworld.proto
 
+# The GraphQL executor, from ../../contract/graphql/schema.graphql
+# (internal/graphql/gqlgen.yml; gqlgen pinned by go.mod's `tool` line).
+go tool gqlgen generate --config internal/graphql/gqlgen.yml
+
 go build -trimpath -o bin/server ./cmd/server

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"protobench.dev/servers/go/internal/core"
+	"protobench.dev/servers/go/internal/graphql"
 	"protobench.dev/servers/go/internal/grpcsrv"
 	"protobench.dev/servers/go/internal/rest"
 	"protobench.dev/servers/go/internal/soap"
@@ -87,6 +88,8 @@ func run() error {
 				return err
 			}
 			svc = httpService(cfg, cert, h, false)
+		case core.ProtoGraphQL:
+			svc = httpService(cfg, cert, graphql.Handler(c), false)
 		case core.ProtoConnect, core.ProtoConnectJSON, core.ProtoGRPCWeb:
 			flavor := grpcsrv.Connect
 			if proto == core.ProtoGRPCWeb {

@@ -78,11 +78,11 @@ func FromEnv() (*Config, error) {
 		MaxStreams:      DefaultMaxStreams,
 	}
 	for proto, name := range map[string]string{
-		ProtoREST:   "PROTOBENCH_REST_ADDR",
-		ProtoRESTH2: "PROTOBENCH_REST_H2_ADDR",
-		ProtoGRPC:   "PROTOBENCH_GRPC_ADDR",
-		ProtoSOAP:   "PROTOBENCH_SOAP_ADDR",
-		// PROTOBENCH_GRAPHQL_ADDR joins when GraphQL is served.
+		ProtoREST:        "PROTOBENCH_REST_ADDR",
+		ProtoRESTH2:      "PROTOBENCH_REST_H2_ADDR",
+		ProtoGRPC:        "PROTOBENCH_GRPC_ADDR",
+		ProtoSOAP:        "PROTOBENCH_SOAP_ADDR",
+		ProtoGraphQL:     "PROTOBENCH_GRAPHQL_ADDR",
 		ProtoConnect:     "PROTOBENCH_CONNECT_ADDR",
 		ProtoConnectJSON: "PROTOBENCH_CONNECT_JSON_ADDR",
 		ProtoGRPCWeb:     "PROTOBENCH_GRPC_WEB_ADDR",
