@@ -33,6 +33,7 @@ import (
 
 	"protobench.dev/servers/go/internal/core"
 	"protobench.dev/servers/go/internal/graphql/exec"
+	"protobench.dev/servers/go/internal/jsonhttp"
 	"protobench.dev/servers/go/internal/model"
 )
 
@@ -193,29 +194,10 @@ func depth(set ast.SelectionSet, level int) int {
 	return deepest
 }
 
-type errorBody struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, errorBody{Code: status, Message: msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"code":500,"message":"response could not be encoded"}` + "\n")
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
-}
+var (
+	writeError = jsonhttp.WriteError
+	writeJSON  = jsonhttp.Write
+)
 
 // resolver implements the generated ResolverRoot on the core operations.
 type resolver struct{ c *core.Core }

@@ -129,22 +129,30 @@ type protoCodec struct{}
 func (protoCodec) Name() string { return "proto" }
 
 func (protoCodec) Marshal(m any) ([]byte, error) {
-	pm, ok := m.(proto.Message)
-	if !ok {
-		return nil, errors.New("not a protobuf message")
+	pm, err := asProto(m)
+	if err != nil {
+		return nil, err
 	}
 	return proto.Marshal(pm)
 }
 
 func (protoCodec) Unmarshal(b []byte, m any) error {
-	pm, ok := m.(proto.Message)
-	if !ok {
-		return errors.New("not a protobuf message")
+	pm, err := asProto(m)
+	if err != nil {
+		return err
 	}
 	if err := proto.Unmarshal(b, pm); err != nil {
 		return errors.New("the request message could not be decoded")
 	}
 	return nil
+}
+
+func asProto(m any) (proto.Message, error) {
+	pm, ok := m.(proto.Message)
+	if !ok {
+		return nil, errors.New("not a protobuf message")
+	}
+	return pm, nil
 }
 
 // jsonCodec is the canonical JSON form (protojson): unknown members are
@@ -154,17 +162,17 @@ type jsonCodec struct{ name string }
 func (c jsonCodec) Name() string { return c.name }
 
 func (jsonCodec) Marshal(m any) ([]byte, error) {
-	pm, ok := m.(proto.Message)
-	if !ok {
-		return nil, errors.New("not a protobuf message")
+	pm, err := asProto(m)
+	if err != nil {
+		return nil, err
 	}
 	return protojson.Marshal(pm)
 }
 
 func (jsonCodec) Unmarshal(b []byte, m any) error {
-	pm, ok := m.(proto.Message)
-	if !ok {
-		return errors.New("not a protobuf message")
+	pm, err := asProto(m)
+	if err != nil {
+		return err
 	}
 	if err := protojson.Unmarshal(b, pm); err != nil {
 		// protobuf-go writes "proto:" and then a space or a no-break space.

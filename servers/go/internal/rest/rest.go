@@ -4,7 +4,6 @@
 package rest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 
 	"protobench.dev/servers/go/internal/core"
 	pb "protobench.dev/servers/go/internal/gen/protobenchv1"
+	"protobench.dev/servers/go/internal/jsonhttp"
 	"protobench.dev/servers/go/internal/model"
 	"protobench.dev/servers/go/internal/pbdata"
 )
@@ -183,29 +183,7 @@ func (s *server) respond(w http.ResponseWriter, resp any, err error) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-type errorBody struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, errorBody{Code: status, Message: msg})
-}
-
-// writeJSON encodes v (on every call: nothing is cached) and writes it with
-// its Content-Length.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"code":500,"message":"response could not be encoded"}` + "\n")
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
-}
+var (
+	writeError = jsonhttp.WriteError
+	writeJSON  = jsonhttp.Write
+)

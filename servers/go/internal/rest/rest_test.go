@@ -36,7 +36,7 @@ func TestErrorsNameTheProblem(t *testing.T) {
 		r.Header.Set("Content-Type", "application/json")
 		h.ServeHTTP(w, r)
 		body, _ := io.ReadAll(w.Result().Body)
-		var e errorBody
+		var e struct{ Message string }
 		if err := json.Unmarshal(body, &e); err != nil || w.Code != 400 || e.Message != tc.want {
 			t.Errorf("%s: got %d %s, want 400 %q", tc.body, w.Code, body, tc.want)
 		}
