@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -15,11 +16,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"protobench.dev/servers/go/internal/core"
+	pb "protobench.dev/servers/go/internal/gen/protobenchv1"
 )
 
 // Connect and gRPC-Web with connectrpc.com/connect (connect-go): the unary
 // operations of protobench.v1.Bench and helloworld.Greeter at their gRPC
-// paths, on the same methods as the grpc-go front end. connect-go serves
+// paths, on the same methods as the grpc-go front end, and of
+// protobench.v1.Streams the ones HTTP/1.1 carries (Subscribe, Upload, Poll). connect-go serves
 // Connect (protobuf and JSON bodies), gRPC and gRPC-Web on each path; each
 // listener lets through only its own protocol's content types (Flavor).
 // gRPC-Web's text form (application/grpc-web-text, base64) is not served:
@@ -29,7 +32,8 @@ import (
 type Flavor int
 
 const (
-	// Connect is Connect unary: application/proto or application/json.
+	// Connect is Connect: application/proto or application/json (unary),
+	// application/connect+proto or +json (streams).
 	Connect Flavor = iota + 1
 	// GRPCWeb is binary gRPC-Web: application/grpc-web[+proto].
 	GRPCWeb
@@ -65,6 +69,35 @@ func ConnectHandler(c *core.Core, flavor Flavor) (http.Handler, error) {
 	unary(mux, bench+"GetFile", b.GetFile, opts)
 	unary(mux, bench+"Echo", b.Echo, opts)
 	unary(mux, "/helloworld.Greeter/SayHello", g.SayHello, opts)
+	// The streams that work over HTTP/1.1: server streaming and client
+	// streaming (half duplex); EchoStream (bidirectional) needs HTTP/2.
+	st := &streams{core: c, items: b.items.Items}
+	unary(mux, "/protobench.v1.Streams/Poll", st.Poll, opts)
+	const subscribe = "/protobench.v1.Streams/Subscribe"
+	mux.Handle(subscribe, connect.NewServerStreamHandler(subscribe,
+		func(ctx context.Context, r *connect.Request[pb.SubscribeRequest], out *connect.ServerStream[pb.FeedEvent]) error {
+			return toConnect(st.subscribe(ctx, r.Msg, out.Send))
+		}, opts...))
+	const upload = "/protobench.v1.Streams/Upload"
+	mux.Handle(upload, connect.NewClientStreamHandler(upload,
+		func(ctx context.Context, in *connect.ClientStream[pb.StreamMessage]) (*connect.Response[pb.UploadSummary], error) {
+			if err := c.Admit(ctx); err != nil {
+				return nil, toConnect(toStatus(err))
+			}
+			sum, err := tally(func() (*pb.StreamMessage, error) {
+				if in.Receive() {
+					return in.Msg(), nil
+				}
+				if err := in.Err(); err != nil {
+					return nil, err
+				}
+				return nil, io.EOF
+			})
+			if err != nil {
+				return nil, toConnect(err)
+			}
+			return connect.NewResponse(sum), nil
+		}, opts...))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		msg := "no such method: " + r.URL.Path
 		if flavor == GRPCWeb {
@@ -89,11 +122,21 @@ func unary[Req, Resp any](mux *http.ServeMux, path string, fn func(context.Conte
 	mux.Handle(path, connect.NewUnaryHandler(path, func(ctx context.Context, r *connect.Request[Req]) (*connect.Response[Resp], error) {
 		resp, err := fn(ctx, r.Msg)
 		if err != nil {
-			st := status.Convert(err)
-			return nil, connect.NewError(connect.Code(st.Code()), errors.New(st.Message()))
+			return nil, toConnect(err)
 		}
 		return connect.NewResponse(resp), nil
 	}, opts...))
+}
+
+// toConnect makes a gRPC status error a Connect error with the same code
+// and message (connect-go's own errors pass as they are).
+func toConnect(err error) error {
+	var ce *connect.Error
+	if err == nil || errors.As(err, &ce) {
+		return err
+	}
+	st := status.Convert(err)
+	return connect.NewError(connect.Code(st.Code()), errors.New(st.Message()))
 }
 
 // onlyFlavor answers 415 to a POST whose content type is not the
@@ -104,12 +147,14 @@ func onlyFlavor(flavor Flavor, next http.Handler) http.Handler {
 		ok := false
 		switch flavor {
 		case Connect:
-			ok = mt == "application/proto" || mt == "application/json"
+			// Unary calls, then streaming calls (enveloped messages).
+			ok = mt == "application/proto" || mt == "application/json" ||
+				mt == "application/connect+proto" || mt == "application/connect+json"
 		case GRPCWeb:
 			ok = mt == "application/grpc-web" || mt == "application/grpc-web+proto"
 		}
 		if r.Method == http.MethodPost && !ok {
-			want := "application/proto or application/json (Connect)"
+			want := "application/proto or application/json (Connect; application/connect+proto or +json for streams)"
 			if flavor == GRPCWeb {
 				want = "application/grpc-web or application/grpc-web+proto (gRPC-Web; the text form is not served)"
 			}

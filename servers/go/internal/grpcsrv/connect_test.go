@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
 	"protobench.dev/servers/go/internal/core"
@@ -97,5 +98,47 @@ func TestGRPCWeb(t *testing.T) {
 	}
 	if status, _ := call(t, url+"Echo", "application/json", []byte(`{}`)); status != 415 {
 		t.Errorf("Connect on the gRPC-Web listener: %d, want 415", status)
+	}
+}
+
+// Subscribe and Upload over Connect, with connect-go's own client.
+func TestConnectStreams(t *testing.T) {
+	url := connectServer(t, Connect, 0)
+	sub := connect.NewClient[pb.SubscribeRequest, pb.FeedEvent](http.DefaultClient, url+"/protobench.v1.Streams/Subscribe")
+	s, err := sub.CallServerStream(ctx30(t), connect.NewRequest(&pb.SubscribeRequest{Count: 3, Items: 2, Rate: 1000}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := uint32(0)
+	for s.Receive() {
+		n++
+		if ev := s.Msg(); ev.Seq != n || len(ev.Items) != 2 {
+			t.Errorf("event %d: seq %d, %d items", n, ev.Seq, len(ev.Items))
+		}
+	}
+	if s.Err() != nil || n != 3 {
+		t.Errorf("subscription: %d events, %v", n, s.Err())
+	}
+	s, err = sub.CallServerStream(ctx30(t), connect.NewRequest(&pb.SubscribeRequest{Count: 0}))
+	if err == nil {
+		for s.Receive() {
+		}
+		err = s.Err()
+	}
+	if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), "count is 0") {
+		t.Errorf("count 0: %v", err)
+	}
+
+	up := connect.NewClient[pb.StreamMessage, pb.UploadSummary](http.DefaultClient, url+"/protobench.v1.Streams/Upload")
+	u := up.CallClientStream(ctx30(t))
+	for i, p := range []string{"ab", "cd"} {
+		if err := u.Send(&pb.StreamMessage{Seq: uint32(i + 1), Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := u.CloseAndReceive()
+	// FNV-1a of "abcd" is 0xce3479bd.
+	if err != nil || sum.Msg.Count != 2 || sum.Msg.Bytes != 4 || sum.Msg.Checksum != 0xce3479bd {
+		t.Errorf("upload: %v %v", sum, err)
 	}
 }

@@ -79,11 +79,17 @@ func (s *streams) EchoStream(stream grpc.BidiStreamingServer[pb.StreamMessage, p
 }
 
 func (s *streams) Subscribe(r *pb.SubscribeRequest, stream grpc.ServerStreamingServer[pb.FeedEvent]) error {
+	return s.subscribe(stream.Context(), r, stream.Send)
+}
+
+// subscribe validates and admits a subscription, then sends its events
+// with send, each when it is due (grpc-go's and connect-go's Send wait for
+// flow control before the next event is built).
+func (s *streams) subscribe(ctx context.Context, r *pb.SubscribeRequest, send func(*pb.FeedEvent) error) error {
 	req := core.FeedRequest{Count: r.Count, Items: r.Items, Rate: r.Rate}
 	if err := req.Validate(); err != nil {
 		return toStatus(err)
 	}
-	ctx := stream.Context()
 	if err := s.core.Admit(ctx); err != nil {
 		return toStatus(err)
 	}
@@ -93,7 +99,7 @@ func (s *streams) Subscribe(r *pb.SubscribeRequest, stream grpc.ServerStreamingS
 		if !ok {
 			return ctx.Err()
 		}
-		if err := stream.Send(pbdata.Event(s.items, seq, req.Items, stamp)); err != nil {
+		if err := send(pbdata.Event(s.items, seq, req.Items, stamp)); err != nil {
 			return err
 		}
 		if seq == req.Count {
@@ -109,16 +115,29 @@ func (s *streams) Upload(stream grpc.ClientStreamingServer[pb.StreamMessage, pb.
 	if err := stream.SendHeader(nil); err != nil {
 		return err
 	}
-	tally := core.NewTally()
-	for {
+	sum, err := tally(func() (*pb.StreamMessage, error) {
 		m := new(pb.StreamMessage)
-		if err := recv(stream, m); err == io.EOF {
-			return stream.SendAndClose(&pb.UploadSummary{Count: tally.Count, Bytes: tally.Bytes, Checksum: tally.Checksum})
+		return m, recv(stream, m)
+	})
+	if err != nil {
+		return err
+	}
+	return stream.SendAndClose(sum)
+}
+
+// tally counts an upload's messages, read with next until it returns
+// io.EOF; an error of next ends the call as it is.
+func tally(next func() (*pb.StreamMessage, error)) (*pb.UploadSummary, error) {
+	t := core.NewTally()
+	for {
+		m, err := next()
+		if err == io.EOF {
+			return &pb.UploadSummary{Count: t.Count, Bytes: t.Bytes, Checksum: t.Checksum}, nil
 		} else if err != nil {
-			return err
+			return nil, err
 		}
-		if err := tally.Add(m.Payload); err != nil {
-			return tooMany()
+		if err := t.Add(m.Payload); err != nil {
+			return nil, tooMany()
 		}
 	}
 }
