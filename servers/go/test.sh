@@ -201,7 +201,7 @@ EOF
 
 # The streaming operations and the newer protocols, by third-party clients:
 # curl -N for SSE (HTTP/1.1 and HTTP/2), grpcurl (from reflection) for the
-# gRPC streams, curl for a GraphQL query, a Connect call and the gRPC-Web
+# gRPC streams, Python's websockets (where installed) for WebSocket, curl for a GraphQL query, a Connect call and the gRPC-Web
 # text form this stack does not serve. Every workload of them is
 # scripts/verify-servers.sh go's (protobench verify, gql, buf curl); bad
 # input and limits are go test's (internal/rest, internal/grpcsrv).
@@ -228,6 +228,42 @@ stream_checks() {
 	[ "$(grep -c '"payload"' <<<"$out")" = 2 ] && grep -q '"payload": "y"' <<<"$out" && pass "grpcurl EchoStream" || fail "grpcurl EchoStream: $out"
 	out=$("$GRPCURL" "${g[@]}" -d '{"count":0}' "$GRPC" protobench.v1.Streams/Subscribe 2>&1 || true)
 	grep -q 'Code: InvalidArgument' <<<"$out" && pass "grpcurl Subscribe count 0 -> InvalidArgument" || fail "grpcurl Subscribe count 0: $out"
+
+	# Python's websockets (a WebSocket client not written here), where installed.
+	if python3 -c 'import websockets' 2>/dev/null; then
+		out=$(timeout 60 python3 - "$s" "$REST" <<'EOF' 2>&1 || true
+import asyncio, json, ssl, sys
+import websockets
+scheme, addr = sys.argv[1], sys.argv[2]
+ctx = None
+if scheme == "https":
+    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+base = ("wss" if ctx else "ws") + "://" + addr
+async def main():
+    async with websockets.connect(base + "/v1/stream/ws/echo", ssl=ctx) as ws:
+        await ws.send('{"seq":1,"payload":"hé"}')
+        print("echo", await ws.recv())
+    async with websockets.connect(base + "/v1/stream/ws/subscribe", ssl=ctx, max_size=None) as ws:
+        await ws.send(json.dumps({"count": 3, "items": 1, "rate": 100}))
+        seqs = [json.loads(await ws.recv())["seq"] for _ in range(3)]
+        try:
+            await ws.recv()
+        except websockets.ConnectionClosed as e:
+            print("subscribe", seqs, e.rcvd.code)
+    async with websockets.connect(base + "/v1/stream/ws/subscribe", ssl=ctx) as ws:
+        await ws.send(json.dumps({"count": 0}))
+        try:
+            await ws.recv()
+        except websockets.ConnectionClosed as e:
+            print("bad", e.rcvd.code, e.rcvd.reason)
+asyncio.run(main())
+EOF
+)
+		grep -qx 'echo {"seq":1,"payload":"hé"}' <<<"$out" && grep -qx 'subscribe \[1, 2, 3\] 1000' <<<"$out" &&
+			grep -qx 'bad 1007 count is 0, expected 1..=1000000' <<<"$out" && pass "python websockets" || fail "python websockets: $out"
+	else
+		echo "skip python websockets (not installed)"
+	fi
 
 	out=$(curl -sS "${tlsflag[@]}" -H 'Content-Type: application/json' -d '{"query":"{ integer { value } }"}' "$s://$GRAPHQL/graphql")
 	[ "$out" = '{"data":{"integer":{"value":2147483647}}}' ] && pass "curl GraphQL query" || fail "curl GraphQL query: $out"
