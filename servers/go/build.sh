@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the protobench Go server: installs the pinned protoc plugins (the
-# `tool` lines of go.mod) into .tools/bin, generates the stubs from
-# ../../contract/proto into internal/gen, and builds bin/server.
+# Builds the protobench Go server: installs the pinned protoc plugins and
+# gqlgen (the `tool` lines of go.mod) into .tools/bin, generates the stubs
+# from ../../contract/proto into internal/gen and the GraphQL executor from
+# ../../contract/graphql/schema.graphql into internal/graphql/exec, and
+# builds bin/server.
 # Idempotent; every output is gitignored.
 set -euo pipefail
 cd "$(dirname "$0")"
