@@ -181,8 +181,15 @@ func httpService(cfg *core.Config, cert tls.Certificate, h http.Handler, h2 bool
 		srv.Protocols.SetUnencryptedHTTP2(true)
 	}
 	svc := &service{
-		serve:    srv.Serve,
-		shutdown: func(ctx context.Context) { srv.Shutdown(ctx) },
+		serve: srv.Serve,
+		shutdown: func(ctx context.Context) {
+			srv.Shutdown(ctx)
+			// WebSocket streams run on hijacked connections, which
+			// Shutdown does not wait for.
+			if ws, ok := h.(interface{ WaitStreams(context.Context) }); ok {
+				ws.WaitStreams(ctx)
+			}
+		},
 	}
 	if cfg.TLS() {
 		// net/http sets NextProtos from Protocols: ["h2"] or ["http/1.1"].

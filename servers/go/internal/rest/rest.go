@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"protobench.dev/servers/go/internal/core"
 	pb "protobench.dev/servers/go/internal/gen/protobenchv1"
@@ -25,10 +26,32 @@ type server struct {
 	core    *core.Core
 	limit   int64
 	pbItems []*pb.Item // the dataset's items as protobuf, for WebSocket binary frames
+	// ws counts the WebSocket streams open (net/http's Shutdown does not
+	// wait for hijacked connections).
+	ws sync.WaitGroup
+}
+
+// Streams is the REST handler; WaitStreams lets a shutdown wait for the
+// WebSocket streams in flight.
+type Streams struct {
+	http.Handler
+	s *server
+}
+
+// WaitStreams waits until every WebSocket stream has ended or ctx ends.
+// Call it once the http.Server's Shutdown has returned (no upgrade is then
+// still to come).
+func (h *Streams) WaitStreams(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { h.s.ws.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // Handler returns the REST handler for every operation of the contract.
-func Handler(c *core.Core) (http.Handler, error) {
+func Handler(c *core.Core) (*Streams, error) {
 	items, err := pbdata.Items(c.RawDataset)
 	if err != nil {
 		return nil, err
@@ -68,7 +91,7 @@ func Handler(c *core.Core) (http.Handler, error) {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such path: "+r.URL.Path)
 	})
-	return mux, nil
+	return &Streams{Handler: mux, s: s}, nil
 }
 
 type op[Req, Resp any] func(context.Context, *Req) (*Resp, error)

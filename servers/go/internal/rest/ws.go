@@ -51,6 +51,10 @@ func (s *server) wsHandler(fn func(*wsConn)) http.HandlerFunc {
 		}
 		// The stream outlives the read timeout, which would otherwise end it.
 		http.NewResponseController(w).SetReadDeadline(time.Time{})
+		// Counted before the upgrade, while net/http's Shutdown still waits
+		// for this request, so a shutdown's WaitStreams sees it.
+		s.ws.Add(1)
+		defer s.ws.Done()
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 			// A benchmark server: clients of any origin (or none) are served.
 			InsecureSkipVerify: true,
