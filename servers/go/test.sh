@@ -4,7 +4,9 @@
 # self-signed certificate) and checks edge input only this stack is checked
 # on, the size limit's DOCTYPE case, failure injection, service time,
 # draining and SIGTERM, with bin/check (Go), curl and grpcurl (a third-party
-# gRPC client that works from server reflection). Every workload on every
+# gRPC client that works from server reflection), and the streaming
+# operations, GraphQL, Connect and gRPC-Web with curl and grpcurl (their bad
+# input and limits are in go test). Every workload on every
 # protocol is scripts/verify-servers.sh go's (protobench verify, zeep, ghz);
 # bad input and the server limits are contract/tests/probe.sh go's. Prints
 # `N passed, M failed` last and exits non-zero on any failure.
@@ -72,10 +74,13 @@ if go test ./... >"$TMP/unit.out" 2>&1; then pass "go test ./..."; else cat "$TM
 
 # ---------------------------------------------------------------- server control
 ALL_ADDRS=(PROTOBENCH_REST_ADDR=127.0.0.1:0 PROTOBENCH_REST_H2_ADDR=127.0.0.1:0
-	PROTOBENCH_GRPC_ADDR=127.0.0.1:0 PROTOBENCH_SOAP_ADDR=127.0.0.1:0)
+	PROTOBENCH_GRPC_ADDR=127.0.0.1:0 PROTOBENCH_SOAP_ADDR=127.0.0.1:0
+	PROTOBENCH_GRAPHQL_ADDR=127.0.0.1:0 PROTOBENCH_CONNECT_ADDR=127.0.0.1:0
+	PROTOBENCH_CONNECT_JSON_ADDR=127.0.0.1:0 PROTOBENCH_GRPC_WEB_ADDR=127.0.0.1:0)
+LISTENERS=8
 TLS_ENV=()
 
-# start_server NAME VAR=VALUE...: starts bin/server with the four protocols
+# start_server NAME VAR=VALUE...: starts bin/server with every protocol
 # (plus TLS_ENV and the given variables) and waits for its listening lines.
 start_server() {
 	local name=$1; shift
@@ -85,7 +90,7 @@ start_server() {
 	local i n
 	for i in $(seq 1 300); do
 		n=$(grep -c '^listening ' "$OUT" 2>/dev/null || true)
-		[ "${n:-0}" -ge 4 ] && break
+		[ "${n:-0}" -ge "$LISTENERS" ] && break
 		kill -0 "$SERVER_PID" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -93,8 +98,13 @@ start_server() {
 	REST_H2=$(sed -nE 's/^listening protocol=rest-h2 addr=([^ ]+) .*/\1/p' "$OUT")
 	GRPC=$(sed -nE 's/^listening protocol=grpc addr=([^ ]+) .*/\1/p' "$OUT")
 	SOAP=$(sed -nE 's/^listening protocol=soap addr=([^ ]+) .*/\1/p' "$OUT")
-	if [ -n "$REST" ] && [ -n "$REST_H2" ] && [ -n "$GRPC" ] && [ -n "$SOAP" ]; then
-		pass "$name: server started ($REST $REST_H2 $GRPC $SOAP)"
+	GRAPHQL=$(sed -nE 's/^listening protocol=graphql addr=([^ ]+) .*/\1/p' "$OUT")
+	CONNECT=$(sed -nE 's/^listening protocol=connect addr=([^ ]+) .*/\1/p' "$OUT")
+	CONNECT_JSON=$(sed -nE 's/^listening protocol=connect-json addr=([^ ]+) .*/\1/p' "$OUT")
+	GRPC_WEB=$(sed -nE 's/^listening protocol=grpc-web addr=([^ ]+) .*/\1/p' "$OUT")
+	if [ -n "$REST" ] && [ -n "$REST_H2" ] && [ -n "$GRPC" ] && [ -n "$SOAP" ] && [ -n "$GRAPHQL" ] &&
+		[ -n "$CONNECT" ] && [ -n "$CONNECT_JSON" ] && [ -n "$GRPC_WEB" ]; then
+		pass "$name: server started ($REST $REST_H2 $GRPC $SOAP $GRAPHQL $CONNECT $CONNECT_JSON $GRPC_WEB)"
 	else
 		fail "$name: server did not start: $(cat "$OUT" "$TMP/$name.err" | head -c 500)"
 		return 1
@@ -123,7 +133,7 @@ stop_server() {
 	SERVER_PID=
 	# Nothing but the listening lines on stdout.
 	local lines
-	lines=$(grep -cvE '^listening protocol=(rest|rest-h2|grpc|soap) addr=127\.0\.0\.1:[0-9]+ tls=(true|false)$' "$OUT" || true)
+	lines=$(grep -cvE '^listening protocol=(rest|rest-h2|grpc|soap|graphql|connect|connect-json|grpc-web) addr=127\.0\.0\.1:[0-9]+ tls=(true|false)$' "$OUT" || true)
 	[ "$lines" = 0 ] && pass "$name: stdout holds only well-formed listening lines" || fail "$name: unexpected stdout: $(cat "$OUT")"
 }
 
@@ -176,14 +186,91 @@ EOF
 	out=$("$GRPCURL" "${g[@]}" -d '{"text":"a","times":100001}' "$GRPC" protobench.v1.Bench/CloneText 2>&1 || true)
 	grep -q 'Code: InvalidArgument' <<<"$out" && pass "grpcurl clone 100001 -> InvalidArgument" || fail "grpcurl clone: $out"
 
+	stream_checks "$s"
+
 	if [ "$s" = https ]; then
 		local p a
-		for p in "REST http/1.1" "REST_H2 h2" "GRPC h2" "SOAP http/1.1"; do
+		for p in "REST http/1.1" "REST_H2 h2" "GRPC h2" "SOAP http/1.1" "GRAPHQL http/1.1" "CONNECT http/1.1" \
+			"CONNECT_JSON http/1.1" "GRPC_WEB http/1.1"; do
 			set -- $p
 			a=$(echo | openssl s_client -connect "${!1}" -alpn h2,http/1.1 2>/dev/null | sed -nE 's/^ALPN protocol: (.*)/\1/p')
 			[ "$a" = "$2" ] && pass "TLS ALPN $1 = $2" || fail "TLS ALPN $1 = '$a', want $2"
 		done
 	fi
+}
+
+# The streaming operations and the newer protocols, by third-party clients:
+# curl -N for SSE (HTTP/1.1 and HTTP/2), grpcurl (from reflection) for the
+# gRPC streams, Python's websockets (where installed) for WebSocket, curl for a GraphQL query, a Connect call and the gRPC-Web
+# text form this stack does not serve. Every workload of them is
+# scripts/verify-servers.sh go's (protobench verify, gql, buf curl); bad
+# input and limits are go test's (internal/rest, internal/grpcsrv).
+stream_checks() {
+	local s=$1 tlsflag=() h2flag=(--http2-prior-knowledge) out
+	if [ "$s" = https ]; then tlsflag=(-k); h2flag=(--http2); fi
+	out=$(curl -sSN "${tlsflag[@]}" --max-time 30 "$s://$REST/v1/stream/sse?count=3&items=1&rate=100")
+	[ "$(grep -c '^event: feed$' <<<"$out")" = 3 ] && grep -q '^data: {"seq":3,"scheduledNs":"[0-9]*","items":\[{"id":' <<<"$out" &&
+		[ "$(tail -n 2 <<<"$out")" = $'event: end\ndata: {"count":3}' ] && pass "curl -N SSE" || fail "curl -N SSE: ${out:0:300}"
+	out=$(curl -sSN "${tlsflag[@]}" "${h2flag[@]}" --max-time 30 -w '%{http_version}' "$s://$REST_H2/v1/stream/sse?count=2")
+	[ "$(grep -c '^event: feed$' <<<"$out")" = 2 ] && [ "${out: -1}" = 2 ] && pass "curl -N SSE over HTTP/2" || fail "curl -N SSE over HTTP/2: ${out:0:300}"
+	out=$(curl -sS "${tlsflag[@]}" -w '%{http_code}' "$s://$REST/v1/stream/sse?count=1000001")
+	[ "$out" = $'{"code":400,"message":"count is 1000001, expected 1..=1000000"}\n400' ] && pass "curl SSE count out of range -> 400" || fail "curl SSE count: $out"
+
+	local g=()
+	if [ "$s" = https ]; then g+=(-insecure); else g+=(-plaintext); fi
+	out=$("$GRPCURL" "${g[@]}" -d '{"count":3,"items":2,"rate":1000}' "$GRPC" protobench.v1.Streams/Subscribe 2>&1 || true)
+	[ "$(grep -c '"scheduledNs"' <<<"$out")" = 3 ] && grep -q '"seq": 3' <<<"$out" && pass "grpcurl Subscribe" || fail "grpcurl Subscribe: ${out:0:300}"
+	out=$(printf '{"seq":1,"payload":"abc"}\n{"seq":2,"payload":"d"}\n' | "$GRPCURL" "${g[@]}" -d @ "$GRPC" protobench.v1.Streams/Upload 2>&1 || true)
+	# FNV-1a of "abcd" is 0xce3479bd.
+	grep -q '"count": 2' <<<"$out" && grep -q '"bytes": "4"' <<<"$out" && grep -q '"checksum": 3459545533' <<<"$out" &&
+		pass "grpcurl Upload" || fail "grpcurl Upload: $out"
+	out=$(printf '{"seq":1,"payload":"x"}\n{"seq":2,"payload":"y"}\n' | "$GRPCURL" "${g[@]}" -d @ "$GRPC" protobench.v1.Streams/EchoStream 2>&1 || true)
+	[ "$(grep -c '"payload"' <<<"$out")" = 2 ] && grep -q '"payload": "y"' <<<"$out" && pass "grpcurl EchoStream" || fail "grpcurl EchoStream: $out"
+	out=$("$GRPCURL" "${g[@]}" -d '{"count":0}' "$GRPC" protobench.v1.Streams/Subscribe 2>&1 || true)
+	grep -q 'Code: InvalidArgument' <<<"$out" && pass "grpcurl Subscribe count 0 -> InvalidArgument" || fail "grpcurl Subscribe count 0: $out"
+
+	# Python's websockets (a WebSocket client not written here), where installed.
+	if python3 -c 'import websockets' 2>/dev/null; then
+		out=$(timeout 60 python3 - "$s" "$REST" <<'EOF' 2>&1 || true
+import asyncio, json, ssl, sys
+import websockets
+scheme, addr = sys.argv[1], sys.argv[2]
+ctx = None
+if scheme == "https":
+    ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+base = ("wss" if ctx else "ws") + "://" + addr
+async def main():
+    async with websockets.connect(base + "/v1/stream/ws/echo", ssl=ctx) as ws:
+        await ws.send('{"seq":1,"payload":"hé"}')
+        print("echo", await ws.recv())
+    async with websockets.connect(base + "/v1/stream/ws/subscribe", ssl=ctx, max_size=None) as ws:
+        await ws.send(json.dumps({"count": 3, "items": 1, "rate": 100}))
+        seqs = [json.loads(await ws.recv())["seq"] for _ in range(3)]
+        try:
+            await ws.recv()
+        except websockets.ConnectionClosed as e:
+            print("subscribe", seqs, e.rcvd.code)
+    async with websockets.connect(base + "/v1/stream/ws/subscribe", ssl=ctx) as ws:
+        await ws.send(json.dumps({"count": 0}))
+        try:
+            await ws.recv()
+        except websockets.ConnectionClosed as e:
+            print("bad", e.rcvd.code, e.rcvd.reason)
+asyncio.run(main())
+EOF
+)
+		grep -qx 'echo {"seq":1,"payload":"hé"}' <<<"$out" && grep -qx 'subscribe \[1, 2, 3\] 1000' <<<"$out" &&
+			grep -qx 'bad 1007 count is 0, expected 1..=1000000' <<<"$out" && pass "python websockets" || fail "python websockets: $out"
+	else
+		echo "skip python websockets (not installed)"
+	fi
+
+	out=$(curl -sS "${tlsflag[@]}" -H 'Content-Type: application/json' -d '{"query":"{ integer { value } }"}' "$s://$GRAPHQL/graphql")
+	[ "$out" = '{"data":{"integer":{"value":2147483647}}}' ] && pass "curl GraphQL query" || fail "curl GraphQL query: $out"
+	out=$(curl -sS "${tlsflag[@]}" -H 'Content-Type: application/json' -d '{}' "$s://$CONNECT_JSON/protobench.v1.Bench/GetInteger")
+	[ "$out" = '{"value":2147483647}' ] && pass "curl Connect JSON" || fail "curl Connect JSON: $out"
+	out=$(curl -sS "${tlsflag[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/grpc-web-text' -d 'AAAAAAA=' "$s://$GRPC_WEB/protobench.v1.Bench/GetInteger")
+	[ "$out" = 415 ] && pass "gRPC-Web text (not served) -> 415" || fail "gRPC-Web text: $out"
 }
 
 # A slow request in flight when SIGTERM arrives still completes.

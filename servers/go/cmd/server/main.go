@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"protobench.dev/servers/go/internal/core"
+	"protobench.dev/servers/go/internal/graphql"
 	"protobench.dev/servers/go/internal/grpcsrv"
 	"protobench.dev/servers/go/internal/rest"
 	"protobench.dev/servers/go/internal/soap"
@@ -68,19 +69,33 @@ func run() error {
 	}
 
 	var services []*service
-	for _, proto := range []string{core.ProtoREST, core.ProtoRESTH2, core.ProtoGRPC, core.ProtoSOAP} {
+	for _, proto := range core.Protocols {
 		addr, ok := cfg.Addrs[proto]
 		if !ok {
 			continue
 		}
 		var svc *service
 		switch proto {
-		case core.ProtoREST:
-			svc = httpService(cfg, cert, rest.Handler(c), false)
-		case core.ProtoRESTH2:
-			svc = httpService(cfg, cert, rest.Handler(c), true)
+		case core.ProtoREST, core.ProtoRESTH2:
+			h, err := rest.Handler(c)
+			if err != nil {
+				return err
+			}
+			svc = httpService(cfg, cert, h, proto == core.ProtoRESTH2)
 		case core.ProtoSOAP:
 			h, err := soap.Handler(c)
+			if err != nil {
+				return err
+			}
+			svc = httpService(cfg, cert, h, false)
+		case core.ProtoGraphQL:
+			svc = httpService(cfg, cert, graphql.Handler(c), false)
+		case core.ProtoConnect, core.ProtoConnectJSON, core.ProtoGRPCWeb:
+			flavor := grpcsrv.Connect
+			if proto == core.ProtoGRPCWeb {
+				flavor = grpcsrv.GRPCWeb
+			}
+			h, err := grpcsrv.ConnectHandler(c, flavor)
 			if err != nil {
 				return err
 			}
@@ -166,8 +181,15 @@ func httpService(cfg *core.Config, cert tls.Certificate, h http.Handler, h2 bool
 		srv.Protocols.SetUnencryptedHTTP2(true)
 	}
 	svc := &service{
-		serve:    srv.Serve,
-		shutdown: func(ctx context.Context) { srv.Shutdown(ctx) },
+		serve: srv.Serve,
+		shutdown: func(ctx context.Context) {
+			srv.Shutdown(ctx)
+			// WebSocket streams run on hijacked connections, which
+			// Shutdown does not wait for.
+			if ws, ok := h.(interface{ WaitStreams(context.Context) }); ok {
+				ws.WaitStreams(ctx)
+			}
+		},
 	}
 	if cfg.TLS() {
 		// net/http sets NextProtos from Protocols: ["h2"] or ["http/1.1"].
@@ -176,6 +198,9 @@ func httpService(cfg *core.Config, cert tls.Certificate, h http.Handler, h2 bool
 	}
 	return svc
 }
+
+// grpcWindow is the gRPC listener's HTTP/2 receive window (see grpcService).
+const grpcWindow = 1 << 20
 
 // grpcService serves the gRPC front end with grpc-go.
 //
@@ -192,6 +217,15 @@ func grpcService(cfg *core.Config, cert tls.Certificate, c *core.Core) (*service
 		grpc.MaxConcurrentStreams(cfg.MaxStreams),
 		grpc.ConnectionTimeout(cfg.IdleTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
+		// HTTP/2 receive windows of 1 MiB per stream and per connection (the
+		// defaults of hyper, under the Rust reference server) instead of
+		// grpc-go's 64 KiB grown by BDP estimation: a streaming client that
+		// waits for window for a whole 64 KiB message before it sends any of
+		// it (protobench's engine does) would otherwise never get it, since
+		// grpc-go widens a stream's window only once it has a message's
+		// header. Setting them turns BDP estimation off (README, Notable points).
+		grpc.InitialWindowSize(grpcWindow),
+		grpc.InitialConnWindowSize(grpcWindow),
 	)
 	if cfg.TLS() {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{

@@ -22,7 +22,16 @@ const (
 	ProtoRESTH2 = "rest-h2"
 	ProtoGRPC   = "grpc"
 	ProtoSOAP   = "soap"
+	// Where the stack serves them (contract/README.md).
+	ProtoGraphQL     = "graphql"
+	ProtoConnect     = "connect"
+	ProtoConnectJSON = "connect-json"
+	ProtoGRPCWeb     = "grpc-web"
 )
+
+// Protocols lists every protocol this server can serve, in the order of its
+// listening lines.
+var Protocols = []string{ProtoREST, ProtoRESTH2, ProtoGRPC, ProtoSOAP, ProtoGraphQL, ProtoConnect, ProtoConnectJSON, ProtoGRPCWeb}
 
 // Config is the server's whole configuration, read only from the environment.
 type Config struct {
@@ -69,10 +78,14 @@ func FromEnv() (*Config, error) {
 		MaxStreams:      DefaultMaxStreams,
 	}
 	for proto, name := range map[string]string{
-		ProtoREST:   "PROTOBENCH_REST_ADDR",
-		ProtoRESTH2: "PROTOBENCH_REST_H2_ADDR",
-		ProtoGRPC:   "PROTOBENCH_GRPC_ADDR",
-		ProtoSOAP:   "PROTOBENCH_SOAP_ADDR",
+		ProtoREST:        "PROTOBENCH_REST_ADDR",
+		ProtoRESTH2:      "PROTOBENCH_REST_H2_ADDR",
+		ProtoGRPC:        "PROTOBENCH_GRPC_ADDR",
+		ProtoSOAP:        "PROTOBENCH_SOAP_ADDR",
+		ProtoGraphQL:     "PROTOBENCH_GRAPHQL_ADDR",
+		ProtoConnect:     "PROTOBENCH_CONNECT_ADDR",
+		ProtoConnectJSON: "PROTOBENCH_CONNECT_JSON_ADDR",
+		ProtoGRPCWeb:     "PROTOBENCH_GRPC_WEB_ADDR",
 	} {
 		if v := os.Getenv(name); v != "" {
 			c.Addrs[proto] = v

@@ -23,6 +23,7 @@ import (
 	"protobench.dev/servers/go/internal/core"
 	"protobench.dev/servers/go/internal/gen/helloworld"
 	pb "protobench.dev/servers/go/internal/gen/protobenchv1"
+	"protobench.dev/servers/go/internal/pbdata"
 )
 
 // MaxSendMsgSize is large enough for every response the contract allows:
@@ -44,14 +45,26 @@ type greeter struct {
 	core *core.Core
 }
 
-// Register loads the dataset into protobuf messages and registers the Bench
-// and Greeter services and server reflection on s.
+// Register loads the dataset into protobuf messages and registers the Bench,
+// Greeter and Streams services and server reflection on s.
 func Register(s *grpc.Server, c *core.Core) error {
+	b, err := newBench(c)
+	if err != nil {
+		return err
+	}
+	s.RegisterService(&pb.Bench_ServiceDesc, b)
+	s.RegisterService(&helloworld.Greeter_ServiceDesc, &greeter{core: c})
+	s.RegisterService(&pb.Streams_ServiceDesc, &streams{core: c, items: b.items.Items})
+	reflection.Register(s)
+	return nil
+}
+
+// newBench loads the dataset into protobuf messages.
+func newBench(c *core.Core) (*bench, error) {
 	b := &bench{
 		core:      c,
 		inventory: &pb.InventoryStatus{},
 		devices:   &pb.DeviceList{},
-		items:     &pb.ItemList{},
 		people:    &pb.ObjectList{},
 		integers:  &pb.IntegerList{Values: c.Integers},
 	}
@@ -60,27 +73,25 @@ func Register(s *grpc.Server, c *core.Core) error {
 	// are skipped.
 	skip := protojson.UnmarshalOptions{DiscardUnknown: true}
 	if err := skip.Unmarshal(c.RawDataset, b.devices); err != nil {
-		return fmt.Errorf("dataset devices: %w", err)
+		return nil, fmt.Errorf("dataset devices: %w", err)
 	}
-	if err := skip.Unmarshal(c.RawDataset, b.items); err != nil {
-		return fmt.Errorf("dataset items: %w", err)
+	var err error
+	if b.items, err = pbdata.Items(c.RawDataset); err != nil {
+		return nil, err
 	}
 	if err := skip.Unmarshal(c.RawDataset, b.people); err != nil {
-		return fmt.Errorf("dataset people: %w", err)
+		return nil, fmt.Errorf("dataset people: %w", err)
 	}
 	var top struct {
 		InventoryStatus json.RawMessage `json:"inventoryStatus"`
 	}
 	if err := json.Unmarshal(c.RawDataset, &top); err != nil {
-		return fmt.Errorf("dataset: %w", err)
+		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	if err := protojson.Unmarshal(top.InventoryStatus, b.inventory); err != nil {
-		return fmt.Errorf("dataset inventoryStatus: %w", err)
+		return nil, fmt.Errorf("dataset inventoryStatus: %w", err)
 	}
-	s.RegisterService(&pb.Bench_ServiceDesc, b)
-	s.RegisterService(&helloworld.Greeter_ServiceDesc, &greeter{core: c})
-	reflection.Register(s)
-	return nil
+	return b, nil
 }
 
 // Options returns the server options the front end needs: the codec and
@@ -124,12 +135,16 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 func rejectUndecodable(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if m, ok := req.(proto.Message); ok {
-		if u := m.ProtoReflect().GetUnknown(); len(u) != 0 && bytes.Equal(u, undecodableMark) {
-			return nil, status.Error(codes.InvalidArgument, "the request message could not be decoded")
-		}
+	if m, ok := req.(proto.Message); ok && undecodable(m) {
+		return nil, status.Error(codes.InvalidArgument, "the request message could not be decoded")
 	}
 	return handler(ctx, req)
+}
+
+// undecodable reports whether the codec marked m as undecodable.
+func undecodable(m proto.Message) bool {
+	u := m.ProtoReflect().GetUnknown()
+	return len(u) != 0 && bytes.Equal(u, undecodableMark)
 }
 
 // toStatus maps an operation error onto its gRPC status.

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"strconv"
 )
 
@@ -125,4 +126,28 @@ func (f FileContent) MarshalXML(e *xml.Encoder, start xml.StartElement) error {
 		Name    string `xml:"name"`
 		Content Bytes  `xml:"content"`
 	}{f.Name, f.Content}, start)
+}
+
+// GraphQL (gqlgen) forms of the enums: the value names.
+
+func (s DeviceState) MarshalGQL(w io.Writer)    { writeGQLEnum(w, deviceStateNames, int32(s)) }
+func (s *DeviceState) UnmarshalGQL(v any) error { return unmarshalGQLEnum(v, s.UnmarshalText) }
+func (c ItemCategory) MarshalGQL(w io.Writer)   { writeGQLEnum(w, itemCategoryNames, int32(c)) }
+func (c *ItemCategory) UnmarshalGQL(v any) error {
+	return unmarshalGQLEnum(v, c.UnmarshalText)
+}
+func (c PetColor) MarshalGQL(w io.Writer)    { writeGQLEnum(w, petColorNames, int32(c)) }
+func (c *PetColor) UnmarshalGQL(v any) error { return unmarshalGQLEnum(v, c.UnmarshalText) }
+
+func writeGQLEnum(w io.Writer, names []string, v int32) {
+	b, _ := enumName(names, v)
+	w.Write(strconv.AppendQuote(nil, string(b)))
+}
+
+func unmarshalGQLEnum(v any, set func([]byte) error) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("expected an enum value name, found %v", v)
+	}
+	return set([]byte(s))
 }

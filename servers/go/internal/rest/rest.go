@@ -4,7 +4,6 @@
 package rest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,19 +13,50 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"protobench.dev/servers/go/internal/core"
+	pb "protobench.dev/servers/go/internal/gen/protobenchv1"
+	"protobench.dev/servers/go/internal/jsonhttp"
 	"protobench.dev/servers/go/internal/model"
+	"protobench.dev/servers/go/internal/pbdata"
 )
 
 type server struct {
-	core  *core.Core
-	limit int64
+	core    *core.Core
+	limit   int64
+	pbItems []*pb.Item // the dataset's items as protobuf, for WebSocket binary frames
+	// ws counts the WebSocket streams open (net/http's Shutdown does not
+	// wait for hijacked connections).
+	ws sync.WaitGroup
+}
+
+// Streams is the REST handler; WaitStreams lets a shutdown wait for the
+// WebSocket streams in flight.
+type Streams struct {
+	http.Handler
+	s *server
+}
+
+// WaitStreams waits until every WebSocket stream has ended or ctx ends.
+// Call it once the http.Server's Shutdown has returned (no upgrade is then
+// still to come).
+func (h *Streams) WaitStreams(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { h.s.ws.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // Handler returns the REST handler for every operation of the contract.
-func Handler(c *core.Core) http.Handler {
-	s := &server{core: c, limit: c.Config.MaxRequestBytes}
+func Handler(c *core.Core) (*Streams, error) {
+	items, err := pbdata.Items(c.RawDataset)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{core: c, limit: c.Config.MaxRequestBytes, pbItems: items.Items}
 	mux := http.NewServeMux()
 	route := func(method, path string, h http.HandlerFunc) {
 		mux.HandleFunc(method+" "+path, h)
@@ -53,10 +83,15 @@ func Handler(c *core.Core) http.Handler {
 	route("GET", "/v1/tasks/files/{name}", s.getFile)
 	route("POST", "/v1/echo", post(s, c.Echo))
 	route("POST", "/v1/greeter/hello", post(s, c.SayHello))
+	route("GET", "/v1/stream/ws/echo", s.wsHandler(s.wsEcho))
+	route("GET", "/v1/stream/ws/subscribe", s.wsHandler(s.wsSubscribe))
+	route("GET", "/v1/stream/ws/upload", s.wsHandler(s.wsUpload))
+	route("GET", "/v1/stream/sse", s.sse)
+	route("GET", "/v1/stream/poll", s.poll)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such path: "+r.URL.Path)
 	})
-	return mux
+	return &Streams{Handler: mux, s: s}, nil
 }
 
 type op[Req, Resp any] func(context.Context, *Req) (*Resp, error)
@@ -171,29 +206,7 @@ func (s *server) respond(w http.ResponseWriter, resp any, err error) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
-type errorBody struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, errorBody{Code: status, Message: msg})
-}
-
-// writeJSON encodes v (on every call: nothing is cached) and writes it with
-// its Content-Length.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"code":500,"message":"response could not be encoded"}` + "\n")
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
-}
+var (
+	writeError = jsonhttp.WriteError
+	writeJSON  = jsonhttp.Write
+)

@@ -14,8 +14,11 @@ import (
 // Error bodies say what was wrong with the JSON, never which Go type or
 // function found it.
 func TestErrorsNameTheProblem(t *testing.T) {
-	c := &core.Core{Config: &core.Config{MaxRequestBytes: 1 << 20}, Files: map[string][]byte{}}
-	h := Handler(c)
+	c := &core.Core{Config: &core.Config{MaxRequestBytes: 1 << 20}, Files: map[string][]byte{}, RawDataset: []byte("{}")}
+	h, err := Handler(c)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct{ path, body, want string }{
 		{"/v1/echo", `{"payload":5}`, `member "payload": unexpected JSON number`},
 		{"/v1/echo", `{"nope":1}`, `unknown member "nope"`},
@@ -33,7 +36,7 @@ func TestErrorsNameTheProblem(t *testing.T) {
 		r.Header.Set("Content-Type", "application/json")
 		h.ServeHTTP(w, r)
 		body, _ := io.ReadAll(w.Result().Body)
-		var e errorBody
+		var e struct{ Message string }
 		if err := json.Unmarshal(body, &e); err != nil || w.Code != 400 || e.Message != tc.want {
 			t.Errorf("%s: got %d %s, want 400 %q", tc.body, w.Code, body, tc.want)
 		}
