@@ -199,9 +199,6 @@ func httpService(cfg *core.Config, cert tls.Certificate, h http.Handler, h2 bool
 	return svc
 }
 
-// grpcWindow is the gRPC listener's HTTP/2 receive window (see grpcService).
-const grpcWindow = 1 << 20
-
 // grpcService serves the gRPC front end with grpc-go.
 //
 // Timeouts, all grpc-go's own: ConnectionTimeout = the idle timeout bounds
@@ -217,15 +214,6 @@ func grpcService(cfg *core.Config, cert tls.Certificate, c *core.Core) (*service
 		grpc.MaxConcurrentStreams(cfg.MaxStreams),
 		grpc.ConnectionTimeout(cfg.IdleTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
-		// HTTP/2 receive windows of 1 MiB per stream and per connection (the
-		// defaults of hyper, under the Rust reference server) instead of
-		// grpc-go's 64 KiB grown by BDP estimation: a streaming client that
-		// waits for window for a whole 64 KiB message before it sends any of
-		// it (protobench's engine does) would otherwise never get it, since
-		// grpc-go widens a stream's window only once it has a message's
-		// header. Setting them turns BDP estimation off (README, Notable points).
-		grpc.InitialWindowSize(grpcWindow),
-		grpc.InitialConnWindowSize(grpcWindow),
 	)
 	if cfg.TLS() {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{

@@ -57,11 +57,8 @@ func (s *streams) EchoStream(stream grpc.BidiStreamingServer[pb.StreamMessage, p
 	if err := s.core.Admit(stream.Context()); err != nil {
 		return toStatus(err)
 	}
-	// The response headers go out at once (grpc-go would hold them until
-	// the first reply): a client may wait for them before it sends.
-	if err := stream.SendHeader(nil); err != nil {
-		return err
-	}
+	// grpc-go holds the response headers until the first reply, as is its
+	// default: a client must not wait for them before it sends.
 	for n := 0; ; n++ {
 		m := new(pb.StreamMessage)
 		if err := recv(stream, m); err == io.EOF {
