@@ -115,8 +115,10 @@ class Inbox {
   }
 }
 
-// ws' own close(), past an Inbox's interception.
+// ws' own close(), past an Inbox's interception. The socket is resumed
+// (an Inbox pauses it) so that the client's answer to the close is read.
 function realClose(ws, code, reason) {
+  ws.resume();
   Object.getPrototypeOf(ws).close.call(ws, code, reason);
 }
 
