@@ -1,6 +1,8 @@
 // protobench reference server for Node.js: REST (fastify), REST over HTTP/2
-// (fastify, http2: true), gRPC (@grpc/grpc-js) and SOAP (node-soap behind
-// fastify), configured only by the PROTOBENCH_* environment variables.
+// (fastify, http2: true), gRPC (@grpc/grpc-js), SOAP (node-soap behind
+// fastify) and GraphQL (graphql-js + graphql-http behind fastify), with the
+// streaming operations on the REST and gRPC listeners, configured only by
+// the PROTOBENCH_* environment variables.
 //
 // Process model: PROTOBENCH_WORKERS = 1 runs everything in this process;
 // N > 1 forks N node:cluster workers, each serving every protocol on the
@@ -14,8 +16,9 @@ import { Service } from './service.js';
 import { buildRest } from './rest.js';
 import { buildGrpc, listenGrpc } from './grpc.js';
 import { buildSoap } from './soap.js';
+import { buildGraphql } from './graphql.js';
 
-const PROTOCOLS = ['rest', 'rest-h2', 'grpc', 'soap'];
+const PROTOCOLS = ['rest', 'rest-h2', 'grpc', 'soap', 'graphql'];
 const DRAIN_MS = 10000;
 
 function fail(err) {
@@ -62,9 +65,10 @@ async function serve(config) {
       closers.push(() => close(DRAIN_MS));
       listening.push({ protocol, addr: formatAddr(addr.host, port), tls });
     } else {
-      const app = protocol === 'soap'
-        ? await buildSoap(config, model, service)
-        : buildRest(config, model, service, { http2: protocol === 'rest-h2' });
+      let app;
+      if (protocol === 'soap') app = await buildSoap(config, model, service);
+      else if (protocol === 'graphql') app = buildGraphql(config, model, service);
+      else app = buildRest(config, model, service, { http2: protocol === 'rest-h2' });
       await app.listen({ host: addr.host, port: addr.port, listenTextResolver: () => '' });
       // After listen, the only errors a listening server emits are accept
       // errors; libuv absorbs EMFILE itself (README), and no other one may
