@@ -11,6 +11,11 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   echo "== build: npm ci"
   npm ci --no-audit --no-fund
 fi
+# connect-es descriptors (gen/, not committed): protoc + protoc-gen-es
+if [ ! -f gen/protobench/v1/protobench_pb.js ] || [ -n "$(find ../../contract/proto -name '*.proto' -newer gen/protobench/v1/protobench_pb.js)" ]; then
+  echo "== build: npm run generate"
+  npm run --silent generate
+fi
 
 TMP=$(mktemp -d)
 SERVER_PID=""

@@ -38,7 +38,7 @@ const jsonError = (status, message) => ({ type: 'application/json; charset=utf-8
 // Closes a connection on which no request has begun (its headers have not
 // all arrived) within ms of its start (TCP accept, or the end of the TLS
 // handshake): Node's headersTimeout alone would wait the read timeout.
-function closeIfNoRequest(server, event, ms) {
+export function closeIfNoRequest(server, event, ms) {
   const pending = new WeakMap();
   server.on(event, (socket) => {
     const timer = setTimeout(() => socket.destroy(), ms);

@@ -1,6 +1,7 @@
 // protobench reference server for Node.js: REST (fastify), REST over HTTP/2
 // (fastify, http2: true), gRPC (@grpc/grpc-js), SOAP (node-soap behind
-// fastify) and GraphQL (graphql-js + graphql-http behind fastify), with the
+// fastify), GraphQL (graphql-js + graphql-http behind fastify), Connect and
+// gRPC-Web (connect-es on Node's http), with the
 // streaming operations on the REST and gRPC listeners, configured only by
 // the PROTOBENCH_* environment variables.
 //
@@ -17,8 +18,9 @@ import { buildRest } from './rest.js';
 import { buildGrpc, listenGrpc } from './grpc.js';
 import { buildSoap } from './soap.js';
 import { buildGraphql } from './graphql.js';
+import { CONNECT_PROTOCOLS, connectHandler, buildConnectServer } from './connect.js';
 
-const PROTOCOLS = ['rest', 'rest-h2', 'grpc', 'soap', 'graphql'];
+const PROTOCOLS = ['rest', 'rest-h2', 'grpc', 'soap', 'graphql', ...CONNECT_PROTOCOLS];
 const DRAIN_MS = 10000;
 
 function fail(err) {
@@ -45,6 +47,16 @@ async function closeFastify(app) {
   }
 }
 
+// The same for a plain Node HTTP server.
+async function closeHttp(server) {
+  const timer = setInterval(() => server.closeIdleConnections(), 100);
+  try {
+    await new Promise((resolve) => server.close(() => resolve()));
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 // Starts every configured listener in this process; returns
 // {listening: [{protocol, addr, tls}], close()}.
 async function serve(config) {
@@ -53,13 +65,25 @@ async function serve(config) {
   const tls = !!config.tls;
   const listening = [];
   const closers = [];
+  let connect = null;
   // Listeners are opened one after the other in a fixed order, so cluster
   // workers asking for port 0 all share the same sockets.
   for (const protocol of PROTOCOLS) {
     const given = config.addrs[protocol];
     if (!given) continue;
     const addr = await resolveHost(given);
-    if (protocol === 'grpc') {
+    if (CONNECT_PROTOCOLS.includes(protocol)) {
+      connect ??= connectHandler(config, model, service);
+      const server = buildConnectServer(config, connect);
+      await new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen({ host: addr.host, port: addr.port }, () => { server.off('error', reject); resolve(); });
+      });
+      server.on('error', () => {});
+      closers.push(() => closeHttp(server));
+      const a = server.address();
+      listening.push({ protocol, addr: formatAddr(a.address, a.port), tls });
+    } else if (protocol === 'grpc') {
       const server = buildGrpc(config, model, service);
       const { port, close } = await listenGrpc(server, config, addr);
       closers.push(() => close(DRAIN_MS));

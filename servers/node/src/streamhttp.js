@@ -11,8 +11,8 @@
 //   1,000,000 messages or no message for PROTOBENCH_IDLE_TIMEOUT while one
 //   is awaited, 1009 a message over PROTOBENCH_MAX_REQUEST_BYTES (ws'
 //   maxPayload, checked from the frame header, before it is buffered).
-//   WebSocket over HTTP/2 (RFC 8441) is not served: Node's http2 module has
-//   no extended CONNECT server support that @fastify/websocket uses.
+//   WebSocket over HTTP/2 (RFC 8441) is not served: ws and
+//   @fastify/websocket speak RFC 6455 over HTTP/1.1 only.
 // - Server-Sent Events, GET /v1/stream/sse (`rest` and `rest-h2`).
 // - Polling, GET /v1/stream/poll (`rest` and `rest-h2`).
 import fastifyWebsocket from '@fastify/websocket';
