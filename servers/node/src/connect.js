@@ -28,9 +28,6 @@ import { ApiError } from './errors.js';
 import { decodeMessage, bytesToBase64 } from './jsoncodec.js';
 import { clientErrorHandler, closeIfNoRequest, fastifyServerOptions } from './rest.js';
 
-// Not `grpc-web-text`: connect-es answers application/grpc-web-text with
-// 415 (its gRPC-Web handler serves the binary form only).
-export const CONNECT_PROTOCOLS = ['connect', 'connect-json', 'grpc-web'];
 
 const CODE_OF_KIND = { invalid: Code.InvalidArgument, notfound: Code.NotFound, injected: Code.Unavailable };
 

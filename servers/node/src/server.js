@@ -17,9 +17,9 @@ import { Service } from './service.js';
 import { buildRest } from './rest.js';
 import { buildGrpc, listenGrpc } from './grpc.js';
 import { buildSoap } from './soap.js';
-import { buildGraphql } from './graphql.js';
-import { CONNECT_PROTOCOLS, connectHandler, buildConnectServer } from './connect.js';
 
+// Not `grpc-web-text`: connect-es does not serve it (src/connect.js).
+const CONNECT_PROTOCOLS = ['connect', 'connect-json', 'grpc-web'];
 const PROTOCOLS = ['rest', 'rest-h2', 'grpc', 'soap', 'graphql', ...CONNECT_PROTOCOLS];
 const DRAIN_MS = 10000;
 
@@ -73,6 +73,9 @@ async function serve(config) {
     if (!given) continue;
     const addr = await resolveHost(given);
     if (CONNECT_PROTOCOLS.includes(protocol)) {
+      // GraphQL's and connect-es' modules are loaded only when served
+      // (start-up opens fewer files).
+      const { connectHandler, buildConnectServer } = await import('./connect.js');
       connect ??= connectHandler(config, model, service);
       const server = buildConnectServer(config, connect);
       await new Promise((resolve, reject) => {
@@ -91,7 +94,7 @@ async function serve(config) {
     } else {
       let app;
       if (protocol === 'soap') app = await buildSoap(config, model, service);
-      else if (protocol === 'graphql') app = buildGraphql(config, model, service);
+      else if (protocol === 'graphql') app = (await import('./graphql.js')).buildGraphql(config, model, service);
       else app = buildRest(config, model, service, { http2: protocol === 'rest-h2' });
       await app.listen({ host: addr.host, port: addr.port, listenTextResolver: () => '' });
       // After listen, the only errors a listening server emits are accept
