@@ -306,9 +306,12 @@ export function registerStreams(app, config, model, service, { http2, errorBody,
       if (e instanceof ApiError) return errorBody(reply, e.kind === 'injected' ? 500 : 400, e.message);
       throw e;
     }
+    const head = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' };
+    // HEAD: the headers only (no feed runs for a response without a body)
+    if (request.method === 'HEAD') return reply.code(200).headers(head).send();
     const feed = new Feed(data, req, after);
     reply.hijack();
-    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    reply.raw.writeHead(200, head);
     await writeSse(reply.raw, feed);
     return undefined;
   });

@@ -186,6 +186,10 @@ describe(`streaming (${mode})`, () => {
     const p = await h1(srv.addr.rest, { method: 'POST', path: '/v1/stream/sse' });
     assert.equal(p.status, 405);
     assert.equal(p.headers.allow, 'GET, HEAD');
+    // HEAD of a feed that would run for days: the headers, at once
+    const h = await h1(srv.addr.rest, { method: 'HEAD', path: '/v1/stream/sse?count=1000000&rate=1' });
+    assert.equal(h.status, 200);
+    assert.match(h.headers['content-type'], /^text\/event-stream/);
   });
 
   // ------------------------------------------------------------ SSE, polling
