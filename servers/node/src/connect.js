@@ -23,6 +23,8 @@ import { ConnectError, Code } from '@connectrpc/connect';
 import { toJson, fromJson } from '@bufbuild/protobuf';
 import { Bench } from '../gen/protobench/v1/protobench_pb.js';
 import { Greeter } from '../gen/helloworld/helloworld_pb.js';
+import { Streams, FeedEventSchema, FeedPageSchema, UploadSummarySchema } from '../gen/protobench/v1/stream_pb.js';
+import { Feed, Tally, TOO_MANY_MESSAGES, nowNs, pollPage, validatePoll, validateSubscribe } from './stream.js';
 import { OPERATIONS } from './service.js';
 import { ApiError } from './errors.js';
 import { decodeMessage, bytesToBase64 } from './jsoncodec.js';
@@ -44,12 +46,64 @@ function implementation(service, model, desc) {
         const res = await service.invoke(method.name, native);
         return fromJson(method.output, toJsonable(res));
       } catch (e) {
-        if (e instanceof ApiError) throw new ConnectError(e.message, CODE_OF_KIND[e.kind]);
-        throw e;
+        throw connectError(e);
       }
     };
   }
   return impl;
+}
+
+const connectError = (e) => (e instanceof ApiError ? new ConnectError(e.message, CODE_OF_KIND[e.kind]) : e);
+
+// protobench.v1.Streams over Connect and gRPC-Web (HTTP/1.1): the
+// subscription (server streaming), the upload (client streaming) and the
+// poll; EchoStream needs a full-duplex stream (HTTP/2) and is not served
+// (connect-es answers `unimplemented`). Admitted like the gRPC streams
+// (src/grpcstream.js): the request validated, then the service time and
+// the failure draw once, before the first message; an event is built when
+// connect-es asks for the next one (it writes one at a time).
+function streamsImplementation(service) {
+  const data = service.data;
+  return {
+    async *subscribe(req, ctx) {
+      const request = { count: req.count, items: req.items, rate: req.rate };
+      try {
+        validateSubscribe(request);
+        await service.admit();
+      } catch (e) {
+        throw connectError(e);
+      }
+      const feed = new Feed(data, request);
+      for (;;) {
+        if (ctx.signal.aborted) return;
+        const event = await feed.nextEvent();
+        if (event === null) return;
+        yield fromJson(FeedEventSchema, event);
+      }
+    },
+    async upload(messages) {
+      try {
+        await service.admit();
+      } catch (e) {
+        throw connectError(e);
+      }
+      const tally = new Tally();
+      for await (const m of messages) {
+        if (!tally.add(m)) throw new ConnectError(TOO_MANY_MESSAGES, Code.ResourceExhausted);
+      }
+      return fromJson(UploadSummarySchema, tally.summary());
+    },
+    async poll(req) {
+      try {
+        const request = { count: req.count, items: req.items, rate: req.rate, startNs: String(req.startNs), after: req.after, max: req.max };
+        validatePoll(request);
+        await service.admit();
+        return fromJson(FeedPageSchema, pollPage(data, request, nowNs()));
+      } catch (e) {
+        throw connectError(e);
+      }
+    },
+  };
 }
 
 // The Node request handler serving Connect and gRPC-Web.
@@ -58,6 +112,7 @@ export function connectHandler(config, model, service) {
     routes: (router) => {
       router.service(Bench, implementation(service, model, Bench));
       router.service(Greeter, implementation(service, model, Greeter));
+      router.service(Streams, streamsImplementation(service));
     },
     connect: true,
     grpcWeb: true,

@@ -7,7 +7,10 @@
 // server decides on its own.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { createClient, ConnectError, Code } from '@connectrpc/connect';
+import { createConnectTransport, createGrpcWebTransport } from '@connectrpc/connect-node';
 import { TLS, startServer, h1, pbType } from './lib.js';
+import { Streams } from '../gen/protobench/v1/stream_pb.js';
 
 const mode = TLS ? 'tls' : 'clear';
 const MAX_BYTES = 200000;
@@ -111,6 +114,36 @@ describe(`GraphQL, Connect and gRPC-Web (${mode})`, () => {
     r = await call(srv.addr.connect, 'application/json', JSON.stringify({ payload: 'x'.repeat(MAX_BYTES) }));
     assert.equal(r.status, 429);
     assert.equal(JSON.parse(r.body).code, 'resource_exhausted');
+  });
+
+  it('streams over Connect and gRPC-Web (connect-es client): subscription, upload, poll; bad input', async () => {
+    for (const [proto, make] of [['connect', createConnectTransport], ['grpc-web', createGrpcWebTransport]]) {
+      const transport = make({
+        baseUrl: `${TLS ? 'https' : 'http'}://${TLS ? 'localhost' : '127.0.0.1'}:${srv.addr[proto].split(':')[1]}`,
+        httpVersion: '1.1',
+        nodeOptions: TLS ? { ca: TLS.ca } : {},
+      });
+      const client = createClient(Streams, transport);
+      const events = [];
+      for await (const e of client.subscribe({ count: 4, items: 2, rate: 500 })) events.push(e);
+      assert.deepEqual(events.map((e) => e.seq), [1, 2, 3, 4], proto);
+      assert.deepEqual(events.map((e) => e.scheduledNs - events[0].scheduledNs), [0n, 2000000n, 4000000n, 6000000n]);
+      assert.equal(events[3].items.length, 2);
+      await assert.rejects(async () => { for await (const _ of client.subscribe({ count: 0 })) { /* none */ } }, (e) => {
+        assert.ok(e instanceof ConnectError);
+        assert.equal(e.code, Code.InvalidArgument);
+        assert.equal(e.rawMessage, 'count is 0, expected 1..=1000000');
+        return true;
+      });
+      const page = await client.poll({ count: 3, items: 1, max: 2 });
+      assert.deepEqual(page.events.map((e) => e.seq), [1, 2]);
+      assert.equal(page.done, false);
+      if (proto === 'connect') {
+        async function* messages() { yield { seq: 1, payload: 'a' }; yield { seq: 2, payload: 'b' }; }
+        const summary = await client.upload(messages());
+        assert.deepEqual([summary.count, summary.bytes, summary.checksum], [2, 2n, 1294271946]);
+      }
+    }
   });
 
   it('gRPC-Web: a framed message and the trailer frame; the text form is refused (not served)', async () => {
