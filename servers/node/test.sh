@@ -11,6 +11,11 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   echo "== build: npm ci"
   npm ci --no-audit --no-fund
 fi
+# connect-es descriptors (gen/, not committed): protoc + protoc-gen-es
+if [ ! -f gen/protobench/v1/protobench_pb.js ] || [ -n "$(find ../../contract/proto -name '*.proto' -newer gen/protobench/v1/protobench_pb.js)" ]; then
+  echo "== build: npm run generate"
+  npm run --silent generate
+fi
 
 TMP=$(mktemp -d)
 SERVER_PID=""
@@ -56,16 +61,17 @@ start_server() { # tls(true|false)
   local tlsenv=()
   if [ "$1" = true ]; then tlsenv=(PROTOBENCH_TLS_CERT="$TMP/cert.pem" PROTOBENCH_TLS_KEY="$TMP/key.pem"); fi
   env -u PROTOBENCH_TLS_CERT -u PROTOBENCH_TLS_KEY "${tlsenv[@]}" PROTOBENCH_WORKERS=1 \
-    PROTOBENCH_GRPC_ADDR=127.0.0.1:0 PROTOBENCH_SOAP_ADDR=127.0.0.1:0 \
+    PROTOBENCH_GRPC_ADDR=127.0.0.1:0 PROTOBENCH_SOAP_ADDR=127.0.0.1:0 PROTOBENCH_REST_ADDR=127.0.0.1:0 \
     node src/server.js > "$out" 2>"$TMP/server.err" &
   SERVER_PID=$!
   for _ in $(seq 1 300); do
-    [ "$(grep -c '^listening ' "$out" || true)" -ge 2 ] && break
+    [ "$(grep -c '^listening ' "$out" || true)" -ge 3 ] && break
     sleep 0.1
   done
   GRPC_ADDR=$(sed -n 's/^listening protocol=grpc addr=\([^ ]*\) .*/\1/p' "$out")
   SOAP_ADDR=$(sed -n 's/^listening protocol=soap addr=\([^ ]*\) .*/\1/p' "$out")
-  [ -n "$GRPC_ADDR" ] && [ -n "$SOAP_ADDR" ]
+  REST_ADDR=$(sed -n 's/^listening protocol=rest addr=\([^ ]*\) .*/\1/p' "$out")
+  [ -n "$GRPC_ADDR" ] && [ -n "$SOAP_ADDR" ] && [ -n "$REST_ADDR" ]
 }
 
 stop_server() {
@@ -108,9 +114,32 @@ for tls in false true; do
         && grep -q '"l": "444325235223"' "$TMP/g.out" && grep -q '"color": "RED"' "$TMP/g.out"; then
       ok "grpcurl SayHello via reflection (tls=$tls)"
     else bad "grpcurl SayHello via reflection (tls=$tls)"; cat "$TMP/g.out"; fi
+    # the streams through reflection: a subscription's 3 events, an echo
+    # stream's 2 replies, an upload's summary
+    if timeout 60 "$GRPCURL" "${gflags[@]}" -d '{"count":3,"items":1}' "$GRPC_ADDR" protobench.v1.Streams/Subscribe > "$TMP/g.out" 2>&1 \
+        && [ "$(grep -c '"scheduledNs"' "$TMP/g.out")" -eq 3 ] && grep -q '"seq": 3' "$TMP/g.out"; then
+      ok "grpcurl Subscribe stream via reflection (tls=$tls)"
+    else bad "grpcurl Subscribe stream via reflection (tls=$tls)"; cat "$TMP/g.out"; fi
+    if timeout 60 "$GRPCURL" "${gflags[@]}" -d '{"seq":1,"payload":"a"} {"seq":2,"payload":"b"}' "$GRPC_ADDR" protobench.v1.Streams/EchoStream > "$TMP/g.out" 2>&1 \
+        && [ "$(grep -c '"payload"' "$TMP/g.out")" -eq 2 ] && grep -q '"payload": "b"' "$TMP/g.out"; then
+      ok "grpcurl EchoStream via reflection (tls=$tls)"
+    else bad "grpcurl EchoStream via reflection (tls=$tls)"; cat "$TMP/g.out"; fi
+    # FNV-1a of "ab": 0x4d2505ca = 1294271946
+    if timeout 60 "$GRPCURL" "${gflags[@]}" -d '{"seq":1,"payload":"a"} {"seq":2,"payload":"b"}' "$GRPC_ADDR" protobench.v1.Streams/Upload > "$TMP/g.out" 2>&1 \
+        && grep -q '"count": 2' "$TMP/g.out" && grep -q '"checksum": 1294271946' "$TMP/g.out"; then
+      ok "grpcurl Upload via reflection (tls=$tls)"
+    else bad "grpcurl Upload via reflection (tls=$tls)"; cat "$TMP/g.out"; fi
   else
     echo "SKIP grpcurl not found (go install github.com/fullstorydev/grpcurl/cmd/grpcurl@latest)"
   fi
+  # SSE with curl -N: 3 events, then the end event
+  if [ "$tls" = true ]; then curlflags=(--cacert "$TMP/cert.pem" --resolve "localhost:${REST_ADDR##*:}:127.0.0.1"); sse_url="https://localhost:${REST_ADDR##*:}"
+  else curlflags=(); sse_url="http://$REST_ADDR"; fi
+  if curl -sN --max-time 60 "${curlflags[@]}" "$sse_url/v1/stream/sse?count=3&items=1&rate=100" > "$TMP/sse.out" 2>&1 \
+      && [ "$(grep -c '^event: feed' "$TMP/sse.out")" -eq 3 ] && grep -q '^id: 3' "$TMP/sse.out" \
+      && grep -q '^data: {"count":3}' "$TMP/sse.out"; then
+    ok "curl -N SSE subscription (tls=$tls)"
+  else bad "curl -N SSE subscription (tls=$tls)"; cat "$TMP/sse.out"; fi
   if [ -n "$ZEEP_PY" ]; then
     # The shared check (contract/tests): zeep calls the address the served WSDL names.
     # The certificate is issued to localhost; the server listens on 127.0.0.1.

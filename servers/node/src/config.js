@@ -63,7 +63,10 @@ function parseIntEnv(name, value, def, min, max) {
 export function loadConfig(env = process.env) {
   const addrs = {};
   for (const [proto, key] of [['rest', 'PROTOBENCH_REST_ADDR'], ['rest-h2', 'PROTOBENCH_REST_H2_ADDR'],
-    ['grpc', 'PROTOBENCH_GRPC_ADDR'], ['soap', 'PROTOBENCH_SOAP_ADDR']]) {
+    ['grpc', 'PROTOBENCH_GRPC_ADDR'], ['soap', 'PROTOBENCH_SOAP_ADDR'], ['graphql', 'PROTOBENCH_GRAPHQL_ADDR'],
+    ['connect', 'PROTOBENCH_CONNECT_ADDR'], ['connect-json', 'PROTOBENCH_CONNECT_JSON_ADDR'],
+    // not PROTOBENCH_GRPC_WEB_TEXT_ADDR: connect-es does not serve gRPC-Web's text form (README)
+    ['grpc-web', 'PROTOBENCH_GRPC_WEB_ADDR']]) {
     if (env[key] !== undefined && env[key] !== '') addrs[proto] = parseAddr(key, env[key]);
   }
 

@@ -8,7 +8,8 @@ import { ReflectionService } from '@grpc/reflection';
 import { protoDir, formatAddr } from './config.js';
 import { PROTO_FILES } from './model.js';
 import { OPERATIONS } from './service.js';
-import { ApiError } from './errors.js';
+import { UndecodableRequest, toStatus } from './grpcstatus.js';
+import { streamHandlers } from './grpcstream.js';
 import { addWireIndex, checkWire, WireError } from './pbcheck.js';
 
 export const LOADER_OPTIONS = {
@@ -21,24 +22,45 @@ export const LOADER_OPTIONS = {
   includeDirs: [protoDir],
 };
 
-const CODE_OF_KIND = {
-  invalid: grpc.status.INVALID_ARGUMENT,
-  notfound: grpc.status.NOT_FOUND,
-  injected: grpc.status.UNAVAILABLE,
-};
-
-class UndecodableRequest {
-  constructor(message) { this.message = message; }
+// grpc-js answers a request its deserializer throws on with INTERNAL; the
+// contract wants INVALID_ARGUMENT, so the proto-loader deserializers are
+// wrapped: a message that fails our strict wire check (or protobufjs)
+// becomes an UndecodableRequest, which the handler reports.
+export function strictDefinition(service, model, requestTypes) {
+  const definition = {};
+  for (const [name, m] of Object.entries(service)) {
+    const decode = m.requestDeserialize;
+    const info = model.get(requestTypes[name]);
+    definition[name] = {
+      ...m,
+      requestDeserialize: (buf) => {
+        try {
+          checkWire(info, buf);
+          return decode(buf);
+        } catch (e) {
+          // our wire check says what is wrong; whatever protobufjs
+          // throws after it passed could name protobufjs' own code
+          const why = e instanceof WireError ? e.message : 'invalid protobuf encoding';
+          return new UndecodableRequest(`undecodable ${info.fullName} message: ${why}`);
+        }
+      },
+    };
+  }
+  return definition;
 }
 
-function toStatus(err) {
-  if (err instanceof ApiError) return { code: CODE_OF_KIND[err.kind], details: err.message };
-  return { code: grpc.status.INTERNAL, details: 'internal error' };
+let cachedDefinition = null;
+
+// The proto-loader package definition of the contract's .proto files,
+// loaded once per process (gRPC and the WebSocket codecs share it).
+export function loadPackageDefinition() {
+  cachedDefinition ??= protoLoader.loadSync(PROTO_FILES, LOADER_OPTIONS);
+  return cachedDefinition;
 }
 
 export function buildGrpc(config, model, service) {
   addWireIndex(model);
-  const packageDefinition = protoLoader.loadSync(PROTO_FILES, LOADER_OPTIONS);
+  const packageDefinition = loadPackageDefinition();
   const pkg = grpc.loadPackageDefinition(packageDefinition);
 
   const server = new grpc.Server({
@@ -59,28 +81,8 @@ export function buildGrpc(config, model, service) {
     let svc = services[svcName];
     if (!svc) {
       const ctor = svcName.split('.').reduce((o, k) => o[k], pkg);
-      // grpc-js answers a request its deserializer throws on with INTERNAL;
-      // the contract wants INVALID_ARGUMENT, so the proto-loader deserializer
-      // is wrapped and the handler reports the failure.
-      const definition = {};
-      for (const [name, m] of Object.entries(ctor.service)) {
-        const decode = m.requestDeserialize;
-        const info = model.get(OPERATIONS[name].request);
-        definition[name] = {
-          ...m,
-          requestDeserialize: (buf) => {
-            try {
-              checkWire(info, buf);
-              return decode(buf);
-            } catch (e) {
-              // our wire check says what is wrong; whatever protobufjs
-              // throws after it passed could name protobufjs' own code
-              const why = e instanceof WireError ? e.message : 'invalid protobuf encoding';
-              return new UndecodableRequest(`undecodable ${info.fullName} message: ${why}`);
-            }
-          },
-        };
-      }
+      const requestTypes = Object.fromEntries(Object.keys(ctor.service).map((n) => [n, OPERATIONS[n].request]));
+      const definition = strictDefinition(ctor.service, model, requestTypes);
       svc = services[svcName] = { definition, handlers: {} };
     }
     svc.handlers[op] = (call, callback) => {
@@ -100,6 +102,10 @@ export function buildGrpc(config, model, service) {
       else callback(null, res);
     };
   }
+  // protobench.v1.Streams (contract/README.md "Streaming"): src/grpcstream.js
+  const streams = pkg.protobench.v1.Streams.service;
+  const streamTypes = Object.fromEntries(Object.entries(streams).map(([n, m]) => [n, `protobench.v1.${m.requestType.type.name}`]));
+  services['protobench.v1.Streams'] = { definition: strictDefinition(streams, model, streamTypes), handlers: streamHandlers(service) };
   for (const { definition, handlers } of Object.values(services)) server.addService(definition, handlers);
   new ReflectionService(packageDefinition).addToServer(server);
   return server;

@@ -8,7 +8,7 @@ import protobuf from 'protobufjs';
 import path from 'node:path';
 import { protoDir } from './config.js';
 
-export const PROTO_FILES = ['protobench/v1/protobench.proto', 'helloworld/helloworld.proto'];
+export const PROTO_FILES = ['protobench/v1/protobench.proto', 'protobench/v1/stream.proto', 'helloworld/helloworld.proto'];
 
 // protoc's ToJsonName: drop '_' and upper-case the following character.
 export function jsonName(name) {

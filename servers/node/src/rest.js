@@ -4,6 +4,7 @@ import Fastify from 'fastify';
 import { OPERATIONS } from './service.js';
 import { ApiError } from './errors.js';
 import { decodeMessage, jsonSchema, bytesToBase64 } from './jsoncodec.js';
+import { registerStreams } from './streamhttp.js';
 
 const STATUS_OF_KIND = { invalid: 400, notfound: 404, injected: 500 };
 
@@ -37,7 +38,7 @@ const jsonError = (status, message) => ({ type: 'application/json; charset=utf-8
 // Closes a connection on which no request has begun (its headers have not
 // all arrived) within ms of its start (TCP accept, or the end of the TLS
 // handshake): Node's headersTimeout alone would wait the read timeout.
-function closeIfNoRequest(server, event, ms) {
+export function closeIfNoRequest(server, event, ms) {
   const pending = new WeakMap();
   server.on(event, (socket) => {
     const timer = setTimeout(() => socket.destroy(), ms);
@@ -45,13 +46,16 @@ function closeIfNoRequest(server, event, ms) {
     pending.set(socket, timer);
     socket.once('close', () => clearTimeout(timer));
   });
-  server.prependListener('request', (req) => {
+  const started = (req) => {
     const timer = pending.get(req.socket);
     if (timer !== undefined) {
       clearTimeout(timer);
       pending.delete(req.socket);
     }
-  });
+  };
+  server.prependListener('request', started);
+  // a WebSocket upgrade request is a request too
+  server.prependListener('upgrade', started);
 }
 
 // The server-limit settings of contract/README.md, all Node's and
@@ -136,7 +140,21 @@ export function buildRest(config, model, service, { http2 }) {
   app.setErrorHandler(restErrorHandler);
   app.setNotFoundHandler((_request, reply) => errorBody(reply, 404, 'not found'));
 
-  const methods = app.supportedMethods;
+  // Known path, wrong method: 405 with Allow, answered in onRequest, i.e.
+  // before any body is read or parsed.
+  const methodNotAllowed = (url, allow) => {
+    const allowed = allow.split(', ');
+    app.route({
+      method: app.supportedMethods.filter((m) => !allowed.includes(m)),
+      url,
+      onRequest: (_request, reply) => {
+        // replying from the hook ends the request here (done is not called)
+        reply.header('allow', allow);
+        errorBody(reply, 405, `method not allowed; allowed: ${allow}`);
+      },
+      handler: () => {},
+    });
+  };
   for (const [op, def] of Object.entries(OPERATIONS)) {
     const [method, url] = def.rest;
     const reqInfo = model.get(def.request);
@@ -160,20 +178,8 @@ export function buildRest(config, model, service, { http2 }) {
       handler,
     });
 
-    // Known path, wrong method: 405 with Allow, answered in onRequest, i.e.
-    // before any body is read or parsed.
-    const allow = method === 'GET' ? 'GET, HEAD' : method;
-    const others = methods.filter((m) => m !== method && !(method === 'GET' && m === 'HEAD'));
-    app.route({
-      method: others,
-      url,
-      onRequest: (_request, reply) => {
-        // replying from the hook ends the request here (done is not called)
-        reply.header('allow', allow);
-        errorBody(reply, 405, `method not allowed; allowed: ${allow}`);
-      },
-      handler: () => {},
-    });
+    methodNotAllowed(url, method === 'GET' ? 'GET, HEAD' : method);
   }
+  registerStreams(app, config, model, service, { http2, errorBody, methodNotAllowed });
   return app;
 }

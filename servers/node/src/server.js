@@ -1,6 +1,9 @@
 // protobench reference server for Node.js: REST (fastify), REST over HTTP/2
-// (fastify, http2: true), gRPC (@grpc/grpc-js) and SOAP (node-soap behind
-// fastify), configured only by the PROTOBENCH_* environment variables.
+// (fastify, http2: true), gRPC (@grpc/grpc-js), SOAP (node-soap behind
+// fastify), GraphQL (graphql-js + graphql-http behind fastify), Connect and
+// gRPC-Web (connect-es on Node's http), with the
+// streaming operations on the REST and gRPC listeners, configured only by
+// the PROTOBENCH_* environment variables.
 //
 // Process model: PROTOBENCH_WORKERS = 1 runs everything in this process;
 // N > 1 forks N node:cluster workers, each serving every protocol on the
@@ -15,7 +18,9 @@ import { buildRest } from './rest.js';
 import { buildGrpc, listenGrpc } from './grpc.js';
 import { buildSoap } from './soap.js';
 
-const PROTOCOLS = ['rest', 'rest-h2', 'grpc', 'soap'];
+// Not `grpc-web-text`: connect-es does not serve it (src/connect.js).
+const CONNECT_PROTOCOLS = ['connect', 'connect-json', 'grpc-web'];
+const PROTOCOLS = ['rest', 'rest-h2', 'grpc', 'soap', 'graphql', ...CONNECT_PROTOCOLS];
 const DRAIN_MS = 10000;
 
 function fail(err) {
@@ -42,6 +47,16 @@ async function closeFastify(app) {
   }
 }
 
+// The same for a plain Node HTTP server.
+async function closeHttp(server) {
+  const timer = setInterval(() => server.closeIdleConnections(), 100);
+  try {
+    await new Promise((resolve) => server.close(() => resolve()));
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 // Starts every configured listener in this process; returns
 // {listening: [{protocol, addr, tls}], close()}.
 async function serve(config) {
@@ -50,21 +65,37 @@ async function serve(config) {
   const tls = !!config.tls;
   const listening = [];
   const closers = [];
+  let connect = null;
   // Listeners are opened one after the other in a fixed order, so cluster
   // workers asking for port 0 all share the same sockets.
   for (const protocol of PROTOCOLS) {
     const given = config.addrs[protocol];
     if (!given) continue;
     const addr = await resolveHost(given);
-    if (protocol === 'grpc') {
+    if (CONNECT_PROTOCOLS.includes(protocol)) {
+      // GraphQL's and connect-es' modules are loaded only when served
+      // (start-up opens fewer files).
+      const { connectHandler, buildConnectServer } = await import('./connect.js');
+      connect ??= connectHandler(config, model, service);
+      const server = buildConnectServer(config, connect);
+      await new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen({ host: addr.host, port: addr.port }, () => { server.off('error', reject); resolve(); });
+      });
+      server.on('error', () => {});
+      closers.push(() => closeHttp(server));
+      const a = server.address();
+      listening.push({ protocol, addr: formatAddr(a.address, a.port), tls });
+    } else if (protocol === 'grpc') {
       const server = buildGrpc(config, model, service);
       const { port, close } = await listenGrpc(server, config, addr);
       closers.push(() => close(DRAIN_MS));
       listening.push({ protocol, addr: formatAddr(addr.host, port), tls });
     } else {
-      const app = protocol === 'soap'
-        ? await buildSoap(config, model, service)
-        : buildRest(config, model, service, { http2: protocol === 'rest-h2' });
+      let app;
+      if (protocol === 'soap') app = await buildSoap(config, model, service);
+      else if (protocol === 'graphql') app = (await import('./graphql.js')).buildGraphql(config, model, service);
+      else app = buildRest(config, model, service, { http2: protocol === 'rest-h2' });
       await app.listen({ host: addr.host, port: addr.port, listenTextResolver: () => '' });
       // After listen, the only errors a listening server emits are accept
       // errors; libuv absorbs EMFILE itself (README), and no other one may

@@ -173,4 +173,20 @@ export class Service {
     if (this.draw.fails()) throw injected();
     return o.handle(req);
   }
+
+  // Admits a streaming call whose request (if any) is already validated:
+  // the injected service time, then the failure draw, once per stream.
+  // Returns nothing or a Promise; throws (or rejects with) the injected
+  // failure.
+  admit() {
+    if (this.delay) {
+      const p = this.delay();
+      if (p) return p.then(() => this.drawOnce());
+    }
+    return this.drawOnce();
+  }
+
+  drawOnce() {
+    if (this.draw.fails()) throw injected();
+  }
 }

@@ -42,7 +42,10 @@ export async function startServer(env = {}, { timeoutMs = 40000, wrap = [] } = {
   const fullEnv = { ...process.env, PROTOBENCH_WORKERS: '1', ...ALL_ADDRS, ...env };
   for (const k of Object.keys(fullEnv)) if (k.startsWith('PROTOBENCH_TLS_')) delete fullEnv[k];
   if (TLS) Object.assign(fullEnv, { PROTOBENCH_TLS_CERT: TLS.cert, PROTOBENCH_TLS_KEY: TLS.key });
-  const expected = Object.entries({ rest: 'PROTOBENCH_REST_ADDR', 'rest-h2': 'PROTOBENCH_REST_H2_ADDR', grpc: 'PROTOBENCH_GRPC_ADDR', soap: 'PROTOBENCH_SOAP_ADDR' })
+  const expected = Object.entries({
+    rest: 'PROTOBENCH_REST_ADDR', 'rest-h2': 'PROTOBENCH_REST_H2_ADDR', grpc: 'PROTOBENCH_GRPC_ADDR', soap: 'PROTOBENCH_SOAP_ADDR',
+    graphql: 'PROTOBENCH_GRAPHQL_ADDR', connect: 'PROTOBENCH_CONNECT_ADDR', 'connect-json': 'PROTOBENCH_CONNECT_JSON_ADDR', 'grpc-web': 'PROTOBENCH_GRPC_WEB_ADDR',
+  })
     .filter(([, k]) => fullEnv[k]).map(([p]) => p);
   const argv = [...wrap, process.execPath, 'src/server.js'];
   const child = spawn(argv[0], argv.slice(1), { cwd: serverDir, env: fullEnv, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -64,7 +67,7 @@ export async function startServer(env = {}, { timeoutMs = 40000, wrap = [] } = {
         const line = stdout.slice(0, nl);
         stdout = stdout.slice(nl + 1);
         lines.push(line);
-        const m = /^listening protocol=(rest|rest-h2|grpc|soap) addr=(127\.0\.0\.1:\d+) tls=(true|false)$/.exec(line);
+        const m = /^listening protocol=(rest|rest-h2|grpc|soap|graphql|connect|connect-json|grpc-web) addr=(127\.0\.0\.1:\d+) tls=(true|false)$/.exec(line);
         if (!m) continue;
         addr[m[1]] = m[2];
         if (expected.every((p) => addr[p])) { clearTimeout(timer); resolve(); }
