@@ -10,6 +10,7 @@ import dev.protobench.server.grpc.GrpcServerLifecycle;
 import dev.protobench.server.rest.BenchController;
 import dev.protobench.server.rest.RestErrors;
 import dev.protobench.server.soap.SoapConfig;
+import dev.protobench.server.stream.StreamWebConfig;
 import dev.protobench.server.web.TomcatConfig;
 import java.io.IOException;
 import org.springframework.boot.SpringApplication;
@@ -29,7 +30,7 @@ import sun.misc.Signal;
  */
 @SpringBootConfiguration(proxyBeanMethods = false)
 @EnableAutoConfiguration(exclude = WebServicesAutoConfiguration.class)
-@Import({TomcatConfig.class, SoapConfig.class, RestErrors.class, ListeningLines.class})
+@Import({TomcatConfig.class, SoapConfig.class, StreamWebConfig.class, RestErrors.class, ListeningLines.class})
 public class ProtobenchApplication {
 
     /** Read in main() before Spring starts; a bad PROTOBENCH_* value ends the process there. */
@@ -77,9 +78,14 @@ public class ProtobenchApplication {
         return new BenchController(data, policy);
     }
 
+    /** The dataset as protobuf messages: gRPC's answers, and every transport's feed events. */
     @Bean
-    public GrpcServerLifecycle grpcServer(BenchConfig config, Dataset data, RequestPolicy policy) throws IOException {
-        GrpcData grpcData = config.listener(BenchConfig.Protocol.GRPC) == null ? null : new GrpcData(data);
+    public GrpcData grpcData(Dataset data) throws IOException {
+        return new GrpcData(data);
+    }
+
+    @Bean
+    public GrpcServerLifecycle grpcServer(BenchConfig config, GrpcData grpcData, RequestPolicy policy) {
         return new GrpcServerLifecycle(config, grpcData, policy);
     }
 
