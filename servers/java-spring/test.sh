@@ -28,7 +28,7 @@ work="$here/.tmp"
 rm -rf "$work"
 mkdir -p "$work/gen"
 .venv/bin/python -m grpc_tools.protoc -I ../../contract/proto --python_out="$work/gen" \
-  protobench/v1/protobench.proto helloworld/helloworld.proto
+  protobench/v1/protobench.proto protobench/v1/stream.proto helloworld/helloworld.proto
 touch "$work/gen/protobench/__init__.py" "$work/gen/protobench/v1/__init__.py" "$work/gen/helloworld/__init__.py"
 
 exec .venv/bin/python tests/check.py "$here" "$work/gen" "$work"

@@ -639,6 +639,26 @@ def main():
     finally:
         s.stop("spin")
 
+    section("streaming: bad input, limits, edges")
+    import stream_checks
+    limit = 65536
+    s = Server({"PROTOBENCH_MAX_REQUEST_BYTES": str(limit), "PROTOBENCH_IDLE_TIMEOUT": "2s"}, protocols=("rest", "grpc"))
+    try:
+        stream_checks.check_websocket(check, s, limit, 2)
+        stream_checks.check_sse_and_poll(check, s)
+        ch = grpc_channel(s)
+        stream_checks.check_grpc(check, s, ch, limit)
+        ch.close()
+    finally:
+        s.stop("streams")
+    s = Server({"PROTOBENCH_FAILURE_RATE": "1"}, protocols=("rest", "grpc"))
+    try:
+        ch = grpc_channel(s)
+        stream_checks.check_injected_failure(check, s, ch)
+        ch.close()
+    finally:
+        s.stop("streams-failing")
+
     section("gRPC only (no web server)")
     s = Server({}, protocols=("grpc",))
     try:

@@ -3,7 +3,15 @@ package dev.protobench.server.stream;
 import dev.protobench.server.BenchConfig;
 import dev.protobench.server.RequestPolicy;
 import dev.protobench.server.grpc.GrpcData;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletRequestWrapper;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.Collections;
+import java.util.Enumeration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -14,6 +22,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.boot.web.servlet.FilterRegistrationBean;
+import org.springframework.core.Ordered;
 import org.springframework.http.HttpHeaders;
 import org.springframework.http.HttpMethod;
 import org.springframework.http.HttpStatus;
@@ -21,6 +31,7 @@ import org.springframework.http.MediaType;
 import org.springframework.http.server.ServerHttpRequest;
 import org.springframework.http.server.ServerHttpResponse;
 import org.springframework.web.socket.WebSocketHandler;
+import org.springframework.web.filter.OncePerRequestFilter;
 import org.springframework.web.socket.config.annotation.EnableWebSocket;
 import org.springframework.web.socket.config.annotation.WebSocketConfigurer;
 import org.springframework.web.socket.config.annotation.WebSocketHandlerRegistry;
@@ -39,6 +50,7 @@ public class StreamWebConfig implements WebSocketConfigurer {
 
     /** Tomcat's WebSocket frame buffers (per connection); a message may be larger, gathered by the handler. */
     static final int FRAME_BUFFER_BYTES = 64 * 1024;
+    private static final String EXTENSIONS = "Sec-WebSocket-Extensions";
 
     private final BenchConfig config;
     private final RequestPolicy policy;
@@ -78,11 +90,53 @@ public class StreamWebConfig implements WebSocketConfigurer {
     public void registerWebSocketHandlers(WebSocketHandlerRegistry registry) {
         WsStreams ws = new WsStreams(items, feeds, timer, config.maxRequestBytes, config.idleTimeout);
         HandshakeInterceptor admit = new Admission(policy);
-        registry.addHandler(ws.echo(), "/v1/stream/ws/echo").addInterceptors(admit).setAllowedOriginPatterns("*");
-        registry.addHandler(ws.subscribe(), "/v1/stream/ws/subscribe").addInterceptors(admit)
-                .setAllowedOriginPatterns("*");
-        registry.addHandler(ws.upload(), "/v1/stream/ws/upload").addInterceptors(admit)
-                .setAllowedOriginPatterns("*");
+        registry.addHandler(ws.echo(), "/v1/stream/ws/echo")
+                .addHandler(ws.subscribe(), "/v1/stream/ws/subscribe")
+                .addHandler(ws.upload(), "/v1/stream/ws/upload")
+                .addInterceptors(admit).setAllowedOriginPatterns("*");
+    }
+
+    /**
+     * No WebSocket extensions: the WebSocket paths see requests without Sec-WebSocket-Extensions,
+     * so permessage-deflate (which Tomcat accepts whenever a client offers it, as Python's
+     * websockets does, and which no Spring setting turns off: Tomcat adds its installed extensions
+     * to any list Spring gives) is never negotiated. Frames then carry the messages as they are,
+     * as on the other stacks, so bytes per message compare. Tomcat 10.1.55 with permessage-deflate
+     * and partial messages also let a 65,537-byte message past a 65,536-byte limit here.
+     */
+    @Bean
+    public FilterRegistrationBean<OncePerRequestFilter> noWebSocketExtensions() {
+        FilterRegistrationBean<OncePerRequestFilter> reg = new FilterRegistrationBean<>(new OncePerRequestFilter() {
+            @Override
+            protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response,
+                    FilterChain chain) throws ServletException, IOException {
+                chain.doFilter(new HttpServletRequestWrapper(request) {
+                    private boolean hidden(String name) {
+                        return EXTENSIONS.equalsIgnoreCase(name);
+                    }
+
+                    @Override
+                    public String getHeader(String name) {
+                        return hidden(name) ? null : super.getHeader(name);
+                    }
+
+                    @Override
+                    public Enumeration<String> getHeaders(String name) {
+                        return hidden(name) ? Collections.emptyEnumeration() : super.getHeaders(name);
+                    }
+
+                    @Override
+                    public Enumeration<String> getHeaderNames() {
+                        List<String> names = Collections.list(super.getHeaderNames());
+                        names.removeIf(this::hidden);
+                        return Collections.enumeration(names);
+                    }
+                }, response);
+            }
+        });
+        reg.addUrlPatterns("/v1/stream/ws/*");
+        reg.setOrder(Ordered.HIGHEST_PRECEDENCE + 1);
+        return reg;
     }
 
     /**
@@ -140,7 +194,7 @@ public class StreamWebConfig implements WebSocketConfigurer {
             response.getHeaders().setContentLength(body.length);
             try {
                 response.getBody().write(body);
-            } catch (java.io.IOException e) {
+            } catch (IOException e) {
                 // the client is gone
             }
             return false;
