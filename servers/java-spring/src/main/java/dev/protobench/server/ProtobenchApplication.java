@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.cfg.CoercionAction;
 import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
 import com.fasterxml.jackson.databind.type.LogicalType;
 import org.springframework.boot.autoconfigure.jackson.Jackson2ObjectMapperBuilderCustomizer;
+import dev.protobench.server.graphql.GraphQlConfig;
 import dev.protobench.server.grpc.GrpcData;
 import dev.protobench.server.grpc.GrpcServerLifecycle;
 import dev.protobench.server.rest.BenchController;
@@ -30,7 +31,7 @@ import sun.misc.Signal;
  */
 @SpringBootConfiguration(proxyBeanMethods = false)
 @EnableAutoConfiguration(exclude = WebServicesAutoConfiguration.class)
-@Import({TomcatConfig.class, SoapConfig.class, StreamWebConfig.class, RestErrors.class, ListeningLines.class})
+@Import({TomcatConfig.class, SoapConfig.class, StreamWebConfig.class, GraphQlConfig.class, RestErrors.class, ListeningLines.class})
 public class ProtobenchApplication {
 
     /** Read in main() before Spring starts; a bad PROTOBENCH_* value ends the process there. */
