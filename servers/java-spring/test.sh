@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the java-spring server if needed, then checks it with tests/check.py: Spring's own
 # error cases, ALPN, TLS handshakes, stalled requests, failure-injection, service-time and
-# shutdown rules, clear text and TLS (every workload on every protocol:
+# shutdown rules, the streaming operations' and GraphQL's bad input and limits, clear text and
+# TLS (every workload on every protocol:
 # scripts/verify-servers.sh java-spring; bad input and the other server limits:
 # contract/tests/probe.sh java-spring). Ends with "N passed, M failed"; exits non-zero on any
 # failure.
