@@ -170,6 +170,9 @@ def check_sse_and_poll(check, server):
               and all(e.get("event") == "feed" for e in events[:5])
               and events[5] == {"event": "end", "data": '{"count":5}'} and len(events) == 6,
               f"{r.headers.get('content-type')} {events}")
+        check("sse: events written as the contract shows them (`id: 1`, `event: feed`, `data: {...}`)",
+              r.text.startswith('id: 1\nevent: feed\ndata: {"seq":1,') and r.text.endswith('event: end\ndata: {"count":5}\n\n'),
+              repr(r.text[:80]) + " ... " + repr(r.text[-40:]))
         first = json.loads(events[0]["data"])
         check("sse: data is the FeedEvent's JSON (int64 stamp as a string)",
               first["seq"] == 1 and isinstance(first["scheduledNs"], str) and len(first["items"]) == 1, str(first))

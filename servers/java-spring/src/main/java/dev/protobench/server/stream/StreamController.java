@@ -9,7 +9,9 @@ import dev.protobench.v1.PollRequest;
 import dev.protobench.v1.SubscribeRequest;
 import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
@@ -21,6 +23,7 @@ import org.springframework.http.ResponseEntity;
 import org.springframework.http.server.ServerHttpResponse;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter;
 import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 
 /**
@@ -107,15 +110,65 @@ public class StreamController {
                 taken.await();
                 FeedEvent event;
                 while ((event = feed.awaitNext()) != null) {
-                    send(event().id(Integer.toString(event.getSeq())).name("feed").data(StreamRules.json(event)));
+                    send(new Lines().id(Integer.toString(event.getSeq())).name("feed").data(StreamRules.json(event)));
                 }
-                send(event().name("end").data("{\"count\":" + feed.count() + "}"));
+                send(new Lines().name("end").data("{\"count\":" + feed.count() + "}"));
                 complete();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } catch (IOException | IllegalStateException e) {
                 // the client went away (or the response was completed): nothing more to send
             }
+        }
+    }
+
+    /**
+     * One event as the contract writes it: `field: value` lines (Spring's own builder writes no
+     * space after the colon, which SSE allows but the contract's form has), then a blank line.
+     */
+    private static final class Lines implements SseEmitter.SseEventBuilder {
+        private static final MediaType UTF8_TEXT = new MediaType("text", "plain", StandardCharsets.UTF_8);
+        private final StringBuilder text = new StringBuilder();
+
+        private Lines line(String field, String value) {
+            text.append(field).append(": ").append(value).append('\n');
+            return this;
+        }
+
+        @Override
+        public Lines id(String id) {
+            return line("id", id);
+        }
+
+        @Override
+        public Lines name(String name) {
+            return line("event", name);
+        }
+
+        @Override
+        public Lines comment(String comment) {
+            text.append(": ").append(comment).append('\n');
+            return this;
+        }
+
+        @Override
+        public Lines reconnectTime(long millis) {
+            return line("retry", Long.toString(millis));
+        }
+
+        @Override
+        public Lines data(Object object) {
+            return line("data", object.toString());
+        }
+
+        @Override
+        public Lines data(Object object, MediaType mediaType) {
+            return data(object);
+        }
+
+        @Override
+        public Set<ResponseBodyEmitter.DataWithMediaType> build() {
+            return Set.of(new ResponseBodyEmitter.DataWithMediaType(text + "\n", UTF8_TEXT));
         }
     }
 
