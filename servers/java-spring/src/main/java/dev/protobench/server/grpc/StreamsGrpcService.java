@@ -200,7 +200,7 @@ public final class StreamsGrpcService extends StreamsGrpc.StreamsImplBase {
     private final class Pump {
         private final ServerCallStreamObserver<FeedEvent> out;
         private final SubscribeRequest request;
-        private Feed feed;
+        private Feed<FeedEvent> feed;
         private boolean ended;
         private boolean timerSet;
 
@@ -211,7 +211,7 @@ public final class StreamsGrpcService extends StreamsGrpc.StreamsImplBase {
 
         synchronized void start() {
             // the schedule starts when the stream is admitted
-            feed = new Feed(items, request, 0);
+            feed = new Feed<>(StreamRules.protobuf(items), request, 0);
             run();
         }
 
@@ -260,7 +260,9 @@ public final class StreamsGrpcService extends StreamsGrpc.StreamsImplBase {
         }
         respond.with(out, () -> {
             try {
-                return StreamRules.page(items, request, StreamRules.nowNs());
+                StreamRules.Page<FeedEvent> page = StreamRules.page(request, StreamRules.nowNs(),
+                        StreamRules.protobuf(items));
+                return FeedPage.newBuilder().addAllEvents(page.events()).setDone(page.done()).build();
             } catch (StreamRules.Invalid e) {
                 throw new IllegalStateException("validated above", e);
             }

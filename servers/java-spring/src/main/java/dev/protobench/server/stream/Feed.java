@@ -1,9 +1,6 @@
 package dev.protobench.server.stream;
 
-import dev.protobench.v1.FeedEvent;
-import dev.protobench.v1.Item;
 import dev.protobench.v1.SubscribeRequest;
-import java.util.List;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -11,11 +8,18 @@ import java.util.concurrent.locks.LockSupport;
  * prepared in advance). The schedule is anchored once, when the stream starts: System.nanoTime
  * for waiting, the wall clock for the stamps. An event is never sent before its time; a late one
  * is sent at once with its scheduled stamp. At rate 0 each event is stamped when it is built.
- * Not thread-safe: one stream uses it from one thread at a time.
+ * The event's form is the transport's (a protobuf FeedEvent, or the record Jackson writes as
+ * JSON): `maker` builds it. Not thread-safe: one stream uses it from one thread at a time.
  */
-public final class Feed {
+public final class Feed<E> {
 
-    private final List<Item> dataset;
+    /** Builds event seq of `items` items stamped scheduledNs, in a transport's form. */
+    @FunctionalInterface
+    public interface Maker<E> {
+        E event(int seq, int items, long scheduledNs);
+    }
+
+    private final Maker<E> maker;
     private final int count;
     private final int items;
     private final int rate;
@@ -26,8 +30,8 @@ public final class Feed {
     private int next;
 
     /** A feed of `request` (validated) starting now with the event after `after`. */
-    public Feed(List<Item> dataset, SubscribeRequest request, int after) {
-        this.dataset = dataset;
+    public Feed(Maker<E> maker, SubscribeRequest request, int after) {
+        this.maker = maker;
         this.count = request.getCount();
         this.items = request.getItems();
         this.rate = request.getRate();
@@ -55,14 +59,14 @@ public final class Feed {
     }
 
     /** Builds the next event (call when done() is false and delayNanos() <= 0). */
-    public FeedEvent take() {
+    public E take() {
         int seq = next++;
         long stamp = rate == 0 ? StreamRules.nowNs() : baseNs + StreamRules.offsetNs(seq, rate) - skew;
-        return StreamRules.event(dataset, seq, items, stamp);
+        return maker.event(seq, items, stamp);
     }
 
     /** Waits (parking this thread) until the next event is due, then builds it; null after the last. */
-    public FeedEvent awaitNext() throws InterruptedException {
+    public E awaitNext() throws InterruptedException {
         if (done()) {
             return null;
         }

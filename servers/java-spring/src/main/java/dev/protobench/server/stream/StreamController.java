@@ -3,14 +3,11 @@ package dev.protobench.server.stream;
 import dev.protobench.server.RequestPolicy;
 import dev.protobench.server.rest.BenchController;
 import dev.protobench.server.rest.RestErrors;
-import dev.protobench.v1.FeedEvent;
-import dev.protobench.v1.Item;
 import dev.protobench.v1.PollRequest;
 import dev.protobench.v1.SubscribeRequest;
 import jakarta.servlet.http.HttpServletRequest;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -37,12 +34,12 @@ import org.springframework.web.servlet.mvc.method.annotation.SseEmitter;
 @RestController
 public class StreamController {
 
-    private final List<Item> items;
+    private final FeedJson json;
     private final RequestPolicy policy;
     private final ExecutorService feeds;
 
-    public StreamController(List<Item> items, RequestPolicy policy, ExecutorService feeds) {
-        this.items = items;
+    public StreamController(FeedJson json, RequestPolicy policy, ExecutorService feeds) {
+        this.json = json;
         this.policy = policy;
         this.feeds = feeds;
     }
@@ -72,8 +69,8 @@ public class StreamController {
         }
         policy.serviceTimeThenDraw();
         FeedEmitter emitter = new FeedEmitter();
-        Feed feed = new Feed(items, request, after);
-        emitter.task.set(feeds.submit(() -> emitter.run(feed)));
+        Feed<FeedJson.Event> feed = new Feed<>(json.maker(), request, after);
+        emitter.task.set(feeds.submit(() -> emitter.run(feed, json)));
         return ResponseEntity.ok().header(HttpHeaders.CACHE_CONTROL, "no-cache").body(emitter);
     }
 
@@ -105,12 +102,12 @@ public class StreamController {
             taken.countDown();
         }
 
-        void run(Feed feed) {
+        void run(Feed<FeedJson.Event> feed, FeedJson json) {
             try {
                 taken.await();
-                FeedEvent event;
+                FeedJson.Event event;
                 while ((event = feed.awaitNext()) != null) {
-                    send(new Lines().id(Integer.toString(event.getSeq())).name("feed").data(StreamRules.json(event)));
+                    send(new Lines().id(Long.toString(event.seq())).name("feed").data(json.write(event)));
                 }
                 send(new Lines().name("end").data("{\"count\":" + feed.count() + "}"));
                 complete();
@@ -183,7 +180,7 @@ public class StreamController {
         }
         policy.serviceTimeThenDraw();
         try {
-            byte[] page = StreamRules.jsonBytes(StreamRules.page(items, request, StreamRules.nowNs()));
+            String page = json.write(StreamRules.page(request, StreamRules.nowNs(), json.maker()));
             return ResponseEntity.ok().contentType(MediaType.APPLICATION_JSON).body(page);
         } catch (StreamRules.Invalid e) {
             return RestErrors.body(HttpStatus.BAD_REQUEST, e.getMessage(), null);

@@ -4,7 +4,6 @@ import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.protobuf.Message;
 import com.google.protobuf.util.JsonFormat;
 import dev.protobench.v1.FeedEvent;
-import dev.protobench.v1.FeedPage;
 import dev.protobench.v1.Item;
 import dev.protobench.v1.PollRequest;
 import dev.protobench.v1.StreamMessage;
@@ -12,6 +11,7 @@ import dev.protobench.v1.SubscribeRequest;
 import dev.protobench.v1.UploadSummary;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -99,22 +99,32 @@ public final class StreamRules {
     }
 
     /** Event seq of a feed of `items` items per event: the dataset's items ((seq-1)*items + j) mod 1395. */
-    public static FeedEvent event(List<Item> dataset, int seq, int items, long scheduledNs) {
-        FeedEvent.Builder b = FeedEvent.newBuilder().setSeq(seq).setScheduledNs(scheduledNs);
+    public static <T> List<T> eventItems(List<T> dataset, int seq, int items) {
+        List<T> out = new ArrayList<>(items);
         long first = (Math.max(seq, 1) - 1L) * items;
         int n = dataset.size();
         for (int j = 0; j < items; j++) {
-            b.addItems(dataset.get((int) ((first + j) % n)));
+            out.add(dataset.get((int) ((first + j) % n)));
         }
-        return b.build();
+        return out;
+    }
+
+    /** The feed's events as protobuf (gRPC, binary WebSocket frames). */
+    public static Feed.Maker<FeedEvent> protobuf(List<Item> dataset) {
+        return (seq, items, stamp) -> FeedEvent.newBuilder().setSeq(seq).setScheduledNs(stamp)
+                .addAllItems(eventItems(dataset, seq, items)).build();
+    }
+
+    /** One page of a polled feed, in a transport's form. */
+    public record Page<E>(List<E> events, boolean done) {
     }
 
     /** The events after `after` that are due at nowNs, at most max (and 16,384 items). */
-    public static FeedPage page(List<Item> dataset, PollRequest r, long nowNs) throws Invalid {
+    public static <E> Page<E> page(PollRequest r, long nowNs, Feed.Maker<E> maker) throws Invalid {
         validate(r);
         int byItems = r.getItems() == 0 ? Integer.MAX_VALUE : Math.max(1, MAX_PAGE_ITEMS / r.getItems());
         int last = (int) Math.min(r.getCount(), (long) r.getAfter() + Math.min(r.getMax(), byItems));
-        FeedPage.Builder page = FeedPage.newBuilder();
+        List<E> events = new ArrayList<>();
         int lastSeq = 0;
         for (int seq = r.getAfter() + 1; seq <= last; seq++) {
             long stamp = nowNs;
@@ -125,10 +135,10 @@ public final class StreamRules {
                 }
                 stamp = due;
             }
-            page.addEvents(event(dataset, seq, r.getItems(), stamp));
+            events.add(maker.event(seq, r.getItems(), stamp));
             lastSeq = seq;
         }
-        return page.setDone(lastSeq == r.getCount() || r.getAfter() == r.getCount()).build();
+        return new Page<>(events, lastSeq == r.getCount() || r.getAfter() == r.getCount());
     }
 
     /** What an upload has received so far: count, payload bytes and their 32-bit FNV-1a. */

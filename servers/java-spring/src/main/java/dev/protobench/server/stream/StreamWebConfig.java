@@ -1,6 +1,8 @@
 package dev.protobench.server.stream;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.protobench.server.BenchConfig;
+import dev.protobench.server.Dataset;
 import dev.protobench.server.RequestPolicy;
 import dev.protobench.server.grpc.GrpcData;
 import jakarta.servlet.FilterChain;
@@ -55,13 +57,16 @@ public class StreamWebConfig implements WebSocketConfigurer {
     private final BenchConfig config;
     private final RequestPolicy policy;
     private final List<dev.protobench.v1.Item> items;
+    private final FeedJson json;
     private final ExecutorService feeds;
     private final ScheduledExecutorService timer;
 
-    public StreamWebConfig(BenchConfig config, RequestPolicy policy, GrpcData data) {
+    public StreamWebConfig(BenchConfig config, RequestPolicy policy, GrpcData data, Dataset dataset,
+            ObjectMapper mapper) {
         this.config = config;
         this.policy = policy;
         this.items = data.itemList.getItemsList();
+        this.json = new FeedJson(mapper, dataset.items);
         AtomicInteger n = new AtomicInteger();
         this.feeds = Executors.newCachedThreadPool(r -> daemon(r, "feed-" + n.incrementAndGet()));
         this.timer = Executors.newSingleThreadScheduledExecutor(r -> daemon(r, "ws-idle"));
@@ -75,7 +80,7 @@ public class StreamWebConfig implements WebSocketConfigurer {
 
     @Bean
     public StreamController streamController() {
-        return new StreamController(items, policy, feeds);
+        return new StreamController(json, policy, feeds);
     }
 
     @Bean
@@ -88,7 +93,7 @@ public class StreamWebConfig implements WebSocketConfigurer {
 
     @Override
     public void registerWebSocketHandlers(WebSocketHandlerRegistry registry) {
-        WsStreams ws = new WsStreams(items, feeds, timer, config.maxRequestBytes, config.idleTimeout);
+        WsStreams ws = new WsStreams(items, json, feeds, timer, config.maxRequestBytes, config.idleTimeout);
         HandshakeInterceptor admit = new Admission(policy);
         registry.addHandler(ws.echo(), "/v1/stream/ws/echo")
                 .addHandler(ws.subscribe(), "/v1/stream/ws/subscribe")

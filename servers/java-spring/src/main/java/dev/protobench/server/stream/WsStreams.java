@@ -17,6 +17,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
 import org.springframework.web.socket.BinaryMessage;
 import org.springframework.web.socket.CloseStatus;
 import org.springframework.web.socket.TextMessage;
@@ -29,7 +30,8 @@ import org.springframework.web.socket.WebSocketSession;
  * WebSocketHandlers on Tomcat's WebSocket container (RFC 6455 over HTTP/1.1).
  *
  * A text frame carries a message's canonical JSON, a binary frame its protobuf; a reply goes in
- * the frame type of the message it answers. Handlers take partial messages, so Tomcat holds
+ * the frame type of the message it answers. Feed events in JSON are Jackson's (FeedJson, as
+ * REST); the small echo and upload messages go through protobuf's JsonFormat. Handlers take partial messages, so Tomcat holds
  * only its small frame buffers and the handler gathers one message up to
  * PROTOBENCH_MAX_REQUEST_BYTES, closing with 1009 as soon as a message passes it (before it is
  * buffered whole). Close codes: 1000 the clean end, 1007 a message that does not decode or is
@@ -46,14 +48,16 @@ public final class WsStreams {
     private static final String STATE = "protobench.ws";
 
     private final List<Item> items;
+    private final FeedJson json;
     private final ExecutorService feeds;
     private final ScheduledExecutorService timer;
     private final int maxMessageBytes;
     private final Duration idleTimeout;
 
-    public WsStreams(List<Item> items, ExecutorService feeds, ScheduledExecutorService timer, int maxMessageBytes,
-            Duration idleTimeout) {
+    public WsStreams(List<Item> items, FeedJson json, ExecutorService feeds, ScheduledExecutorService timer,
+            int maxMessageBytes, Duration idleTimeout) {
         this.items = items;
+        this.json = json;
         this.feeds = feeds;
         this.timer = timer;
         this.maxMessageBytes = maxMessageBytes;
@@ -115,17 +119,24 @@ public final class WsStreams {
                     close(s.session, StreamRules.CLOSE_INVALID, e.getMessage());
                     return;
                 }
-                Feed feed = new Feed(items, r, 0);
-                s.feed = feeds.submit(() -> sendFeed(s.session, text, feed));
+                // the events in the request's frame type: JSON text (Jackson, as REST) or protobuf
+                if (text) {
+                    Feed<FeedJson.Event> feed = new Feed<>(json.maker(), r, 0);
+                    s.feed = feeds.submit(() -> sendFeed(s.session, feed, e -> new TextMessage(json.write(e))));
+                } else {
+                    Feed<FeedEvent> feed = new Feed<>(StreamRules.protobuf(items), r, 0);
+                    s.feed = feeds.submit(() -> sendFeed(s.session, feed, e -> new BinaryMessage(e.toByteArray())));
+                }
             }
         };
     }
 
-    private static void sendFeed(WebSocketSession session, boolean text, Feed feed) {
+    private static <E> void sendFeed(WebSocketSession session, Feed<E> feed,
+            Function<E, WebSocketMessage<?>> frame) {
         try {
-            FeedEvent event;
+            E event;
             while ((event = feed.awaitNext()) != null) {
-                if (!send(session, text, event)) {
+                if (!send(session, frame.apply(event))) {
                     return;
                 }
             }
@@ -271,7 +282,10 @@ public final class WsStreams {
 
     /** Sends one message in the given frame type; false when the session is closed. */
     private static boolean send(WebSocketSession session, boolean text, Message m) throws IOException {
-        WebSocketMessage<?> frame = text ? new TextMessage(StreamRules.json(m)) : new BinaryMessage(m.toByteArray());
+        return send(session, text ? new TextMessage(StreamRules.json(m)) : new BinaryMessage(m.toByteArray()));
+    }
+
+    private static boolean send(WebSocketSession session, WebSocketMessage<?> frame) throws IOException {
         synchronized (session) {
             if (!session.isOpen()) {
                 return false;
