@@ -20,6 +20,7 @@ import graphql.GraphqlErrorBuilder;
 import java.util.Base64;
 import java.util.Locale;
 import java.util.Map;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.graphql.execution.DataFetcherExceptionResolver;
@@ -68,6 +69,7 @@ public class GraphQlConfig {
      * nulls of unset fields that a GraphQL response carries for every selected field.
      */
     @Bean
+    @ConditionalOnWebApplication
     public GraphQlHttpHandler graphQlHttpHandler(WebGraphQlHandler handler) {
         return new GraphQlHttpHandler(handler, new MappingJackson2HttpMessageConverter(JsonMapper.builder().build()));
     }
