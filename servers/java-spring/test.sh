@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the java-spring server if needed, then checks it with tests/check.py: Spring's own
 # error cases, ALPN, TLS handshakes, stalled requests, failure-injection, service-time and
-# shutdown rules, clear text and TLS (every workload on every protocol:
+# shutdown rules, the streaming operations' and GraphQL's bad input and limits, clear text and
+# TLS (every workload on every protocol:
 # scripts/verify-servers.sh java-spring; bad input and the other server limits:
 # contract/tests/probe.sh java-spring). Ends with "N passed, M failed"; exits non-zero on any
 # failure.
@@ -28,7 +29,7 @@ work="$here/.tmp"
 rm -rf "$work"
 mkdir -p "$work/gen"
 .venv/bin/python -m grpc_tools.protoc -I ../../contract/proto --python_out="$work/gen" \
-  protobench/v1/protobench.proto helloworld/helloworld.proto
+  protobench/v1/protobench.proto protobench/v1/stream.proto helloworld/helloworld.proto
 touch "$work/gen/protobench/__init__.py" "$work/gen/protobench/v1/__init__.py" "$work/gen/helloworld/__init__.py"
 
 exec .venv/bin/python tests/check.py "$here" "$work/gen" "$work"

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks what only the java-spring protobench server can get wrong, clear text and TLS: Spring's
 own error cases, ALPN, failure injection, service time, draining, grpcurl through reflection,
+the streaming operations' and GraphQL's bad input and limits (stream_checks.py, graphql_checks.py),
 TLS handshakes, stalled requests, grpc-java's graceful idle close, PROTOBENCH_MAX_STREAMS, a bad
 address. Every workload on every protocol, clear and TLS, is scripts/verify-servers.sh's
 (protobench verify, zeep, ghz, schemathesis); bad input, the contract's error statuses, the size
@@ -638,6 +639,30 @@ def main():
             check("spin REST call takes >= 20 ms", r.status_code == 200 and dt >= 20, f"{dt:.1f} ms")
     finally:
         s.stop("spin")
+
+    section("streaming and GraphQL: bad input, limits, edges")
+    import graphql_checks
+    import stream_checks
+    limit = 65536
+    s = Server({"PROTOBENCH_MAX_REQUEST_BYTES": str(limit), "PROTOBENCH_IDLE_TIMEOUT": "2s"},
+               protocols=("rest", "grpc", "graphql"))
+    try:
+        graphql_checks.check_graphql(check, s, limit)
+        stream_checks.check_websocket(check, s, limit, 2)
+        stream_checks.check_sse_and_poll(check, s)
+        ch = grpc_channel(s)
+        stream_checks.check_grpc(check, s, ch, limit)
+        ch.close()
+    finally:
+        s.stop("streams")
+    s = Server({"PROTOBENCH_FAILURE_RATE": "1"}, protocols=("rest", "grpc", "graphql"))
+    try:
+        graphql_checks.check_graphql_injected_failure(check, s)
+        ch = grpc_channel(s)
+        stream_checks.check_injected_failure(check, s, ch)
+        ch.close()
+    finally:
+        s.stop("streams-failing")
 
     section("gRPC only (no web server)")
     s = Server({}, protocols=("grpc",))

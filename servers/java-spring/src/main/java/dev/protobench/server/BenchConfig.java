@@ -21,6 +21,7 @@ public final class BenchConfig {
         REST("rest", "PROTOBENCH_REST_ADDR"),
         REST_H2("rest-h2", "PROTOBENCH_REST_H2_ADDR"),
         SOAP("soap", "PROTOBENCH_SOAP_ADDR"),
+        GRAPHQL("graphql", "PROTOBENCH_GRAPHQL_ADDR"),
         GRPC("grpc", "PROTOBENCH_GRPC_ADDR");
 
         public final String wireName;

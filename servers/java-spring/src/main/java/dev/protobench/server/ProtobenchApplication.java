@@ -5,11 +5,13 @@ import com.fasterxml.jackson.databind.cfg.CoercionAction;
 import com.fasterxml.jackson.databind.cfg.CoercionInputShape;
 import com.fasterxml.jackson.databind.type.LogicalType;
 import org.springframework.boot.autoconfigure.jackson.Jackson2ObjectMapperBuilderCustomizer;
+import dev.protobench.server.graphql.GraphQlConfig;
 import dev.protobench.server.grpc.GrpcData;
 import dev.protobench.server.grpc.GrpcServerLifecycle;
 import dev.protobench.server.rest.BenchController;
 import dev.protobench.server.rest.RestErrors;
 import dev.protobench.server.soap.SoapConfig;
+import dev.protobench.server.stream.StreamWebConfig;
 import dev.protobench.server.web.TomcatConfig;
 import java.io.IOException;
 import org.springframework.boot.SpringApplication;
@@ -29,7 +31,7 @@ import sun.misc.Signal;
  */
 @SpringBootConfiguration(proxyBeanMethods = false)
 @EnableAutoConfiguration(exclude = WebServicesAutoConfiguration.class)
-@Import({TomcatConfig.class, SoapConfig.class, RestErrors.class, ListeningLines.class})
+@Import({TomcatConfig.class, SoapConfig.class, StreamWebConfig.class, GraphQlConfig.class, RestErrors.class, ListeningLines.class})
 public class ProtobenchApplication {
 
     /** Read in main() before Spring starts; a bad PROTOBENCH_* value ends the process there. */
@@ -77,9 +79,14 @@ public class ProtobenchApplication {
         return new BenchController(data, policy);
     }
 
+    /** The dataset as protobuf messages: gRPC's answers, and every transport's feed events. */
     @Bean
-    public GrpcServerLifecycle grpcServer(BenchConfig config, Dataset data, RequestPolicy policy) throws IOException {
-        GrpcData grpcData = config.listener(BenchConfig.Protocol.GRPC) == null ? null : new GrpcData(data);
+    public GrpcData grpcData(Dataset data) throws IOException {
+        return new GrpcData(data);
+    }
+
+    @Bean
+    public GrpcServerLifecycle grpcServer(BenchConfig config, GrpcData grpcData, RequestPolicy policy) {
         return new GrpcServerLifecycle(config, grpcData, policy);
     }
 

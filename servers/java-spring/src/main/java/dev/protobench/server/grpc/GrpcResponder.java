@@ -38,6 +38,36 @@ public final class GrpcResponder {
         finish(out, handler);
     }
 
+    /**
+     * Admits a stream once, before its first message: the service time (a sleep on the timer,
+     * never holding an executor thread), then the failure draw; an injected failure ends the call
+     * with UNAVAILABLE, otherwise `then` runs (on a gRPC executor thread).
+     */
+    public void admit(StreamObserver<?> out, Runnable then) {
+        if (policy.isSleep()) {
+            timer.schedule(() -> executor.execute(() -> drawThen(out, then)), policy.serviceTimeNanos(),
+                    TimeUnit.NANOSECONDS);
+            return;
+        }
+        if (policy.hasServiceTime()) {
+            policy.spin();
+        }
+        drawThen(out, then);
+    }
+
+    private void drawThen(StreamObserver<?> out, Runnable then) {
+        if (policy.drawFailure()) {
+            safeError(out, Status.UNAVAILABLE.withDescription("injected failure"));
+            return;
+        }
+        then.run();
+    }
+
+    /** The timer that waits out a sleep service time; streams wait for their feed's events on it. */
+    public ScheduledExecutorService timer() {
+        return timer;
+    }
+
     private <T> void finish(StreamObserver<T> out, Supplier<T> handler) {
         try {
             if (policy.drawFailure()) {

@@ -102,6 +102,7 @@ public final class GrpcServerLifecycle implements SmartLifecycle {
                 .maxConcurrentCallsPerConnection((int) Math.min(config.maxStreams, Integer.MAX_VALUE))
                 .addService(ParseErrors.invalidArgument(new BenchGrpcService(data, responder).bindService()))
                 .addService(ParseErrors.invalidArgument(new GreeterGrpcService(responder).bindService()))
+                .addService(new StreamsGrpcService(data.itemList.getItemsList(), responder).definition())
                 .addService(ProtoReflectionServiceV1.newInstance())
                 .addService(ProtoReflectionService.newInstance());
         if (config.tls()) {

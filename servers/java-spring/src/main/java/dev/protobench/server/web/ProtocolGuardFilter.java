@@ -14,12 +14,13 @@ import org.springframework.web.filter.OncePerRequestFilter;
 
 /**
  * Runs first on every HTTP request, before any parsing:
- * - keeps each path on its protocol's listener(s): /soap only on the soap listener, /v1/... only
- *   on the rest and rest-h2 listeners (404 otherwise);
+ * - keeps each path on its protocol's listener(s): /soap only on the soap listener, /graphql only
+ *   on the graphql listener, /v1/... only on the rest and rest-h2 listeners (404 otherwise);
  * - enforces PROTOBENCH_MAX_REQUEST_BYTES (413), from Content-Length or, for a body without one
  *   (chunked HTTP/1.1, HTTP/2), by reading at most limit + 1 bytes;
  * - on /soap: methods other than POST and GET ?wsdl get 405, a POST whose content type is not
  *   text/xml gets 415.
+ * - on /graphql: methods other than POST get 405, a content type other than application/json 415.
  * REST's 404/405/415 come from Spring MVC (RestErrors).
  */
 public final class ProtocolGuardFilter extends OncePerRequestFilter {
@@ -37,11 +38,17 @@ public final class ProtocolGuardFilter extends OncePerRequestFilter {
         String path = request.getRequestURI();
         boolean soapPath = "/soap".equals(path);
         boolean soapListener = protocol == Protocol.SOAP;
-        if (soapPath != soapListener) {
+        String method = request.getMethod();
+        boolean graphqlListener = protocol == Protocol.GRAPHQL;
+        if (soapPath != soapListener || "/graphql".equals(path) != graphqlListener) {
             error(response, 404, "not found");
             return;
         }
-        String method = request.getMethod();
+        if (graphqlListener && !"POST".equals(method)) {
+            response.setHeader("Allow", "POST");
+            error(response, 405, "method " + method + " is not allowed on /graphql; allowed: POST");
+            return;
+        }
         if (soapListener) {
             boolean wsdl = "GET".equals(method) && "wsdl".equalsIgnoreCase(request.getQueryString());
             if (!wsdl && !"POST".equals(method)) {
@@ -71,6 +78,11 @@ public final class ProtocolGuardFilter extends OncePerRequestFilter {
             error(response, 415, "unsupported content type: use text/xml");
             return;
         }
+        if (graphqlListener && !isMime(request.getContentType(), "application/json")) {
+            error(response, 415, "content type " + request.getContentType()
+                    + " is not supported; expected application/json");
+            return;
+        }
         chain.doFilter(request, response);
     }
 
@@ -86,12 +98,16 @@ public final class ProtocolGuardFilter extends OncePerRequestFilter {
     }
 
     private static boolean isTextXml(String contentType) {
+        return isMime(contentType, "text/xml");
+    }
+
+    private static boolean isMime(String contentType, String expected) {
         if (contentType == null) {
             return false;
         }
         int semi = contentType.indexOf(';');
         String mime = (semi < 0 ? contentType : contentType.substring(0, semi)).trim().toLowerCase(Locale.ROOT);
-        return mime.equals("text/xml");
+        return mime.equals(expected);
     }
 
     private static byte[] readAtMost(InputStream in, int max) throws IOException {
