@@ -102,8 +102,14 @@ fn a_stream_preset_measures_each_transport_and_reports_per_message_figures() {
     assert!(!stdout.contains("Relative to the reference protocol"), "{stdout}");
     let html = std::fs::read_to_string(dir.path().join("report/report.html")).unwrap();
     assert!(html.contains("<section id=\"streams\">"));
-    assert!(html.contains("id=\"chart-stream-distribution-stream-echo-64b\""), "a per-message distribution chart");
-    assert!(html.contains("id=\"chart-stream-memory-stream-sub-1k-r1000\""), "a memory per stream chart");
+    assert!(
+        html.contains("id=\"chart-stream-distribution-stream-echo-64b\""),
+        "a per-message distribution chart"
+    );
+    assert!(
+        html.contains("id=\"chart-stream-memory-stream-sub-1k-r1000\""),
+        "a memory per stream chart"
+    );
 }
 
 #[test]
@@ -114,9 +120,18 @@ fn a_stream_preset_names_what_does_not_fit() {
             PRESET.replace("[stream]", "protocols = [\"rest\"]\n[stream]"),
             "protocols: a stream preset's listeners follow from [stream] transports",
         ),
-        (PRESET.replace("\"stream.poll.1k\"", "\"inventory.s\""), "workloads[2]: unknown `inventory.s`"),
-        (PRESET.replace("\"poll\"]", "\"carrier-pigeon\"]"), "stream.transports[3]: unknown `carrier-pigeon`"),
-        (PRESET.replace("kind = \"stream\"", "kind = \"fixed\""), "stream: only goes with kind = \"stream\""),
+        (
+            PRESET.replace("\"stream.poll.1k\"", "\"inventory.s\""),
+            "workloads[2]: unknown `inventory.s`",
+        ),
+        (
+            PRESET.replace("\"poll\"]", "\"carrier-pigeon\"]"),
+            "stream.transports[3]: unknown `carrier-pigeon`",
+        ),
+        (
+            PRESET.replace("kind = \"stream\"", "kind = \"fixed\""),
+            "stream: only goes with kind = \"stream\"",
+        ),
         (
             PRESET.replace("frames = [\"binary\", \"text\"]", "frames = [\"binary\"]\nrate = [0]"),
             "stream.rate: 0 is no message rate",

@@ -14,12 +14,12 @@ use rusqlite::{Connection, ErrorCode, OpenFlags, OptionalExtension, params};
 
 use protobench_model::hdr::EncodedHistogram;
 use protobench_model::load::{LoadResult, TimelinePoint};
-use protobench_model::stream::StreamResult;
 use protobench_model::network::{PointLink, RunLink};
 use protobench_model::run::{
     Failure, Measurement, MeasurementStatus, PointConfig, RunEnvironment, RunRecord, RunStatus, Search, ServerCost,
     Warmup,
 };
+use protobench_model::stream::StreamResult;
 use protobench_model::threshold::{Outcome, Threshold};
 
 /// The schema version this build writes (`PRAGMA user_version`).

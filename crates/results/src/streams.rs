@@ -80,12 +80,14 @@ fn server_cpu_per_message(m: &Measurement, r: &StreamResult) -> Option<f64> {
 
 /// One row per streaming point: medians over its measured repetitions.
 pub fn rows(run: &RunRecord) -> Vec<[String; 14]> {
-    let ns = |v: Option<f64>| v.map_or("-".into(), |v| fmt_ns(v));
+    let ns = |v: Option<f64>| v.map_or("-".into(), fmt_ns);
     stream_points(run)
         .iter()
         .map(|p| {
             let c = p.config;
-            let carried = c.stream.map_or_else(|| "-".into(), |s| format!("{} on {}", s.describe(), c.protocol));
+            let carried = c
+                .stream
+                .map_or_else(|| "-".into(), |s| format!("{} on {}", s.describe(), c.protocol));
             let of = |f: &dyn Fn(&Measurement, &StreamResult) -> Option<f64>| {
                 median(p.ok.iter().filter_map(|(m, r)| f(m, r)))
             };
@@ -107,7 +109,7 @@ pub fn rows(run: &RunRecord) -> Vec<[String; 14]> {
                 of(&|_, r| Some(r.deferred_sends as f64)).map_or("-".into(), fmt_num),
                 format!("{failed} of {opened}"),
                 format!("{} | {}", ns(engine), ns(server)),
-                of(&memory_per_stream).map_or("-".into(), |b| fmt_bytes(b)),
+                of(&memory_per_stream).map_or("-".into(), fmt_bytes),
             ]
         })
         .collect()
@@ -139,9 +141,11 @@ fn series(c: &PointConfig, many_servers: bool) -> String {
 /// The repetition whose received-message rate is the median.
 fn representative<'a>(p: &Reps<'a>) -> Option<&'a StreamResult> {
     let mid = median(p.ok.iter().map(|(_, r)| r.received_per_second))?;
-    p.ok.iter()
-        .map(|(_, r)| *r)
-        .min_by(|a, b| (a.received_per_second - mid).abs().total_cmp(&(b.received_per_second - mid).abs()))
+    p.ok.iter().map(|(_, r)| *r).min_by(|a, b| {
+        (a.received_per_second - mid)
+            .abs()
+            .total_cmp(&(b.received_per_second - mid).abs())
+    })
 }
 
 /// The charts of the streaming points: per workload, the per-message
@@ -183,7 +187,10 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
                 .iter()
                 .filter_map(|p| {
                     let streams = median(p.ok.iter().map(|(_, r)| r.streams.max_open as f64))?;
-                    Some((streams, median(p.ok.iter().filter_map(|(m, r)| memory_per_stream(m, r)))?))
+                    Some((
+                        streams,
+                        median(p.ok.iter().filter_map(|(m, r)| memory_per_stream(m, r)))?,
+                    ))
                 })
                 .collect();
             if !mem.is_empty() {
@@ -192,7 +199,10 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
         }
         let id = slug(&workload);
         if !dist.is_empty() {
-            let y = Axis::auto("latency per message (ms)", dist.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
+            let y = Axis::auto(
+                "latency per message (ms)",
+                dist.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+            );
             out.push(chart(
                 format!("stream-distribution-{id}"),
                 "Per-message latency at every percentile, from the intended send time (an echo's schedule, a \
@@ -206,8 +216,14 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
             ));
         }
         if !hockey.is_empty() {
-            let max_x = hockey.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(0.0, f64::max);
-            let y = Axis::auto("p99 per message (ms)", hockey.iter().flat_map(|l| l.points.iter().map(|p| p.1)));
+            let max_x = hockey
+                .iter()
+                .flat_map(|l| l.points.iter().map(|p| p.0))
+                .fold(0.0, f64::max);
+            let y = Axis::auto(
+                "p99 per message (ms)",
+                hockey.iter().flat_map(|l| l.points.iter().map(|p| p.1)),
+            );
             out.push(chart(
                 format!("stream-rate-{id}"),
                 "Messages received per second against the per-message p99, one point per number of streams open \
@@ -221,8 +237,14 @@ pub fn charts(run: &RunRecord) -> Vec<Chart> {
             ));
         }
         if !memory.is_empty() {
-            let max_x = memory.iter().flat_map(|l| l.points.iter().map(|p| p.0)).fold(0.0, f64::max);
-            let max_y = memory.iter().flat_map(|l| l.points.iter().map(|p| p.1)).fold(0.0, f64::max);
+            let max_x = memory
+                .iter()
+                .flat_map(|l| l.points.iter().map(|p| p.0))
+                .fold(0.0, f64::max);
+            let max_y = memory
+                .iter()
+                .flat_map(|l| l.points.iter().map(|p| p.1))
+                .fold(0.0, f64::max);
             out.push(chart(
                 format!("stream-memory-{id}"),
                 "The server's resident memory per stream open at once: its peak over the window less its memory \

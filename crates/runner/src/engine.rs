@@ -151,7 +151,11 @@ impl LoadEngine {
         out
     }
 
-    async fn measure_stream_now(&self, plan: StreamPlan, cancel: CancellationToken) -> Result<StreamResult, MeasureError> {
+    async fn measure_stream_now(
+        &self,
+        plan: StreamPlan,
+        cancel: CancellationToken,
+    ) -> Result<StreamResult, MeasureError> {
         let mut result = protobench_load::run_stream(plan, cancel)
             .await
             .map_err(|e| MeasureError(error_chain(&e)))?;

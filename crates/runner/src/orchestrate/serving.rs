@@ -255,7 +255,14 @@ async fn verify<E: Engine>(
         let mut streams: Vec<(String, StreamPoint)> = Vec::new();
         for p in &of_protocol {
             if let Some(s) = p.stream {
-                let check = (p.workload.clone(), StreamPoint { rate: None, messages: None, ..s });
+                let check = (
+                    p.workload.clone(),
+                    StreamPoint {
+                        rate: None,
+                        messages: None,
+                        ..s
+                    },
+                );
                 if !streams.contains(&check) {
                     streams.push(check);
                 }
@@ -269,7 +276,9 @@ async fn verify<E: Engine>(
             verify_protocol(c.engine, group, protocol, &target, &workloads).await
         } else {
             match c.engine.verify_streams(protocol, &target, group.tls, &streams).await {
-                Ok(()) if !workloads.is_empty() => verify_protocol(c.engine, group, protocol, &target, &workloads).await,
+                Ok(()) if !workloads.is_empty() => {
+                    verify_protocol(c.engine, group, protocol, &target, &workloads).await
+                }
                 other => other,
             }
         };

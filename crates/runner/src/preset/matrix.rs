@@ -86,7 +86,11 @@ pub(super) fn expand(
             };
             match d.stream {
                 Some(spec) => {
-                    let streaming = ctx.catalog.servers.get(s.as_str()).map_or(&[][..], |m| &m.streaming[..]);
+                    let streaming = ctx
+                        .catalog
+                        .servers
+                        .get(s.as_str())
+                        .map_or(&[][..], |m| &m.streaming[..]);
                     add_stream_points(d, spec, streaming, &mut group, &mut points, notes);
                 }
                 None => add_points(d, &d.top.workloads, &mut group, &mut points),

@@ -38,7 +38,11 @@ pub(super) fn carries(transport: StreamTransport, workload: &str) -> bool {
 }
 
 /// Checks `[stream]` against the kind: required by `stream`, refused by the others.
-pub(super) fn stream_spec(raw: Option<&Spanned<RawStream>>, kind: PointKind, c: &mut Checker<'_>) -> Option<StreamSpec> {
+pub(super) fn stream_spec(
+    raw: Option<&Spanned<RawStream>>,
+    kind: PointKind,
+    c: &mut Checker<'_>,
+) -> Option<StreamSpec> {
     if kind != PointKind::Stream {
         if let Some(r) = raw {
             c.issue(r.span(), "stream", "only goes with kind = \"stream\"");
@@ -64,7 +68,10 @@ pub(super) fn stream_spec(raw: Option<&Spanned<RawStream>>, kind: PointKind, c: 
             .filter_map(|n| Frames::parse(n).ok())
             .collect(),
     };
-    let messages = r.messages.as_ref().map(|_| c.positive(r.messages.as_ref(), "stream.messages", 1, 1));
+    let messages = r
+        .messages
+        .as_ref()
+        .map(|_| c.positive(r.messages.as_ref(), "stream.messages", 1, 1));
     let rates = match &r.rate {
         None => vec![None],
         Some(v) => {

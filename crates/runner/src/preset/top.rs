@@ -159,7 +159,10 @@ fn dimensions(
                 "a stream preset's listeners follow from [stream] transports (grpc on grpc; websocket, sse, poll on rest): leave protocols out",
             );
         }
-        let names: Vec<&str> = protobench_contract::stream::workload::ALL.iter().map(|w| w.name).collect();
+        let names: Vec<&str> = protobench_contract::stream::workload::ALL
+            .iter()
+            .map(|w| w.name)
+            .collect();
         let workloads = c.names(raw.workloads.as_ref(), "workloads", &names);
         return (servers, vec![], workloads);
     }
