@@ -130,16 +130,10 @@ impl<E: Engine> Measurer<'_, E> {
         }
         let window = Duration::from_nanos(m.result.duration_ns);
         let start = returned.checked_sub(window).unwrap_or(returned);
-        if let Some((pid, sampler)) = site.sampled {
-            let samples = sampler.snapshot(pid);
-            let messages = m.result.messages_sent + m.result.messages_received;
-            let (mut cost, rss) = procfs::cost(&samples, start, start + window, messages);
-            if let Some(peak) = site.server.and_then(RunningServer::cgroup_memory_peak) {
-                cost.rss_peak_bytes = cost.rss_peak_bytes.max(peak);
-            }
-            m.cost = Some(cost);
-            m.rss = rss;
-            m.cpu = procfs::cpu_per_second(&samples, start, window);
+        if let Some((cost, rss, cpu)) =
+            server_cost(site, start, window, m.result.messages_sent + m.result.messages_received)
+        {
+            (m.cost, m.rss, m.cpu) = (Some(cost), rss, cpu);
         }
         Ok(m)
     }
@@ -338,15 +332,8 @@ impl<E: Engine> Measurer<'_, E> {
             .map(|at| at + Duration::from_nanos(warmup_ns))
             .filter(|s| *s + window <= returned + Duration::from_millis(50))
             .unwrap_or_else(|| returned.checked_sub(window).unwrap_or(returned));
-        if let Some((pid, sampler)) = site.sampled {
-            let samples = sampler.snapshot(pid);
-            let (mut cost, rss) = procfs::cost(&samples, start, start + window, m.result.calls);
-            if let Some(peak) = site.server.and_then(RunningServer::cgroup_memory_peak) {
-                cost.rss_peak_bytes = cost.rss_peak_bytes.max(peak);
-            }
-            m.cost = Some(cost);
-            m.rss = rss;
-            m.cpu = procfs::cpu_per_second(&samples, start, window);
+        if let Some((cost, rss, cpu)) = server_cost(site, start, window, m.result.calls) {
+            (m.cost, m.rss, m.cpu) = (Some(cost), rss, cpu);
         }
         Ok(m)
     }
@@ -447,6 +434,24 @@ fn watch_seconds(
 
 /// A search cut short by Ctrl-C: nothing is kept (the caller sees the
 /// cancellation and records nothing).
+/// The sampled server's cost over the window from `start` (its CPU per
+/// one of `count`: calls, or a stream's messages), its RSS and CPU per
+/// second; `None` when nothing is sampled (a target without a PID).
+fn server_cost(
+    site: &Site<'_>,
+    start: Instant,
+    window: Duration,
+    count: u64,
+) -> Option<(ServerCost, Vec<u64>, Vec<u64>)> {
+    let (pid, sampler) = site.sampled?;
+    let samples = sampler.snapshot(pid);
+    let (mut cost, rss) = procfs::cost(&samples, start, start + window, count);
+    if let Some(peak) = site.server.and_then(RunningServer::cgroup_memory_peak) {
+        cost.rss_peak_bytes = cost.rss_peak_bytes.max(peak);
+    }
+    Some((cost, rss, procfs::cpu_per_second(&samples, start, window)))
+}
+
 fn interrupted(site: &Site<'_>) -> MeasureError {
     MeasureError(format!("interrupted during the search of {}", site.point.label()))
 }
