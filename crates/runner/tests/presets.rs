@@ -347,7 +347,7 @@ fn broken_presets_name_file_line_key_and_accepted_values() {
         // unknown kind lists the kinds
         (
             "kind = \"sweep\"\nservers = [\"rust\"]\nprotocols = [\"rest\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n",
-            "presets/t.toml:1:8: kind: unknown value `sweep` (accepted: fixed, discover, ramp, rate)",
+            "presets/t.toml:1:8: kind: unknown value `sweep` (accepted: fixed, discover, ramp, rate, stream)",
         ),
         // unknown protocol lists the protocols
         (
