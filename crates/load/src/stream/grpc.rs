@@ -199,6 +199,22 @@ pub(crate) fn frame<M: prost::Message>(message: &M) -> Bytes {
 pub(crate) struct GrpcSink(pub(crate) SendStream<Bytes>);
 
 impl GrpcSink {
+    /// Waits until the stream can carry data (its HEADERS are out and the
+    /// peer's window has room): part of a stream's set-up, so that its
+    /// first message is not counted as deferred for a stream still opening.
+    pub(crate) async fn ready(&mut self) -> Result<(), Outcome> {
+        self.0.reserve_capacity(1);
+        while self.0.capacity() == 0 {
+            match std::future::poll_fn(|cx| self.0.poll_capacity(cx)).await {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(broken("opening the stream", e)),
+                None => return Err(Outcome::new(StreamEndKind::Broken, "the stream closed while opening")),
+            }
+        }
+        self.0.reserve_capacity(0);
+        Ok(())
+    }
+
     /// Sends one framed message as the flow-control window allows, in as
     /// many pieces as it takes: a message larger than the peer's window
     /// (64 KiB messages against grpc-go's default 65,535-byte stream

@@ -159,7 +159,8 @@ pub(crate) async fn open_stream(
                 // message to answer (grpc++ and grpc-go do by default):
                 // waiting for the head before the first message would
                 // deadlock, so it is read with the first reply, and the
-                // stream is ready once its request is out.
+                // stream is ready once its request is out and it can carry data.
+                sink.ready().await?;
                 return Ok(Opened {
                     sink: Some(AnySink::Grpc(sink)),
                     source: AnySource::Grpc(grpc::GrpcSource::later(response)),
