@@ -472,7 +472,7 @@ fn streams_section(run: &RunRecord) -> String {
     let mut h = String::from(
         "<section id=\"streams\"><h2>Streams</h2><p>Each streaming point: its workload carried one way \
          (gRPC streams, WebSocket in binary or text frames, Server-Sent Events, polling), its streams open at \
-         once, each replaced when it ends. Medians over repetitions. Per-message latency runs from the \
+         once, each replaced when it ends. Medians over repetitions; ± is the 95% confidence interval of the message rate (Student t). Per-message latency runs from the \
          intended send time: an echo's schedule, or the server's stamp on a pushed event, so a stream that \
          falls behind shows it. <em>deferred sends</em>: messages that could not go out at their time (flow \
          control, a full buffer). <em>CPU/msg</em>: over the messages sent and received. \

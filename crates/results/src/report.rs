@@ -47,7 +47,7 @@ pub fn json(run: &RunRecord) -> String {
 }
 
 /// `median ±half` for a rate.
-fn rate_cell(s: &Option<Summary>) -> String {
+pub(crate) fn rate_cell(s: &Option<Summary>) -> String {
     match s {
         None => "-".into(),
         Some(s) => match s.half_width() {
@@ -57,7 +57,7 @@ fn rate_cell(s: &Option<Summary>) -> String {
     }
 }
 
-fn ns_cell(s: &Option<Summary>) -> String {
+pub(crate) fn ns_cell(s: &Option<Summary>) -> String {
     s.as_ref().map_or("-".into(), |s| fmt_ns(s.median))
 }
 
@@ -386,7 +386,7 @@ pub fn text_table(run: &RunRecord) -> String {
         out = table.render();
     }
     if let Some(streams) = crate::streams::text(run) {
-        out.push_str("\nStreams (medians over repetitions; per-message latency from the intended send time)\n");
+        out.push_str("\nStreams (medians over repetitions, ± the 95% interval of the rate; per-message latency from the intended send time)\n");
         out.push_str(&streams);
     }
     out

@@ -1,6 +1,6 @@
 //! The report of a run's streaming points (`kind = "stream"`,
 //! docs/streaming.md): one row per point with the medians over its
-//! repetitions, and three charts per workload: the per-message latency
+//! repetitions (messages received per second with its 95% interval), and three charts per workload: the per-message latency
 //! distribution per way of carrying it, messages per second against the
 //! p99 as streams are added, and the server's memory per open stream.
 //!
@@ -91,6 +91,7 @@ pub fn rows(run: &RunRecord) -> Vec<[String; 14]> {
             let of = |f: &dyn Fn(&Measurement, &StreamResult) -> Option<f64>| {
                 median(p.ok.iter().filter_map(|(m, r)| f(m, r)))
             };
+            let summary = |f: &dyn Fn(&StreamResult) -> f64| Summary::of(&p.ok.iter().map(|(_, r)| f(r)).collect::<Vec<_>>());
             let engine = of(&|_, r| Some(r.cpu_ns_per_message));
             let server = of(&server_cpu_per_message);
             let failed: u64 = p.ok.iter().map(|(_, r)| r.failed_streams()).sum();
@@ -101,10 +102,10 @@ pub fn rows(run: &RunRecord) -> Vec<[String; 14]> {
                 carried,
                 c.concurrency.to_string(),
                 p.ok.len().to_string(),
-                of(&|_, r| Some(r.received_per_second)).map_or("-".into(), fmt_num),
+                crate::report::rate_cell(&summary(&|r| r.received_per_second)),
                 of(&|_, r| Some(r.sent_per_second)).map_or("-".into(), fmt_num),
-                ns(of(&|_, r| Some(r.latency.p50_ns as f64))),
-                ns(of(&|_, r| Some(r.latency.p99_ns as f64))),
+                crate::report::ns_cell(&summary(&|r| r.latency.p50_ns as f64)),
+                crate::report::ns_cell(&summary(&|r| r.latency.p99_ns as f64)),
                 ns(of(&|_, r| Some(r.first_message.p50_ns as f64))),
                 of(&|_, r| Some(r.deferred_sends as f64)).map_or("-".into(), fmt_num),
                 format!("{failed} of {opened}"),
