@@ -249,8 +249,7 @@ impl Check {
 /// The first error message of a GraphQL response that has `errors`. Only
 /// a body that mentions `"errors"` is parsed.
 pub(crate) fn graphql_error(body: &[u8]) -> Option<String> {
-    const KEY: &[u8] = b"\"errors\"";
-    if !body.windows(KEY.len()).any(|w| w == KEY) {
+    if memchr::memmem::find(body, b"\"errors\"").is_none() {
         return None;
     }
     let v: serde_json::Value = serde_json::from_slice(body).ok()?;
@@ -279,6 +278,16 @@ pub(crate) use protobench_model::load::grpc_code_name;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_graphql_error_is_found_only_at_the_top_level() {
+        let failed = br#"{"data":null,"errors":[{"message":"boom","extensions":{"code":"INJECTED_FAILURE"}}]}"#;
+        assert_eq!(graphql_error(failed).as_deref(), Some("boom"));
+        assert_eq!(graphql_error(br#"{"errors":[{}]}"#).as_deref(), Some("(no message)"));
+        assert_eq!(graphql_error(br#"{"data":{"echo":{"payload":"x"}}}"#), None);
+        // "errors" as a value inside the data is no error.
+        assert_eq!(graphql_error(br#"{"data":{"echo":{"payload":""errors""}}}"#), None);
+    }
     use crate::driver::GrpcStatus;
 
     fn grpc_check() -> Check {

@@ -91,7 +91,8 @@ pub fn rows(run: &RunRecord) -> Vec<[String; 14]> {
             let of = |f: &dyn Fn(&Measurement, &StreamResult) -> Option<f64>| {
                 median(p.ok.iter().filter_map(|(m, r)| f(m, r)))
             };
-            let summary = |f: &dyn Fn(&StreamResult) -> f64| Summary::of(&p.ok.iter().map(|(_, r)| f(r)).collect::<Vec<_>>());
+            let summary =
+                |f: &dyn Fn(&StreamResult) -> f64| Summary::of(&p.ok.iter().map(|(_, r)| f(r)).collect::<Vec<_>>());
             let engine = of(&|_, r| Some(r.cpu_ns_per_message));
             let server = of(&server_cpu_per_message);
             let failed: u64 = p.ok.iter().map(|(_, r)| r.failed_streams()).sum();
