@@ -249,9 +249,7 @@ impl Check {
 /// The first error message of a GraphQL response that has `errors`. Only
 /// a body that mentions `"errors"` is parsed.
 pub(crate) fn graphql_error(body: &[u8]) -> Option<String> {
-    if memchr::memmem::find(body, b"\"errors\"").is_none() {
-        return None;
-    }
+    memchr::memmem::find(body, b"\"errors\"")?;
     let v: serde_json::Value = serde_json::from_slice(body).ok()?;
     let errors = v.get("errors")?.as_array()?;
     let first = errors.first()?;

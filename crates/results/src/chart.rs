@@ -93,3 +93,22 @@ pub(crate) fn representative<'a>(
             dx.total_cmp(&dy)
         })
 }
+
+/// A rate's median with the half-width of its 95% interval (`1,234 ±56`),
+/// `-` when there is none: the tables' rate cell.
+pub(crate) fn rate_cell(s: &Option<protobench_model::stats::Summary>) -> String {
+    use protobench_model::format::fmt_rate;
+    match s {
+        None => "-".into(),
+        Some(s) => match s.half_width() {
+            Some(h) => format!("{} ±{}", fmt_rate(s.median), fmt_rate(h)),
+            None => fmt_rate(s.median),
+        },
+    }
+}
+
+/// A duration's median, `-` when there is none.
+pub(crate) fn ns_cell(s: &Option<protobench_model::stats::Summary>) -> String {
+    s.as_ref()
+        .map_or("-".into(), |s| protobench_model::format::fmt_ns(s.median))
+}

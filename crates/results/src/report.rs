@@ -47,19 +47,7 @@ pub fn json(run: &RunRecord) -> String {
 }
 
 /// `median ±half` for a rate.
-pub(crate) fn rate_cell(s: &Option<Summary>) -> String {
-    match s {
-        None => "-".into(),
-        Some(s) => match s.half_width() {
-            Some(h) => format!("{} ±{}", fmt_rate(s.median), fmt_rate(h)),
-            None => fmt_rate(s.median),
-        },
-    }
-}
-
-pub(crate) fn ns_cell(s: &Option<Summary>) -> String {
-    s.as_ref().map_or("-".into(), |s| fmt_ns(s.median))
-}
+use crate::chart::{ns_cell, rate_cell};
 
 fn flags(a: &PointAggregate) -> String {
     let mut f = Vec::new();
