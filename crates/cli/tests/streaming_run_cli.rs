@@ -110,6 +110,30 @@ fn a_stream_preset_measures_each_transport_and_reports_per_message_figures() {
         html.contains("id=\"chart-stream-memory-stream-sub-1k-r1000\""),
         "a memory per stream chart"
     );
+
+    // The JSON report of a streaming run keeps to its published schema.
+    let out = Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .current_dir(dir.path())
+        .args(["report", "1", "--format", "json", "--db", "r.db", "--out", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("json/report.json")).unwrap()).unwrap();
+    assert!(
+        v["run"]["measurements"][0]["stream"]["messages_received"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/report.schema.json");
+    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
 }
 
 #[test]

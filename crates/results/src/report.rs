@@ -8,6 +8,7 @@ use protobench_model::format::{TextTable, fmt_bytes, fmt_ns, fmt_rate};
 use protobench_model::network::{fmt_bits, fmt_ms};
 use serde::Serialize;
 
+use crate::chart::{ns_cell, rate_cell};
 use protobench_model::findings::{Conditions, Finding, Judgement};
 use protobench_model::run::{PointAggregate, PointKind, RunRecord};
 use protobench_model::stats::Summary;
@@ -45,9 +46,6 @@ pub fn json(run: &RunRecord) -> String {
     };
     serde_json::to_string_pretty(&report).expect("serializing plain data cannot fail")
 }
-
-/// `median ±half` for a rate.
-use crate::chart::{ns_cell, rate_cell};
 
 fn flags(a: &PointAggregate) -> String {
     let mut f = Vec::new();
