@@ -12,6 +12,8 @@
 //! - unsaved measurements: the run is incomplete, the file is unique to its
 //!   database and never overwritten, `import` brings it in once
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -151,13 +153,7 @@ fn quick_preset_runs_stores_and_reports() {
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("json/report.json")).unwrap()).unwrap();
     assert_eq!(v["aggregates"].as_array().unwrap().len(), 16);
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/report.schema.json");
-    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&v)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
+    let errors = common::schema_errors("report.schema.json", &v);
     assert!(errors.is_empty(), "{errors:#?}");
 
     chromium_renders(&html_path);

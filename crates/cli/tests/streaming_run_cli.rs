@@ -6,6 +6,8 @@
 //!
 //! Bounded: a few points of 0.3 s each after a 0.1 s warm-up.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -126,13 +128,7 @@ fn a_stream_preset_measures_each_transport_and_reports_per_message_figures() {
             .unwrap()
             > 0
     );
-    let schema_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/schema/report.schema.json");
-    let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(schema_path).unwrap()).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(&v)
-        .map(|e| format!("{e} at {}", e.instance_path))
-        .collect();
+    let errors = common::schema_errors("report.schema.json", &v);
     assert!(errors.is_empty(), "{errors:#?}");
 }
 
