@@ -61,7 +61,7 @@ fn injected_failures_are_counted_under_each_protocols_error_kind() {
     let expected = expected_failures(7, CALLS, RATE);
     assert!((60..=140).contains(&expected), "the seed gives {expected}");
     for (protocol, kind, sample) in [
-        ("graphql", "wrong_response", "graphql error: injected failure"),
+        ("graphql", "graphql_error", "graphql error: injected failure"),
         ("connect", "http_status", "http status 503 (expected 200)"),
         ("connect-json", "http_status", "http status 503 (expected 200)"),
         (

@@ -51,28 +51,33 @@ pub fn from_text(text: &[u8]) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-/// A parsed gRPC-Web response body.
+/// A parsed gRPC-Web response body, borrowing from it: the engine parses
+/// every response, so nothing is copied or allocated but the two small
+/// lists.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Parsed {
+pub struct Parsed<'a> {
     /// The messages, in order.
-    pub messages: Vec<Vec<u8>>,
-    /// The trailers, names lower-cased, in order.
-    pub trailers: Vec<(String, String)>,
+    pub messages: Vec<&'a [u8]>,
+    /// The trailers as sent (names in any case, values trimmed), in order.
+    pub trailers: Vec<(&'a str, &'a str)>,
     /// Whether a trailer frame was found.
     pub has_trailers: bool,
 }
 
-impl Parsed {
-    /// The value of trailer `name` (lower case).
+impl Parsed<'_> {
+    /// The value of trailer `name` (HTTP field names are case-insensitive).
     pub fn trailer(&self, name: &str) -> Option<&str> {
-        self.trailers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.trailers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| *v)
     }
 }
 
 /// Splits a binary gRPC-Web body into its messages and its trailer frame.
 /// A truncated frame, a compressed frame, data after the trailer frame, or
 /// a trailer line without a colon is an error naming it.
-pub fn parse(body: &[u8]) -> Result<Parsed, String> {
+pub fn parse(body: &[u8]) -> Result<Parsed<'_>, String> {
     let mut parsed = Parsed::default();
     let mut rest = body;
     while !rest.is_empty() {
@@ -103,14 +108,12 @@ pub fn parse(body: &[u8]) -> Result<Parsed, String> {
                 let (name, value) = line
                     .split_once(':')
                     .ok_or_else(|| format!("a trailer line without a colon: {line:?}"))?;
-                parsed
-                    .trailers
-                    .push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+                parsed.trailers.push((name.trim(), value.trim()));
             }
         } else if flag & 0x01 != 0 {
             return Err("a compressed frame (no compression was asked for)".into());
         } else {
-            parsed.messages.push(payload.to_vec());
+            parsed.messages.push(payload);
         }
     }
     Ok(parsed)
@@ -123,12 +126,12 @@ mod tests {
     #[test]
     fn frames_and_trailers_round_trip_also_as_text_in_chunks() {
         let mut body = frame(b"hello");
-        let trailers = b"grpc-status:0\r\ngrpc-message:\r\n";
+        let trailers = b"Grpc-Status:0\r\ngrpc-message:\r\n";
         body.push(0x80);
         body.extend_from_slice(&(trailers.len() as u32).to_be_bytes());
         body.extend_from_slice(trailers);
         let parsed = parse(&body).unwrap();
-        assert_eq!(parsed.messages, vec![b"hello".to_vec()]);
+        assert_eq!(parsed.messages, vec![&b"hello"[..]]);
         assert_eq!(parsed.trailer("grpc-status"), Some("0"));
         assert_eq!(parsed.trailer("grpc-message"), Some(""));
         // Each frame base64-encoded on its own, padding in the middle.

@@ -7,7 +7,7 @@ use prost_reflect::MessageDescriptor;
 use protobench_contract::{Encoding, Message, Operation, Protocol, soap};
 use protobench_model::load::ErrorKind;
 
-use crate::driver::{CallError, Response};
+use crate::driver::{CallError, Keep, Response};
 
 /// The wire family of a protocol, which decides how statuses are read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,9 +80,21 @@ pub(crate) struct CheckState {
 }
 
 impl Check {
-    /// Whether the next call should keep its body for a full check.
-    pub(crate) fn wants_body(&self, state: &CheckState) -> bool {
-        self.full || self.family.needs_body() || (self.has_expectation() && state.reference_len.get().is_none())
+    /// Which body the next call should keep: for a full check (every call
+    /// under `--validate full`, the first of a workload whose response is
+    /// known), and GraphQL's for its errors unless it is the size of the
+    /// first fully checked response (counted as that response, as every
+    /// protocol's unkept body is).
+    pub(crate) fn keep(&self, state: &CheckState) -> Keep {
+        let reference = state.reference_len.get();
+        if self.full || (self.has_expectation() && reference.is_none()) {
+            return Keep::All;
+        }
+        match (self.family.needs_body(), reference) {
+            (false, _) => Keep::No,
+            (true, Some(len)) => Keep::UnlessLen(len),
+            (true, None) => Keep::All,
+        }
     }
 
     /// Whether the run calls a workload whose response is known.
@@ -227,7 +239,7 @@ impl Check {
                 }
                 if let Some(message) = resp.body.as_ref().and_then(|b| graphql_error(b)) {
                     return Err(CallError::new(
-                        ErrorKind::WrongResponse,
+                        ErrorKind::GraphqlError,
                         format!("graphql error: {message}"),
                     ));
                 }
@@ -408,7 +420,7 @@ mod tests {
             full: false,
         };
         let state = CheckState::default();
-        assert!(check.wants_body(&state));
+        assert_eq!(check.keep(&state), Keep::All);
         let first = Response {
             status: 200,
             body_len: body.len(),
@@ -416,7 +428,7 @@ mod tests {
             ..Response::default()
         };
         check.judge(&first, &state).unwrap();
-        assert!(!check.wants_body(&state));
+        assert_eq!(check.keep(&state), Keep::No);
         let short = Response {
             status: 200,
             body_len: body.len() - 1,
@@ -428,5 +440,40 @@ mod tests {
             err.message,
             format!("response body of {} bytes, expected {}", body.len() - 1, body.len())
         );
+    }
+
+    #[test]
+    fn graphql_keeps_every_body_but_one_announced_at_the_checked_size() {
+        let want = br#"{"data":{"integer":{"value":1}}}"#;
+        let check = Check {
+            family: Family::Graphql,
+            expected: None,
+            expected_data: serde_json::from_slice(want).ok(),
+            custom_response: None,
+            full: false,
+        };
+        let state = CheckState::default();
+        assert_eq!(check.keep(&state), Keep::All, "the first body is checked whole");
+        let failed = Response {
+            status: 200,
+            body_len: 29,
+            body: Some(br#"{"errors":[{"message":"x"}]}"#[..].into()),
+            ..Response::default()
+        };
+        assert_eq!(check.judge(&failed, &state).unwrap_err().kind, ErrorKind::GraphqlError);
+        assert_eq!(check.keep(&state), Keep::All, "no reference from a failed call");
+        let first = Response {
+            status: 200,
+            body_len: want.len(),
+            body: Some(want[..].into()),
+            ..Response::default()
+        };
+        check.judge(&first, &state).unwrap();
+        let keep = check.keep(&state);
+        assert_eq!(keep, Keep::UnlessLen(want.len()));
+        assert!(!keep.body_of(Some(want.len())));
+        assert!(keep.body_of(Some(want.len() + 1)) && keep.body_of(None));
+        let full = Check { full: true, ..check };
+        assert_eq!(full.keep(&state), Keep::All);
     }
 }

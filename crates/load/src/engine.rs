@@ -600,7 +600,7 @@ async fn one_call<D: Driver>(
         }
         let mut deadline = arm(deadline, limit_from, ctx.plan.timeout);
         let c = conn.as_mut().expect("just set");
-        let keep = ctx.check.wants_body(&ctx.check_state);
+        let keep = ctx.check.keep(&ctx.check_state);
         let call = tokio::select! {
             biased;
             r = ctx.driver.call(c, keep) => Ok(r),

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::LoadError;
 use crate::check::Family;
 use crate::diff::{first_difference, short};
-use crate::driver::{ByteCounters, Driver, Response};
+use crate::driver::{ByteCounters, Driver, Keep, Response};
 use crate::prepare::{self, AnyDriver};
 
 /// What verify found for one workload.
@@ -165,7 +165,7 @@ async fn one<D: Driver>(driver: &D, timeout: Duration) -> Result<Response, Strin
     let counters = Rc::new(ByteCounters::default());
     let fut = async {
         let mut conn = driver.connect(&counters).await.map_err(|e| e.message)?;
-        driver.call(&mut conn, true).await.map_err(|e| e.message)
+        driver.call(&mut conn, Keep::All).await.map_err(|e| e.message)
     };
     match tokio::time::timeout(timeout, fut).await {
         Ok(r) => r,

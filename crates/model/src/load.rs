@@ -533,8 +533,10 @@ pub enum EndReason {
     Requests,
     /// Cancelled (Ctrl-C); the result covers what ran.
     Interrupted,
-    /// The runner stopped a continuous ramp at its knee (the engine was
-    /// cancelled once the rate had stopped rising or errors began).
+    /// Read only, from results stored before 2026-11-28: the runner then
+    /// wrote its ramp's knee here. The knee is now the ramp's search data
+    /// (`Search::stopped_at_knee`, `knee_second`); an engine run the runner
+    /// stops at the knee ends `interrupted`, as any cancelled run.
     Knee,
 }
 
@@ -609,6 +611,8 @@ pub enum ErrorKind {
     GrpcStatus,
     /// A SOAP Fault.
     SoapFault,
+    /// A GraphQL response (HTTP 200) carrying `errors`.
+    GraphqlError,
     /// A response with the right status but the wrong content type, size or body.
     WrongResponse,
     /// Anything else (e.g. a protocol error).
@@ -617,13 +621,14 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind.
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::Connect,
         ErrorKind::Timeout,
         ErrorKind::Reset,
         ErrorKind::HttpStatus,
         ErrorKind::GrpcStatus,
         ErrorKind::SoapFault,
+        ErrorKind::GraphqlError,
         ErrorKind::WrongResponse,
         ErrorKind::Other,
     ];
@@ -646,6 +651,7 @@ impl ErrorKind {
             ErrorKind::HttpStatus => "http_status",
             ErrorKind::GrpcStatus => "grpc_status",
             ErrorKind::SoapFault => "soap_fault",
+            ErrorKind::GraphqlError => "graphql_error",
             ErrorKind::WrongResponse => "wrong_response",
             ErrorKind::Other => "other",
         }

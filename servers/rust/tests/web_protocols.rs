@@ -59,7 +59,7 @@ async fn grpc_web_call(conn: &mut HttpConn, text: bool, path: &str, message: &[u
     }
     let status = parsed.trailer("grpc-status").unwrap_or("(none)").to_owned();
     let message = parsed.trailer("grpc-message").unwrap_or("").to_owned();
-    (parsed.messages, status, message)
+    (parsed.messages.iter().map(|m| m.to_vec()).collect(), status, message)
 }
 
 async fn every_workload(tls: bool) {

@@ -14,7 +14,7 @@ use protobench_model::load::ErrorKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::net::{Counted, Endpoint, Stream};
-use super::{ByteCounters, CallError, Driver, MAX_KEPT_BODY, Response, body_too_large};
+use super::{ByteCounters, CallError, Driver, Keep, MAX_KEPT_BODY, Response, body_too_large};
 
 /// The HTTP/1.1 driver.
 pub(crate) struct Http1 {
@@ -85,10 +85,14 @@ pub(crate) fn unwrap_grpc_web(mut resp: Response, text: bool, keep_body: bool) -
         return Ok(resp);
     }
     let body = resp.body.take().unwrap_or_default();
+    // The kept message is a slice of the body (or of its decoded text),
+    // not a copy.
     let raw = if text {
-        protobench_contract::grpc_web::from_text(&body).map_err(|e| CallError::new(ErrorKind::WrongResponse, e))?
+        Bytes::from(
+            protobench_contract::grpc_web::from_text(&body).map_err(|e| CallError::new(ErrorKind::WrongResponse, e))?,
+        )
     } else {
-        body.to_vec()
+        body
     };
     let parsed = protobench_contract::grpc_web::parse(&raw)
         .map_err(|e| CallError::new(ErrorKind::WrongResponse, format!("invalid gRPC-Web body: {e}")))?;
@@ -112,9 +116,9 @@ pub(crate) fn unwrap_grpc_web(mut resp: Response, text: bool, keep_body: bool) -
         ));
     }
     resp.grpc_messages = parsed.messages.len() as u32;
-    resp.body_len = parsed.messages.iter().map(Vec::len).sum();
+    resp.body_len = parsed.messages.iter().map(|m| m.len()).sum();
     if keep_body {
-        resp.body = parsed.messages.into_iter().next().map(Bytes::from);
+        resp.body = parsed.messages.first().map(|m| raw.slice_ref(m));
     } else {
         resp.content_type = None;
     }
@@ -133,13 +137,15 @@ impl Driver for Http1 {
         })
     }
 
-    async fn call(&self, conn: &mut Conn, keep_body: bool) -> Result<Response, CallError> {
-        let result = exchange(conn, &self.request, keep_body || self.grpc_web.is_some()).await;
+    async fn call(&self, conn: &mut Conn, keep: Keep) -> Result<Response, CallError> {
+        // gRPC-Web's status is in the body's trailer frame: always read.
+        let read = if self.grpc_web.is_some() { Keep::All } else { keep };
+        let result = exchange(conn, &self.request, read).await;
         if result.is_err() {
             conn.usable = false;
         }
         match self.grpc_web {
-            Some(text) => unwrap_grpc_web(result?, text, keep_body),
+            Some(text) => unwrap_grpc_web(result?, text, keep == Keep::All),
             None => result,
         }
     }
@@ -307,7 +313,7 @@ async fn fill(conn: &mut Conn) -> Result<usize, CallError> {
     Ok(n)
 }
 
-async fn exchange(conn: &mut Conn, request: &[u8], keep_body: bool) -> Result<Response, CallError> {
+async fn exchange(conn: &mut Conn, request: &[u8], keep: Keep) -> Result<Response, CallError> {
     conn.io
         .write_all(request)
         .await
@@ -338,6 +344,11 @@ async fn exchange(conn: &mut Conn, request: &[u8], keep_body: bool) -> Result<Re
             ));
         }
     };
+    let announced = match head.body {
+        BodyLength::Fixed(len) => Some(len),
+        BodyLength::Chunked | BodyLength::UntilClose => None,
+    };
+    let keep_body = keep.body_of(announced);
     let keep = keep_body || !(200..300).contains(&head.status);
     let content_type = match head.content_type {
         Some(range) if keep => Some(String::from_utf8_lossy(&conn.buf[range]).into_owned()),

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use super::h2conn::{self, Windows};
 use super::hpack::HeaderBlock;
 use super::net::Endpoint;
-use super::{ByteCounters, CallError, Driver, GrpcStatus, Response};
+use super::{ByteCounters, CallError, Driver, GrpcStatus, Keep, Response};
 
 /// Stream-level receive window (bytes): large enough that the largest
 /// contract response (3.4 MB) never waits for a window update.
@@ -146,8 +146,12 @@ impl Driver for Http2 {
         h2conn::Handle::connect(io, self.endpoint.addr.to_string(), windows, &self.block).await
     }
 
-    async fn call(&self, conn: &mut Conn, keep_body: bool) -> Result<Response, CallError> {
-        let reply = conn.request(&self.block, &self.body, self.grpc, keep_body).await?;
+    async fn call(&self, conn: &mut Conn, keep: Keep) -> Result<Response, CallError> {
+        // The stream's body is kept or not from its first byte: a size
+        // rule (`Keep::UnlessLen`) keeps them all.
+        let reply = conn
+            .request(&self.block, &self.body, self.grpc, keep.body_of(None))
+            .await?;
         response(self.grpc, reply)
     }
 

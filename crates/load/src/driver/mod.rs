@@ -127,6 +127,33 @@ pub(crate) struct Response {
     pub(crate) grpc_messages: u32,
 }
 
+/// Which response bodies a call keeps (a kept body is copied out of the
+/// read buffer; an unkept one is only counted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// None (an error status's body is still kept, for its message).
+    No,
+    /// Every body, with its content type.
+    All,
+    /// Every body but one announced (`Content-Length`) at exactly this many
+    /// bytes: the size of the first fully checked response, which a body of
+    /// that size is counted as (docs/engine.md). GraphQL's errors come with
+    /// HTTP 200, so its bodies of any other size are kept and searched.
+    /// Drivers that cannot tell the size before the body keep it.
+    UnlessLen(usize),
+}
+
+impl Keep {
+    /// Whether a body announced at `len` bytes (`None`: not announced) is kept.
+    pub(crate) fn body_of(self, len: Option<usize>) -> bool {
+        match self {
+            Keep::No => false,
+            Keep::All => true,
+            Keep::UnlessLen(n) => len != Some(n),
+        }
+    }
+}
+
 /// Bytes written and read by one engine thread's connections, counted at the
 /// HTTP level (below HTTP, above TLS): see docs/engine.md.
 #[derive(Debug, Default)]
@@ -160,8 +187,8 @@ pub(crate) trait Driver: 'static {
     /// Opens one connection (TCP, TLS, HTTP/2 preface).
     async fn connect(&self, counters: &Rc<ByteCounters>) -> Result<Self::Conn, CallError>;
 
-    /// Makes one call; `keep_body` asks for the body and content type.
-    async fn call(&self, conn: &mut Self::Conn, keep_body: bool) -> Result<Response, CallError>;
+    /// Makes one call; `keep` says which bodies (and content types) it keeps.
+    async fn call(&self, conn: &mut Self::Conn, keep: Keep) -> Result<Response, CallError>;
 
     /// Another handle on the same connection for a concurrent caller, when
     /// the protocol multiplexes (HTTP/2); `None` for HTTP/1.1.
