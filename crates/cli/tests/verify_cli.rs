@@ -161,3 +161,25 @@ fn timeout_out_of_range_is_refused_naming_the_flag_and_the_range() {
         assert_eq!(o.status.code(), Some(2));
     }
 }
+
+#[test]
+fn tls_flags_are_checked_by_the_call_rules_load_uses_naming_each_flag() {
+    let existing = concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml");
+    for (flags, want) in [
+        (
+            vec!["--insecure", "--cacert", existing],
+            "error: --insecure and --cacert cannot be used together\n",
+        ),
+        (vec!["--cert", existing], "error: --cert requires --key\n"),
+        (
+            vec!["--cacert", "/nonexistent/ca.pem"],
+            "error: --cacert: no file /nonexistent/ca.pem\n",
+        ),
+    ] {
+        let mut args = vec!["verify", "--protocol", "rest", "--target", "127.0.0.1:9"];
+        args.extend(flags.iter().copied());
+        let o = protobench(&args);
+        assert_eq!(String::from_utf8_lossy(&o.stderr), want, "{flags:?}");
+        assert_eq!(o.status.code(), Some(2), "{flags:?}");
+    }
+}

@@ -18,7 +18,7 @@ use protobench_load::{
     Arrival, ConnectionPolicy, CustomCall, Event, LoadError, LoadPlan, LoadResult, TlsPlan, Validation, plan_defaults,
 };
 use protobench_model::format::{error_chain, fmt_ns};
-use protobench_runner::call::Spelling as _;
+use protobench_runner::call::{Problem, Spelling as _};
 use tokio_util::sync::CancellationToken;
 
 /// Output forms.
@@ -60,16 +60,41 @@ pub(crate) struct TlsArgs {
 }
 
 impl TlsArgs {
-    pub(crate) fn plan(&self) -> Option<TlsPlan> {
-        let any = self.tls || self.cacert.is_some() || self.insecure || self.cert.is_some() || self.key.is_some();
-        any.then(|| TlsPlan {
+    /// The TLS settings, checked by the rules every call's are (one
+    /// [`CallSpec`](protobench_runner::call::CallSpec): `--insecure` with
+    /// `--cacert`, half a client pair, files that do not exist), for the
+    /// commands that take TLS flags without a call (`verify`, a stream);
+    /// `on`: the target asked for TLS (an `https://` URL).
+    pub(crate) fn checked(&self, on: bool) -> Result<Option<TlsPlan>, String> {
+        let spec = protobench_runner::call::CallSpec {
+            tls: (self.tls || on).then_some(true),
             cacert: self.cacert.clone(),
             insecure: self.insecure,
-            client_cert: self.cert.clone(),
-            client_key: self.key.clone(),
+            cert: self.cert.clone(),
+            key: self.key.clone(),
             server_name: self.server_name.clone(),
-        })
+            ..Default::default()
+        };
+        spec.build(None, false)
+            .map(|call| call.tls)
+            .map_err(|issues| flag_errors(&issues))
     }
+}
+
+/// Call problems as `load`'s flags name them, one `error:` line each.
+fn flag_errors(issues: &[protobench_runner::call::CallIssue]) -> String {
+    issues
+        .iter()
+        .map(|i| {
+            // "--insecure and --cacert cannot be used together", "--cert requires --key"
+            let sep = match i.problem {
+                Problem::ConflictsWith(_) | Problem::Requires(_) => " ",
+                _ => ": ",
+            };
+            format!("{}{sep}{}", Flags.name(i.field), i.message(&Flags))
+        })
+        .collect::<Vec<_>>()
+        .join("\nerror: ")
 }
 
 /// Arrival processes.
@@ -428,13 +453,9 @@ impl Args {
             key: self.tls.key.clone(),
             server_name: self.tls.server_name.clone(),
         };
-        let call = spec.build(Some(protocol), self.workload.is_none()).map_err(|issues| {
-            issues
-                .iter()
-                .map(|i| format!("{}: {}", Flags.name(i.field), i.message(&Flags)))
-                .collect::<Vec<_>>()
-                .join("\nerror: ")
-        })?;
+        let call = spec
+            .build(Some(protocol), self.workload.is_none())
+            .map_err(|issues| flag_errors(&issues))?;
         plan.tls = call.tls;
         let custom = call.custom;
         // A URL target with no workload is a custom call (GET unless a body is given).
@@ -507,7 +528,7 @@ impl Args {
         }
         plan.connect_timeout_ns = nanos(self.connect_timeout);
         plan.threads = self.threads.unwrap_or(1);
-        plan.tls = self.tls.plan().or_else(|| resolved.tls.then(TlsPlan::default));
+        plan.tls = self.tls.checked(resolved.tls)?;
         protobench_load::validate_stream(&plan).map_err(|e| e.to_string())?;
         Ok(plan)
     }

@@ -55,10 +55,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(Exit::Usage));
         }
     };
-    if args.tls.insecure && args.tls.cacert.is_some() {
-        eprintln!("error: --insecure and --cacert cannot be used together");
-        return Ok(ExitCode::from(Exit::Usage));
-    }
+    let tls = match args.tls.checked(false) {
+        Ok(tls) => tls,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(Exit::Usage));
+        }
+    };
     let transports = match args
         .stream
         .iter()
@@ -96,7 +99,6 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    let tls = args.tls.plan();
     let report = rt.block_on(protobench_load::verify(
         protocol,
         &args.target,
