@@ -983,6 +983,7 @@ mod tests {
             knee_rate: Some(12_345.0),
             stop_reason: "the rate stopped rising".into(),
             knee_second: Some(7),
+            stopped_at_knee: false,
         });
         live.on(&RunEvent::Measured(Box::new(m)));
         live.on(&RunEvent::PointFinished {

@@ -348,6 +348,12 @@ pub struct Search {
     /// for ramps stored before the ramp became one continuous run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knee_second: Option<u32>,
+    /// Continuous `ramp`: the runner stopped the engine's run at the knee
+    /// (before its maximum); the engine's own result then says
+    /// `interrupted`, which is what its run was. Ramps stored before this
+    /// field carried it as the engine's end reason `knee`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped_at_knee: bool,
 }
 
 /// One repetition of one point.

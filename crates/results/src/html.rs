@@ -753,6 +753,7 @@ mod tests {
             knee_rate: Some(12_345.0),
             stop_reason: "rate stopped rising for 3 s after second 2 (45 users)".into(),
             knee_second: Some(2),
+            stopped_at_knee: false,
         };
         assert_eq!(
             knee_line(&search),

@@ -207,6 +207,7 @@ fn discover(
         knee_rate: None,
         stop_reason: "rate gain below 2%".into(),
         knee_second: None,
+        stopped_at_knee: false,
     });
     (p, m)
 }

@@ -52,6 +52,7 @@ fn ramp_measurement(run: &NewRun) -> protobench_model::run::Measurement {
         knee_rate: Some(300.0),
         stop_reason: "rate stopped rising for 3 s after second 2 (45 users)".into(),
         knee_second: Some(2),
+        stopped_at_knee: false,
     });
     m
 }

@@ -124,6 +124,7 @@ fn json_matches_the_published_schema() {
         knee_rate: Some(10.0),
         stop_reason: "reached max".into(),
         knee_second: Some(0),
+        stopped_at_knee: false,
     });
     let v: serde_json::Value = serde_json::from_str(&report::json(&r)).unwrap();
     let errors: Vec<String> = validator

@@ -152,6 +152,7 @@ impl<E: Engine> Measurer<'_, E> {
             knee_rate: None,
             stop_reason: stop.reason,
             knee_second: None,
+            stopped_at_knee: false,
         });
         Ok(m)
     }
@@ -168,6 +169,7 @@ impl<E: Engine> Measurer<'_, E> {
             knee_rate: Some(m.result.rate),
             stop_reason: stop.reason,
             knee_second: None,
+            stopped_at_knee: false,
         });
         Ok(m)
     }
@@ -367,9 +369,6 @@ impl<E: Engine> Measurer<'_, E> {
         if self.cancel.is_cancelled() {
             return Err(interrupted(site));
         }
-        if stopped {
-            m.result.end_reason = EndReason::Knee;
-        }
         let knee = crate::search::find_knee(&m.result.timeline, m.result.duration_ns, spec).ok_or_else(|| {
             MeasureError(format!(
                 "the ramp of {} ended before its first whole second",
@@ -394,6 +393,7 @@ impl<E: Engine> Measurer<'_, E> {
             knee_rate: Some(knee.rate),
             stop_reason: knee.reason,
             knee_second: Some(knee.second),
+            stopped_at_knee: stopped,
         });
         m.warmup = warmup;
         Ok(m)
