@@ -210,10 +210,11 @@ pub struct ServerGroup {
     pub protocols: Vec<Protocol>,
     /// The points it serves, in plan order.
     pub points: Vec<u32>,
-    /// The network its server sits behind, as its points carry it
-    /// (`PointConfig::network`); `None` is loopback.
+    /// The network its server sits behind, parsed once by the preset
+    /// check (stored as its text, as its points carry it in
+    /// `PointConfig::network`); `None` is loopback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<String>,
+    pub network: Option<crate::network::Network>,
 }
 
 /// The fully resolved plan of a run.

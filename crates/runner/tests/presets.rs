@@ -873,7 +873,10 @@ fn networks_are_a_matrix_dimension_outermost() {
             Some("rate=100mbit,delay=20ms")
         ]
     );
-    assert_eq!(plan.groups[1].network.as_deref(), Some("rate=100mbit,delay=20ms"));
+    assert_eq!(
+        plan.groups[1].network.as_ref().map(ToString::to_string).as_deref(),
+        Some("rate=100mbit,delay=20ms")
+    );
     assert_eq!(plan.groups[1].points, [2, 3]);
     assert_eq!(plan.points[3].variant_label(), "c=8 net=rate=100mbit,delay=20ms");
     // no key, or loopback alone: points carry no network (labels as before)

@@ -40,6 +40,7 @@ use crate::engine::Engine;
 use crate::error::{ExitContext, MeasureError, RunnerError};
 use crate::isolation::CgroupSupport;
 use crate::manifest::Catalog;
+use crate::network::Network;
 use crate::plan::{Method, Plan, ServerGroup};
 use crate::server::{RunningServer, STOP_GRACE, TlsFiles};
 
@@ -191,8 +192,8 @@ async fn conduct<E: Engine>(
         if c.cancel.is_cancelled() {
             break;
         }
-        let schedule = schedule_behind(plan, todo, network.as_deref());
-        match netrun::open(&mut c, network.as_deref(), shape) {
+        let schedule = schedule_behind(plan, todo, network.as_ref());
+        match netrun::open(&mut c, network.as_ref(), shape) {
             Ok(link) => c.link = link,
             Err(e) => {
                 for (repetition, _, points) in &schedule {
@@ -221,10 +222,10 @@ async fn conduct<E: Engine>(
 
 /// The plan's schedule restricted to the groups behind `network` and to
 /// the measurements still to take: (repetition, group, points).
-fn schedule_behind(plan: &Plan, todo: &BTreeSet<(u32, u32)>, network: Option<&str>) -> Vec<(u32, u32, Vec<u32>)> {
+fn schedule_behind(plan: &Plan, todo: &BTreeSet<(u32, u32)>, network: Option<&Network>) -> Vec<(u32, u32, Vec<u32>)> {
     plan.schedule()
         .into_iter()
-        .filter(|(_, g, _)| plan.groups[*g as usize].network.as_deref() == network)
+        .filter(|(_, g, _)| plan.groups[*g as usize].network.as_ref() == network)
         .map(|(r, g, points)| {
             let points: Vec<u32> = points.into_iter().filter(|p| todo.contains(&(*p, r))).collect();
             (r, g, points)

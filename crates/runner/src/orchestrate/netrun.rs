@@ -85,8 +85,8 @@ impl ActiveLink {
 
 /// The networks with something to measure, each once, in plan order
 /// (`None`: loopback, the default).
-pub(super) fn networks_to_run(plan: &Plan, todo: &BTreeSet<(u32, u32)>) -> Vec<Option<String>> {
-    let mut out: Vec<Option<String>> = Vec::new();
+pub(super) fn networks_to_run(plan: &Plan, todo: &BTreeSet<(u32, u32)>) -> Vec<Option<Network>> {
+    let mut out: Vec<Option<Network>> = Vec::new();
     for g in &plan.groups {
         if g.points.iter().any(|p| todo.iter().any(|(q, _)| q == p)) && !out.contains(&g.network) {
             out.push(g.network.clone());
@@ -95,28 +95,19 @@ pub(super) fn networks_to_run(plan: &Plan, todo: &BTreeSet<(u32, u32)>) -> Vec<O
     out
 }
 
-/// The network a point carries (`None` and `loopback` are the loopback).
-pub fn parse(network: Option<&str>) -> Result<Network, RunnerError> {
-    network.map_or(Ok(Network::Loopback), |n| {
-        n.parse().map_err(|reason| RunnerError::Network {
-            network: n.to_string(),
-            reason,
-        })
-    })
-}
-
 /// Checks every network against this machine before any point runs
 /// ([`network::check`]): per network, its shaping plan (`None` for
 /// loopback) or why it cannot be applied.
-pub(super) fn check(networks: &[Option<String>]) -> Vec<Result<Option<ShapePlan>, RunnerError>> {
-    let parsed: Vec<Result<Network, RunnerError>> = networks.iter().map(|n| parse(n.as_deref())).collect();
-    let valid: Vec<Network> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-    let mut checked = match network::check(&valid) {
-        Ok(plans) => plans.into_iter().map(Ok).collect::<Vec<_>>(),
+pub(super) fn check(networks: &[Option<Network>]) -> Vec<Result<Option<ShapePlan>, RunnerError>> {
+    let all: Vec<Network> = networks
+        .iter()
+        .map(|n| n.clone().unwrap_or(Network::Loopback))
+        .collect();
+    match network::check(&all) {
+        Ok(plans) => plans.into_iter().map(Ok).collect(),
         Err(e) => {
             let reason = error_chain(&e);
-            valid
-                .iter()
+            all.iter()
                 .map(|n| match n {
                     Network::Loopback => Ok(None),
                     Network::Emulated(_) => Err(RunnerError::Network {
@@ -127,11 +118,6 @@ pub(super) fn check(networks: &[Option<String>]) -> Vec<Result<Option<ShapePlan>
                 .collect()
         }
     }
-    .into_iter();
-    parsed
-        .into_iter()
-        .map(|p| p.and_then(|_| checked.next().expect("one result per valid network")))
-        .collect()
 }
 
 /// Checks every network of `plan` against this machine, as [`check`] does
@@ -150,13 +136,13 @@ pub fn check_plan(plan: &Plan) -> Vec<String> {
 /// and says what it achieved (its report, which the session stores).
 pub(super) fn open<E: Engine>(
     c: &mut Conductor<'_, E>,
-    network: Option<&str>,
+    network: Option<&Network>,
     shape: Result<Option<ShapePlan>, RunnerError>,
 ) -> Result<Option<ActiveLink>, RunnerError> {
     let Some(shape) = shape? else {
         return Ok(None);
     };
-    let name = network.unwrap_or("loopback").to_string();
+    let name = network.map_or_else(|| "loopback".to_string(), ToString::to_string);
     let made = tokio::task::block_in_place(|| -> Result<(EmulatedLink, AchievedLink), NetworkError> {
         let mut link = EmulatedLink::create(&shape)?;
         let achieved = link.measure(&MeasureOptions::default())?;
@@ -256,15 +242,12 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_network_fails_alone_and_loopback_needs_nothing() {
-        let nets = [None, Some("loopback".to_string()), Some("rate=fast".to_string())];
-        let checked = check(&nets);
-        assert!(matches!(checked[0], Ok(None)));
-        assert!(matches!(checked[1], Ok(None)));
-        let Err(RunnerError::Network { network, reason }) = &checked[2] else {
-            panic!("{:?}", checked[2]);
-        };
-        assert_eq!(network, "rate=fast");
-        assert!(reason.contains("is not a rate"), "{reason}");
+    fn loopback_needs_nothing_and_a_bad_network_cannot_reach_the_run() {
+        // A network is parsed once, by the preset check: its text cannot
+        // reach the run unparsed.
+        let checked = check(&[None, Some(Network::Loopback)]);
+        assert!(matches!(checked[..], [Ok(None), Ok(None)]), "{checked:?}");
+        let e = "rate=fast".parse::<Network>().unwrap_err();
+        assert!(e.contains("is not a rate"), "{e}");
     }
 }

@@ -30,7 +30,7 @@ pub(super) struct Dimensions<'a> {
     pub(super) protocols_span: Option<Range<usize>>,
     /// The `network` list, checked: `None` stands for the loopback-only
     /// default (points and groups then carry no network).
-    pub(super) networks: Vec<Option<String>>,
+    pub(super) networks: Vec<Option<crate::network::Network>>,
 }
 
 /// The settings of one server process besides the server itself.
@@ -227,7 +227,7 @@ fn add_points(d: &Dimensions<'_>, workloads: &[String], group: &mut ServerGroup,
                             service_time: group.service_time.clone(),
                             cpu_limit: group.cpu_limit,
                             memory_limit_bytes: group.memory_limit_bytes,
-                            network: group.network.clone(),
+                            network: group.network.as_ref().map(ToString::to_string),
                         });
                         group.points.push(index);
                     }
@@ -279,7 +279,7 @@ fn add_stream_points(
                     service_time: group.service_time.clone(),
                     cpu_limit: group.cpu_limit,
                     memory_limit_bytes: group.memory_limit_bytes,
-                    network: group.network.clone(),
+                    network: group.network.as_ref().map(ToString::to_string),
                     stream: Some(way),
                 });
                 group.points.push(index);

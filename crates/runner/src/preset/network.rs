@@ -7,10 +7,10 @@ use super::check::Checker;
 use super::raw::RawPreset;
 use crate::network::Network;
 
-/// The checked networks as points carry them: empty when the preset has no
+/// The checked networks, parsed here once: empty when the preset has no
 /// `network` key or lists only `loopback` (points then carry none, as every
 /// run did before networks existed).
-pub(super) fn networks(raw: &RawPreset, c: &mut Checker<'_>) -> Vec<Option<String>> {
+pub(super) fn networks(raw: &RawPreset, c: &mut Checker<'_>) -> Vec<Option<Network>> {
     let Some(list) = &raw.network else {
         return vec![];
     };
@@ -34,5 +34,5 @@ pub(super) fn networks(raw: &RawPreset, c: &mut Checker<'_>) -> Vec<Option<Strin
     if out.iter().all(|n| *n == Network::Loopback) {
         return vec![];
     }
-    out.into_iter().map(|n| Some(n.to_string())).collect()
+    out.into_iter().map(Some).collect()
 }
