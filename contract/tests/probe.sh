@@ -56,7 +56,7 @@ for _ in $(seq 1 "$timeout_s"); do
   kill -0 $pid 2>/dev/null || break
   sleep 1
 done
-args=(--pid "$pid" --idle 2 --read 2 --start "$start" --dir "$dir")
+args=(--pid "$pid" --idle 2 --read 2 --start "$start" --dir "$dir" --start-timeout "$timeout_s")
 # Known deviations of the stack's libraries, declared in its manifest:
 #   [probe]
 #   deviations = { "grpc no content-type" = "grpcio 1.85 has no hook below the handler" }
