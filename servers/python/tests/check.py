@@ -693,7 +693,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--quick", action="store_true", help="skip the TLS phases")
-    ap.add_argument("--only", help="comma-separated phases to run (e.g. timeouts,config,flask)")
+    ap.add_argument("--only", help="comma-separated phases to run (e.g. tls,config,flask)")
     args = ap.parse_args()
     VERBOSE = args.verbose
     global ONLY
