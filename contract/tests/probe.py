@@ -3,16 +3,21 @@
 against a running server's listeners, checked against the server limits of
 contract/README.md (idle and read timeouts, HTTP/2 stream limit, descriptor
 exhaustion, SOAP element bound, gRPC framing, the request size limit, the
-status of each bad request, errors that name no internals).
+status of each bad request, errors that name no internals); and, on the
+server started again by --start with other settings, TLS (ALPN, handshake and
+idle timeouts, trickled requests, the stream limit), the failure draw, the
+service time and SIGTERM.
 
 usage: probe.py --pid PID [--rest ADDR] [--rest-h2 ADDR] [--grpc ADDR]
                 [--soap ADDR] [--idle S] [--read S] [--spare-fds N]
-                [--start CMD --dir DIR]
+                [--start CMD --dir DIR [--start-timeout S]]
 
 PID is the server's process (its children are measured too). Prints one line
 per check, `ok|FAIL|skip category check: expected X, observed Y`, and exits 1
-if any check failed. Clear text only. Normally run by probe.sh, which starts
-the server with PROTOBENCH_IDLE_TIMEOUT and PROTOBENCH_READ_TIMEOUT set.
+if any check failed. The running server is probed in clear text; the tls
+phase's server uses a throw-away certificate (openssl). Normally run by
+probe.sh, which starts the server with PROTOBENCH_IDLE_TIMEOUT and
+PROTOBENCH_READ_TIMEOUT set.
 
 Python 3.11 with the `h2` package (HTTP/2 framing and HPACK); probe.sh
 installs it into a venv under ${XDG_CACHE_HOME:-~/.cache}/protobench/.
