@@ -1465,28 +1465,42 @@ def probe_failures(v, tls, spin_s):
 SLEEP_S = 1.0
 
 
+def opened_call(protocol, t):
+    """A connection opened now (HTTP/2: its SETTINGS exchanged) for one GetInteger call; returns
+    call() -> (answered OK, seconds), which closes it."""
+    if protocol in ("rest-h2", "grpc"):
+        c = H2(t, timeout=30, graceful=True)
+        c.settings()
+
+        def ask():
+            return (c.grpc("/protobench.v1.Bench/GetInteger", grpc_frame(b""), within=30)["grpc-status"] == "0"
+                    if protocol == "grpc" else c.request("GET", "/v1/tasks/integer", within=30)["status"] == 200)
+    else:
+        c = KeepAlive(t)
+        c.s = connect(t, 10)
+
+        def ask():
+            return (c.ask("POST", "/soap", soap_env(f'<GetIntegerRequest xmlns="{NS}"/>'), "text/xml; charset=utf-8")
+                    if protocol == "soap" else c.ask("GET", "/v1/tasks/integer"))[0] == 200
+
+    def call():
+        start = time.monotonic()
+        try:
+            ok = ask()
+        except OSError:
+            ok = False
+        finally:
+            c.close()
+        return ok, time.monotonic() - start
+    return call
+
+
 def one_call(protocol, t):
     """One GetInteger call on a new connection: (answered OK, seconds)."""
-    start = time.monotonic()
     try:
-        if protocol in ("rest-h2", "grpc"):
-            c = H2(t, timeout=30, graceful=True)
-            try:
-                r = (c.grpc("/protobench.v1.Bench/GetInteger", grpc_frame(b""), within=30) if protocol == "grpc"
-                     else c.request("GET", "/v1/tasks/integer", within=30))
-            finally:
-                c.close()
-            ok = r["grpc-status"] == "0" if protocol == "grpc" else r["status"] == 200
-        else:
-            k = KeepAlive(t)
-            try:
-                ok = (k.ask("POST", "/soap", soap_env(f'<GetIntegerRequest xmlns="{NS}"/>'), "text/xml; charset=utf-8")
-                      if protocol == "soap" else k.ask("GET", "/v1/tasks/integer"))[0] == 200
-            finally:
-                k.close()
+        return opened_call(protocol, t)()
     except OSError:
-        ok = False
-    return ok, time.monotonic() - start
+        return False, 0.0
 
 
 def probe_service(v):
@@ -1510,8 +1524,8 @@ def probe_service(v):
         report(ok and total < n * SLEEP_S / 2, cat, f"{p} sleep blocks no other request",
                f"{n} side by side done within {n * SLEEP_S / 2:.0f} s (one at a time: {n * SLEEP_S:.0f} s)", f"{total:.2f} s")
     p = "rest" if "rest" in v.addrs else next(iter(v.addrs))
-    result = []
-    th = threading.Thread(target=lambda: result.append(one_call(p, v.addrs[p])), daemon=True)
+    result, call = [], opened_call(p, v.addrs[p])  # connected before: SIGTERM may close the listener at once
+    th = threading.Thread(target=lambda: result.append(call()), daemon=True)
     th.start()
     time.sleep(SLEEP_S / 2)  # the call is sleeping in the server
     v.stop(cat)
