@@ -3,16 +3,21 @@
 against a running server's listeners, checked against the server limits of
 contract/README.md (idle and read timeouts, HTTP/2 stream limit, descriptor
 exhaustion, SOAP element bound, gRPC framing, the request size limit, the
-status of each bad request, errors that name no internals).
+status of each bad request, errors that name no internals); and, on the
+server started again by --start with other settings, TLS (ALPN, handshake and
+idle timeouts, trickled requests, the stream limit), the failure draw, the
+service time and SIGTERM.
 
 usage: probe.py --pid PID [--rest ADDR] [--rest-h2 ADDR] [--grpc ADDR]
                 [--soap ADDR] [--idle S] [--read S] [--spare-fds N]
-                [--start CMD --dir DIR]
+                [--start CMD --dir DIR [--start-timeout S]]
 
 PID is the server's process (its children are measured too). Prints one line
 per check, `ok|FAIL|skip category check: expected X, observed Y`, and exits 1
-if any check failed. Clear text only. Normally run by probe.sh, which starts
-the server with PROTOBENCH_IDLE_TIMEOUT and PROTOBENCH_READ_TIMEOUT set.
+if any check failed. The running server is probed in clear text; the tls
+phase's server uses a throw-away certificate (openssl). Normally run by
+probe.sh, which starts the server with PROTOBENCH_IDLE_TIMEOUT and
+PROTOBENCH_READ_TIMEOUT set.
 
 Python 3.11 with the `h2` package (HTTP/2 framing and HPACK); probe.sh
 installs it into a venv under ${XDG_CACHE_HOME:-~/.cache}/protobench/.
@@ -25,13 +30,17 @@ import os
 import re
 import resource
 import select
+import signal
 import socket
+import ssl
 import statistics
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import urllib.parse
 
 import h2.config
 import h2.connection
@@ -84,10 +93,20 @@ def addr(text):
     return host.strip("[]"), int(port)
 
 
-def connect(target, timeout=5.0):
+def connect(target, timeout=5.0, ctx=None):
+    """A TCP connection to `target`, through a TLS handshake when `ctx` is given."""
     s = socket.create_connection(target, timeout=timeout)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return s
+    return ctx.wrap_socket(s, server_hostname="localhost") if ctx is not None else s
+
+
+def tls_ctx(alpn=("h2", "http/1.1")):
+    """A TLS client context offering `alpn` that takes the variant's throw-away certificate."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(list(alpn))
+    return ctx
 
 
 def read_until_closed(sock, within):
@@ -399,14 +418,29 @@ def grpc_frame(message):
     return b"\x00" + struct.pack(">I", len(message)) + message
 
 
+class DrainingConnection(h2.connection.H2Connection):
+    """An h2 connection that goes on reading after a GOAWAY without error (RFC 9113 6.8: the streams up to
+    its last stream id are still answered); the h2 package closes the connection's state machine there."""
+
+    def _receive_goaway_frame(self, frame):
+        frames, events = super()._receive_goaway_frame(frame)
+        if frame.error_code == 0:
+            self.state_machine.state = h2.connection.ConnectionState.CLIENT_OPEN
+        return frames, events
+
+
 class H2:
     """One HTTP/2 connection with prior knowledge (h2c), through the h2 package."""
 
-    def __init__(self, target, timeout=5.0):
+    def __init__(self, target, timeout=5.0, ctx=None, graceful=False):
         self.target = target
-        self.sock = connect(target, timeout)
+        # graceful: a GOAWAY without error ends only the streams above its last stream id (a server
+        # draining on SIGTERM still answers the others); otherwise it ends the connection.
+        self.graceful = graceful
+        self.scheme = "https" if ctx is not None else "http"
+        self.sock = connect(target, timeout, ctx)
         config = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
-        self.conn = h2.connection.H2Connection(config=config)
+        self.conn = (DrainingConnection if graceful else h2.connection.H2Connection)(config=config)
         self.conn.initiate_connection()
         self.conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 1 << 24})
         self.conn.increment_flow_control_window(1 << 24)
@@ -430,7 +464,7 @@ class H2:
             self.sock.settimeout(left)
             try:
                 data = self.sock.recv(65536)
-            except socket.timeout:
+            except (socket.timeout, ssl.SSLWantReadError):
                 return
             except OSError:
                 self.closed = True
@@ -467,7 +501,11 @@ class H2:
             s["done"] = True
             s["reset"] = e.error_code
         elif isinstance(e, h2.events.ConnectionTerminated):
-            self.closed = True
+            if self.graceful and e.error_code == 0:
+                for sid, st in self.streams.items():
+                    st["done"] = st["done"] or sid > (e.last_stream_id or 0)
+            else:
+                self.closed = True
 
     def settings(self, within=5.0):
         deadline = time.monotonic() + within
@@ -477,7 +515,7 @@ class H2:
 
     def request(self, method, path, headers=(), body=b"", within=10.0, end=True):
         sid = self.conn.get_next_available_stream_id()
-        hdrs = [(":method", method), (":path", path), (":scheme", "http"),
+        hdrs = [(":method", method), (":path", path), (":scheme", self.scheme),
                 (":authority", f"{self.target[0]}:{self.target[1]}")] + list(headers)
         self.conn.send_headers(sid, hdrs, end_stream=not body and end)
         self.streams[sid] = {"headers": {}, "data": b"", "done": False}
@@ -1126,6 +1164,508 @@ def probe_fds(targets, pid, idle, spare):
             pass
 
 
+# ---------------------------------------------------------------- trickled requests
+
+def trickle(t, start, data, within, ctx=None, every=0.4):
+    """Sends `start`, then `data` one byte every `every` seconds (so that no
+    inactivity timer fires, only a total one) until the server closes;
+    returns (bytes received, seconds from the first byte, closed)."""
+    s = connect(t, 10, ctx)
+    stop = threading.Event()
+
+    def dribble():
+        for i in range(len(data)):
+            if stop.wait(every):
+                return
+            try:
+                s.sendall(data[i:i + 1])
+            except OSError:
+                return
+
+    s.sendall(start)
+    sender = threading.Thread(target=dribble, daemon=True)
+    sender.start()
+    try:
+        return read_until_closed(s, within)
+    finally:
+        stop.set()
+        sender.join(5)
+        s.close()
+
+
+def trickle_cases(protocol):
+    """(what, first bytes, trickled bytes): headers, then a body, that never finish in time, trickled
+    (defeating an inactivity timer) or stalled (no byte after the first ones)."""
+    path, ctype, opening = (("/soap", "text/xml; charset=utf-8", b"<soap:Envelope") if protocol == "soap"
+                            else ("/v1/echo", "application/json", b'{"payload":"'))
+    headers = f"POST {path} HTTP/1.1\r\nHost: x\r\n".encode()
+    body = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: {ctype}\r\nContent-Length: 100\r\n\r\n".encode() + opening
+    return [("trickled headers", headers, b"X-Slow: " + b"a" * 60), ("trickled body", body, b"a" * 60),
+            ("stalled headers", headers, b""), ("stalled body", body, b"")]
+
+
+def probe_trickle(cat, targets, read, ctx=None):
+    """PROTOBENCH_READ_TIMEOUT on rest and soap (contract/README.md): headers or a
+    body trickling in one byte every 0.4 s, or stopping, are cut at the read
+    timeout (408 if answered, on rest with a JSON {code, message}); every case
+    runs side by side."""
+    results, threads = {}, []
+    for p in ("rest", "soap"):
+        if p not in targets:
+            skip(cat, f"{p} trickled and stalled requests", f"the server does not serve {p}")
+            continue
+        for what, start, data in trickle_cases(p):
+            results[(p, what)] = (b"no result: the thread did not end", 0.0, False)
+
+            def run(p=p, what=what, start=start, data=data):
+                try:
+                    results[(p, what)] = trickle(targets[p], start, data, read + 3, ctx)
+                except OSError as e:
+                    results[(p, what)] = (f"{e}".encode(), 0.0, False)
+            threads.append(threading.Thread(target=run, daemon=True))
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(read + 15)
+    for (p, what), (data, secs, closed) in sorted(results.items()):
+        status = status_line(data)
+        top, _, body = data.partition(b"\r\n\r\n")
+        body = dechunk(body) if re.search(rb"(?im)^transfer-encoding:\s*chunked", top) else body
+        code, message = json_error(body) if p == "rest" and status == 408 else (408, "-")
+        leak = INTERNALS.search(message or "")
+        # Headers cut mid-line: net/http answers a plain 400 or nothing, depending on where the timer hits.
+        allowed = (None, 408, 400) if what.endswith("headers") else (None, 408)
+        ok = closed and secs >= read / 2 and status in allowed and code == 408 and bool(message) and not leak
+        report(ok, cat, f"{p} {what}", f"closed {read / 2:.0f}..{read + 3:.0f} s after the first byte "
+               f"({' or '.join(map(str, allowed[1:]))} if answered)",
+               (f"closed after {secs:.1f} s" if closed else f"still open after {secs:.1f} s")
+               + (f", {data[:160]!r}" if data else ", nothing answered"))
+
+
+# ---------------------------------------------------------------- variants: the server started again with other settings
+
+class Variant:
+    """The server started again (--start in --dir, `exec`uted so that it gets
+    the signals) with PROTOBENCH_WORKERS=1, the probe's protocols on
+    127.0.0.1:0 and `env`; `addrs` maps each protocol to its (host, port)."""
+
+    def __init__(self, a, protocols, env):
+        full = {k: v for k, v in os.environ.items() if not k.startswith("PROTOBENCH_")}
+        full.update({f"PROTOBENCH_{p.upper().replace('-', '_')}_ADDR": "127.0.0.1:0" for p in protocols})
+        full["PROTOBENCH_WORKERS"] = "1"
+        full.update(env)
+        self.err = tempfile.TemporaryFile()
+        self.addrs, self.tls, self.extra, self.want = {}, {}, [], len(protocols)
+        self.ready = threading.Event()
+        self.proc = subprocess.Popen("exec " + a.start, shell=True, cwd=a.dir, env=full, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=self.err, start_new_session=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.ready.wait(a.start_timeout)
+        self.stopped = False
+
+    def _read(self):
+        for raw in self.proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            m = re.fullmatch(r"listening protocol=(\S+) addr=(\S+) tls=(true|false)", line)
+            if m and len(self.addrs) < self.want:
+                self.addrs[m.group(1)] = addr(m.group(2))
+                self.tls[m.group(1)] = m.group(3)
+                if len(self.addrs) == self.want:
+                    self.ready.set()
+            else:
+                self.extra.append(line)
+        self.ready.set()
+
+    def started(self):
+        return len(self.addrs) == self.want
+
+    def why(self):
+        self.err.seek(0)
+        return f"exit {self.proc.poll()}, stderr {self.err.read()[-300:]!r}, stdout {self.extra[-3:]!r}"
+
+    def stop(self, cat):
+        """SIGTERM: the server exits 0 within 15 s, having printed nothing but its listening lines."""
+        self.stopped = True
+        start = time.monotonic()
+        try:
+            self.proc.send_signal(signal.SIGTERM)
+            rc = self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            rc = None
+        secs = time.monotonic() - start
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # what is left of the group this probe started
+        except OSError:
+            pass
+        self.proc.wait()
+        self.reader.join(5)
+        report(rc == 0, cat, "SIGTERM exits 0", "exit 0 within 15 s",
+               f"exit {rc} after {secs:.1f} s" if rc is not None else "still running 15 s after SIGTERM")
+        report(not self.extra, cat, "stdout holds only the listening lines", "nothing else on stdout", repr(self.extra[:3]))
+        self.err.close()
+
+
+def run_variant(cat, a, targets, env, body):
+    """Starts a Variant serving the probe's protocols with `env`, runs body(variant), stops it (unless body did)."""
+    if not a.start:
+        skip(cat, "all", "no --start command given")
+        return
+    v = Variant(a, list(targets), env)
+    try:
+        report(v.started(), cat, "server starts", f"{v.want} listening lines within {a.start_timeout:.0f} s "
+               f"with {' '.join(f'{k}={x}' for k, x in env.items())}",
+               f"listening on {len(v.addrs)}" + ("" if v.started() else f": {v.why()}"))
+        if v.started():
+            body(v)
+    except OSError as e:  # a connection the checks needed failed: the rest of the phase cannot run
+        report(False, cat, "connections", "every connection of the phase made", f"{type(e).__name__}: {e}")
+    finally:
+        if not v.stopped:
+            v.stop(cat)
+
+
+# ---------------------------------------------------------------- the failure draw
+
+FAILURE_RATE, FAILURE_SEED, FAILURE_CALLS = 0.2, 20240601, 200
+U64 = (1 << 64) - 1
+
+
+def splitmix64(x):
+    z = (x + 0x9E3779B97F4A7C15) & U64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & U64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & U64
+    return z ^ (z >> 31)
+
+
+def injected(seed, k, rate):
+    """contract/README.md "Failure draw": request k fails when (splitmix64(seed + k) >> 11) * 2^-53 < rate."""
+    return (splitmix64((seed + k) & U64) >> 11) * 2.0 ** -53 < rate
+
+
+class KeepAlive:
+    """HTTP/1.1 requests one at a time on one connection, opened again when the server closed it."""
+
+    def __init__(self, t, ctx=None):
+        self.t, self.ctx, self.s = t, ctx, None
+
+    def ask(self, method, path, body=b"", ctype=None):
+        """Returns (status, body); a connection closed before any answer is opened again once
+        (the request then never reached an operation, so no draw was spent on it)."""
+        head = f"{method} {path} HTTP/1.1\r\nHost: x\r\n" + (f"Content-Type: {ctype}\r\n" if ctype else "")
+        head += f"Content-Length: {len(body)}\r\n" if body or method == "POST" else ""
+        for attempt in (0, 1):
+            if self.s is None:
+                self.s = connect(self.t, 10, self.ctx)
+            try:
+                self.s.sendall(head.encode() + b"\r\n" + body)
+                data, closed = read_h1(self.s, time.monotonic(), 30)
+            except OSError:
+                data, closed = b"", True
+            top, _, rest = data.partition(b"\r\n\r\n")
+            if closed or re.search(rb"(?im)^connection:\s*close", top):
+                self.close()
+            if status_line(data) is not None or attempt:
+                if re.search(rb"(?im)^transfer-encoding:\s*chunked", top):
+                    rest = dechunk(rest)
+                return status_line(data), rest
+
+    def close(self):
+        if self.s is not None:
+            self.s.close()
+            self.s = None
+
+
+def draw_caller(protocol, t, tls):
+    """(call, refused): one GetInteger call on `protocol` -> '0' (answered), '1' (the contract's injected
+    failure) or a description of anything else; one unknown-file request -> whether refused as usual."""
+    if protocol in ("rest-h2", "grpc"):
+        c = H2(t, ctx=tls_ctx(["h2"]) if tls else None)
+
+        def h2_call():
+            if protocol == "grpc":
+                r = c.grpc("/protobench.v1.Bench/GetInteger", grpc_frame(b""))
+                msg = urllib.parse.unquote(r["headers"].get("grpc-message", ""))
+                return {"0": "0"}.get(r["grpc-status"]) or ("1" if (r["grpc-status"], msg) == ("14", "injected failure")
+                                                            else f"grpc-status {r['grpc-status']} {msg!r}")
+            r = c.request("GET", "/v1/tasks/integer")
+            return rest_draw(r["status"], r["data"])
+
+        def h2_refused():
+            if protocol == "grpc":
+                return c.grpc("/protobench.v1.Bench/GetFile", grpc_frame(b"\x0a\x04nope"))["grpc-status"] == "5"
+            return c.request("GET", "/v1/tasks/files/nope")["status"] == 404
+        return h2_call, h2_refused
+    k = KeepAlive(t, tls_ctx(["http/1.1"]) if tls else None)
+    if protocol == "soap":
+        get = soap_env(f'<GetIntegerRequest xmlns="{NS}"/>')
+        nope = soap_env(f'<GetFileRequest xmlns="{NS}"><name>nope</name></GetFileRequest>')
+        ctype = "text/xml; charset=utf-8"
+
+        def soap_call():
+            status, body = k.ask("POST", "/soap", get, ctype)
+            code, string = soap_fault(body)
+            if status == 200:
+                return "0"
+            if status == 500 and re.fullmatch(r"(?:[\w.-]+:)?Server", code or "") and string == "injected failure":
+                return "1"
+            return f"{status} {code} {string!r}"
+        return soap_call, lambda: k.ask("POST", "/soap", nope, ctype)[0] == 500
+    return (lambda: rest_draw(*k.ask("GET", "/v1/tasks/integer")),
+            lambda: k.ask("GET", "/v1/tasks/files/nope")[0] == 404)
+
+
+def rest_draw(status, body):
+    if status == 200:
+        return "0"
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        doc = None
+    return "1" if status == 500 and doc == {"code": 500, "message": "injected failure"} else f"{status} {body[:100]!r}"
+
+
+def probe_failures(v, tls, spin_s):
+    """FAILURE_CALLS GetInteger calls per protocol, one at a time, with an unknown file asked after every
+    tenth (refused before the draw: it must not advance the counter). Each protocol's failures must be
+    exactly the contract's splitmix64 draw for k = o..o+n-1, o a multiple of n (a counter per protocol,
+    or one shared with protocols asked before), and their number within the 99.9% binomial interval."""
+    cat, n, rate = "failure", FAILURE_CALLS, FAILURE_RATE
+    want = "".join("1" if injected(FAILURE_SEED, k, rate) else "0" for k in range(n * len(v.addrs)))
+    half = 3.29 * (n * rate * (1 - rate)) ** 0.5
+    lo, hi = n * rate - half, n * rate + half
+    for i, (p, t) in enumerate(v.addrs.items()):
+        call, refused = draw_caller(p, t, tls)
+        seq, odd, refusals, fastest = [], [], 0, float("inf")
+        for j in range(n):
+            start = time.monotonic()
+            got = call()
+            fastest = min(fastest, time.monotonic() - start)
+            seq.append(got if got in ("0", "1") else "?")
+            odd += [] if got in ("0", "1") else [got]
+            if j % 10 == 9:
+                refusals += refused()
+        seq = "".join(seq)
+        report(not odd and refusals == n // 10, cat, f"{p} answers", "each call answered or failed as the contract says "
+               "(500 {code, message: injected failure}, UNAVAILABLE or soap:Server 'injected failure'); each unknown file refused",
+               f"{len(odd)} other answers {odd[:2]!r}; {refusals} of {n // 10} unknown files refused")
+        report(fastest >= spin_s, "service", f"{p} spin", f"each of the {n} calls took >= {spin_s * 1000:.0f} ms "
+               f"(spin:{spin_s * 1000:.0f}ms)", f"the fastest {fastest * 1000:.1f} ms")
+        offset = next((o for o in range(0, n * (i + 1), n) if want[o:o + n] == seq), None)
+        count = seq.count("1")
+        report(offset is not None and lo <= count <= hi, cat, f"{p} draw",
+               f"the splitmix64 draw of seed {FAILURE_SEED} rate {rate} for k = o..o+{n - 1} (o a multiple of {n}); "
+               f"{lo:.0f}..{hi:.0f} failures",
+               f"{count} failures, " + (f"k from {offset}" if offset is not None else f"{seq[:50]}... matches no o "
+                                        f"(from 0: {want[:50]}...)"))
+
+
+# ---------------------------------------------------------------- service time and draining
+
+SLEEP_S = 1.0
+
+
+def opened_call(protocol, t):
+    """A connection opened now (HTTP/2: its SETTINGS exchanged) for one GetInteger call; returns
+    call() -> (answered OK, seconds), which closes it."""
+    if protocol in ("rest-h2", "grpc"):
+        c = H2(t, timeout=30, graceful=True)
+        c.settings()
+
+        def ask():
+            return (c.grpc("/protobench.v1.Bench/GetInteger", grpc_frame(b""), within=30)["grpc-status"] == "0"
+                    if protocol == "grpc" else c.request("GET", "/v1/tasks/integer", within=30)["status"] == 200)
+    else:
+        c = KeepAlive(t)
+        c.s = connect(t, 10)
+
+        def ask():
+            return (c.ask("POST", "/soap", soap_env(f'<GetIntegerRequest xmlns="{NS}"/>'), "text/xml; charset=utf-8")
+                    if protocol == "soap" else c.ask("GET", "/v1/tasks/integer"))[0] == 200
+
+    def call():
+        start = time.monotonic()
+        try:
+            ok = ask()
+        except OSError:
+            ok = False
+        finally:
+            c.close()
+        return ok, time.monotonic() - start
+    return call
+
+
+def one_call(protocol, t):
+    """One GetInteger call on a new connection: (answered OK, seconds)."""
+    try:
+        return opened_call(protocol, t)()
+    except OSError:
+        return False, 0.0
+
+
+def probe_service(v):
+    """PROTOBENCH_SERVICE_TIME=sleep:1s with one worker: 8 calls side by side on each protocol each take
+    >= 1 s and all end within 4 s (sleep blocks no other request: one at a time would take 8 s);
+    then a call in flight when SIGTERM arrives is still answered."""
+    cat, n = "service", 8
+    for p, t in v.addrs.items():
+        results = [None] * n
+        threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, one_call(p, t)), daemon=True) for i in range(n)]
+        start = time.monotonic()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+        total = time.monotonic() - start
+        done = [r for r in results if r is not None]
+        ok = len(done) == n and all(r[0] for r in done)
+        report(ok and min(r[1] for r in done) >= SLEEP_S, cat, f"{p} sleep", f"{n} calls answered, each after >= {SLEEP_S:.0f} s",
+               f"{sum(1 for r in done if r[0])} answered, " + ", ".join(f"{r[1]:.2f}" for r in done) + " s")
+        report(ok and total < n * SLEEP_S / 2, cat, f"{p} sleep blocks no other request",
+               f"{n} side by side done within {n * SLEEP_S / 2:.0f} s (one at a time: {n * SLEEP_S:.0f} s)", f"{total:.2f} s")
+    p = "rest" if "rest" in v.addrs else next(iter(v.addrs))
+    result, call = [], opened_call(p, v.addrs[p])  # connected before: SIGTERM may close the listener at once
+    th = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    th.start()
+    time.sleep(SLEEP_S / 2)  # the call is sleeping in the server
+    v.stop(cat)
+    th.join(30)
+    report(bool(result) and result[0][0], cat, f"{p} call in flight at SIGTERM", "answered (SIGTERM finishes requests in flight)",
+           f"answered after {result[0][1]:.1f} s" if result and result[0][0] else f"not answered {result!r}")
+
+
+def phase_service(targets, a):
+    run_variant("service", a, targets, {"PROTOBENCH_SERVICE_TIME": f"sleep:{SLEEP_S * 1000:.0f}ms"}, probe_service)
+
+
+# ---------------------------------------------------------------- TLS
+
+TLS_STREAMS = 7
+# The tls variant's service time: every call of its failure draw spins this long (a call of a server that
+# ignores it takes well under a millisecond on loopback).
+SPIN_S = 0.005
+
+
+def guarded(results, key, fn):
+    """Runs fn (a thread's body); a connection error becomes the result (0, 'error: ...')."""
+    results[key] = (0.0, "no result: the thread did not end")
+    try:
+        fn()
+    except OSError as e:
+        results[key] = (0.0, f"{type(e).__name__}: {e}")
+
+
+def tls_idle(protocol, t, idle, answer):
+    """A TLS connection (HTTP/2 with its SETTINGS for rest-h2 and grpc, answering PINGs) left idle, after
+    one answer if `answer` (to a request no operation serves: no service time, no draw); (seconds, closed)."""
+    if protocol in ("rest-h2", "grpc"):
+        c = H2(t, ctx=tls_ctx(["h2"]))
+        c.settings()
+        if answer:
+            r = (c.grpc("/protobench.v1.Bench/Nope", grpc_frame(b"")) if protocol == "grpc"
+                 else c.request("GET", "/v1/nope"))
+            if r["status"] is None:
+                return 0.0, False
+        start = time.monotonic()
+        while not c.closed and time.monotonic() - start < idle + 3:
+            c.pump(idle + 3 - (time.monotonic() - start))
+        c.close()
+        return time.monotonic() - start, c.closed
+    s = connect(t, 10, tls_ctx(["http/1.1"]))
+    if answer:
+        s.sendall(f"GET {'/soap?wsdl' if protocol == 'soap' else '/v1/nope'} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        if status_line(read_h1(s, time.monotonic(), 10)[0]) is None:
+            return 0.0, False
+    _, secs, closed = read_until_closed(s, idle + 3)
+    s.close()
+    return secs, closed
+
+
+def probe_tls(v, idle, read):
+    """TLS on every listener (a throw-away self-signed certificate): ALPN as the contract says; handshakes
+    that never start or stop after a partial ClientHello, connections silent after the handshake or idle
+    after an answer, closed by the idle timeout; trickled requests cut by the read timeout;
+    PROTOBENCH_MAX_STREAMS advertised. The waits run side by side."""
+    cat = "tls"
+    for p, t in v.addrs.items():
+        want = "h2" if p in ("rest-h2", "grpc") else "http/1.1"
+        try:
+            s = connect(t, 10, tls_ctx())
+            got = s.selected_alpn_protocol()
+            s.close()
+        except OSError as e:
+            got = f"handshake failed: {e}"
+        report(got == want and v.tls[p] == "true", cat, f"{p} ALPN", f"{want} selected of h2,http/1.1 (listening tls=true)",
+               f"{got!r} (tls={v.tls[p]})")
+    results, threads = {}, []
+    for p, t in v.addrs.items():
+        for name, send in [("handshake never started", b""),
+                           ("handshake stopped after a partial ClientHello", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")]:
+            def run(p=p, t=t, name=name, send=send):
+                s = connect(t, 10)
+                if send:
+                    s.sendall(send)
+                results[(p, name)] = read_until_closed(s, idle + 3)[1:]
+                s.close()
+            threads.append(threading.Thread(target=guarded, args=(results, (p, name), run), daemon=True))
+        for name in ("silent after the handshake", "idle after an answer"):
+            def run_idle(p=p, t=t, name=name):
+                results[(p, name)] = tls_idle(p, t, idle, answer=name != "silent after the handshake")
+            threads.append(threading.Thread(target=guarded, args=(results, (p, name), run_idle), daemon=True))
+    tls_targets = dict(v.addrs)
+    threads.append(threading.Thread(target=probe_trickle, args=(cat, {p: t for p, t in tls_targets.items()
+                                                                      if p in ("rest", "soap")}, read, tls_ctx(["http/1.1"])),
+                                    daemon=True))
+    for th in threads:
+        th.start()
+    for p in ("rest-h2", "grpc"):
+        if p in v.addrs:
+            try:
+                c = H2(v.addrs[p], ctx=tls_ctx(["h2"]))
+                value = c.settings().get(h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS)
+                c.close()
+            except OSError as e:
+                value = f"no TLS connection: {e}"
+            report(value == TLS_STREAMS, cat, f"{p} PROTOBENCH_MAX_STREAMS={TLS_STREAMS}",
+                   f"SETTINGS_MAX_CONCURRENT_STREAMS {TLS_STREAMS}", f"{value}")
+    for th in threads:
+        th.join(max(idle, read) + 20)
+    for (p, name), (secs, closed) in sorted(results.items()):
+        report(closed is True and secs >= idle / 2, cat, f"{p} {name}", f"closed {idle / 2:.0f}..{idle + 3:.0f} s after "
+               "it opened (after the answer, if any)",
+               f"closed after {secs:.1f} s" if closed is True else (closed or f"still open after {secs:.1f} s"))
+
+
+def phase_tls(targets, a):
+    """The server with TLS, the timeouts, PROTOBENCH_MAX_STREAMS and the failure draw set: probe_tls, then
+    probe_failures over TLS."""
+    certs = tempfile.mkdtemp(prefix="probe-tls-")
+    cert, key = os.path.join(certs, "cert.pem"), os.path.join(certs, "key.pem")
+    try:
+        made = subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                               "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                               "-keyout", key, "-out", cert], capture_output=True)
+        if made.returncode != 0:
+            report(False, "tls", "certificate", "openssl makes a self-signed certificate", made.stderr[-200:])
+            return
+        # One server for all (a start costs up to half a minute): the TLS checks never reach an operation, so
+        # the draw's counter is still at 0 when the failure calls start; each of those spins SPIN_S.
+        env = {"PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key, "PROTOBENCH_IDLE_TIMEOUT": f"{a.idle:.0f}s",
+               "PROTOBENCH_READ_TIMEOUT": f"{a.read:.0f}s", "PROTOBENCH_MAX_STREAMS": str(TLS_STREAMS),
+               "PROTOBENCH_FAILURE_RATE": str(FAILURE_RATE), "PROTOBENCH_FAILURE_SEED": str(FAILURE_SEED),
+               "PROTOBENCH_SERVICE_TIME": f"spin:{SPIN_S * 1000:.0f}ms"}
+
+        def both(v):
+            probe_tls(v, a.idle, a.read)
+            probe_failures(v, tls=True, spin_s=SPIN_S)
+        run_variant("tls", a, targets, env, both)
+    finally:
+        for f in (cert, key):
+            if os.path.exists(f):
+                os.remove(f)
+        os.rmdir(certs)
+
+
 # ---------------------------------------------------------------- configuration
 
 # (variable, value): each refused at start (contract/README.md: "an invalid
@@ -1229,6 +1769,10 @@ def phase_fds(targets, a):
     probe_fds(targets, a.pid, a.idle, a.spare_fds)
 
 
+def phase_trickle(targets, a):
+    probe_trickle("trickle", targets, a.read)
+
+
 def phase_config(targets, a):
     if a.start and targets:
         probe_config(a.start, a.dir, next(iter(targets)))
@@ -1246,7 +1790,10 @@ PHASES = {
     "limit": phase_limit,
     "h2flood": phase_h2flood,
     "idle": phase_idle,
+    "trickle": phase_trickle,
     "fds": phase_fds,
+    "service": phase_service,
+    "tls": phase_tls,
     "config": phase_config,
 }
 
@@ -1262,6 +1809,7 @@ def main():
     ap.add_argument("--max-request-bytes", type=int, default=8388608)
     ap.add_argument("--start", help="the server's start command (a shell command), for the config phase")
     ap.add_argument("--dir", default=".", help="the directory the start command runs in")
+    ap.add_argument("--start-timeout", type=float, default=30.0, help="seconds a variant may take to print its listening lines")
     ap.add_argument("--only", metavar="PHASE,...", help=f"run only these phases (of: {', '.join(PHASES)})")
     ap.add_argument("--repeat", type=int, default=1, metavar="N", help="run the phases N times in a row (each check reported each time)")
     ap.add_argument(

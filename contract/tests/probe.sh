@@ -4,7 +4,9 @@
 # serves on 127.0.0.1:0, PROTOBENCH_IDLE_TIMEOUT=2s and
 # PROTOBENCH_READ_TIMEOUT=2s, then run probe.py against its listeners and
 # process tree (and, for the config phase, the same start command once per bad
-# variable value, which must exit at once). probe.py lowers the server's descriptor limit (prlimit) to
+# variable value, which must exit at once; for the service and tls phases,
+# once each with their settings: a sleeping service time, TLS with the failure
+# draw; at most start_timeout_s each). probe.py lowers the server's descriptor limit (prlimit) to
 # what it has open once listening plus a spare of 64 before its descriptor
 # checks, so the limit suits every stack. Prints one line per check; exit 1
 # if any failed, 2 if the server could not be built or started.
@@ -14,6 +16,8 @@
 #   --only, --repeat  passed to probe.py: some phases only, N times in a row
 #                (`probe.sh rust --only fds --repeat 20`: the flakiness check)
 #   $PROTOBENCH  the binary for {protobench} (default REPO/target/debug/protobench)
+#   $PROBE_TIMEOUT_S  bound on probe.py's run (default 480: java-spring's three
+#                starts take up to a minute each on a loaded 2-core machine)
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -56,7 +60,7 @@ for _ in $(seq 1 "$timeout_s"); do
   kill -0 $pid 2>/dev/null || break
   sleep 1
 done
-args=(--pid "$pid" --idle 2 --read 2 --start "$start" --dir "$dir")
+args=(--pid "$pid" --idle 2 --read 2 --start "$start" --dir "$dir" --start-timeout "$timeout_s")
 # Known deviations of the stack's libraries, declared in its manifest:
 #   [probe]
 #   deviations = { "grpc no content-type" = "grpcio 1.85 has no hook below the handler" }
@@ -71,4 +75,4 @@ for p in $protos; do
   case $p in rest|rest-h2|grpc|soap) args+=("--$p" "$addr") ;; esac
 done
 echo "probe $s ($root)"
-timeout "${PROBE_TIMEOUT_S:-240}" "$venv/bin/python" "$here/probe.py" "${args[@]}" "$@"
+timeout "${PROBE_TIMEOUT_S:-480}" "$venv/bin/python" "$here/probe.py" "${args[@]}" "$@"

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # Builds the java-spring server if needed, then checks it with tests/check.py: Spring's own
-# error cases, ALPN, TLS handshakes, stalled requests, failure-injection, service-time and
-# shutdown rules, the streaming operations' and GraphQL's bad input and limits, clear text and
-# TLS (every workload on every protocol:
-# scripts/verify-servers.sh java-spring; bad input and the other server limits:
-# contract/tests/probe.sh java-spring). Ends with "N passed, M failed"; exits non-zero on any
-# failure.
+# error cases, grpc-java's idle handling, shutdown, the streaming operations' and GraphQL's bad
+# input and limits, clear text and TLS (every workload on every protocol:
+# scripts/verify-servers.sh java-spring; bad input, TLS, the failure draw, the service time and
+# the other server limits: contract/tests/probe.sh java-spring). Ends with "N passed, M failed";
+# exits non-zero on any failure.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"

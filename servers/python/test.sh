@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the Python server if needed, then runs tests/check.py: what only
 # this stack is checked on (lxml/spyne's faults, edge values, error texts,
-# reflection, ALPN, the failure draw, the service time, SIGTERM, timeouts over
-# TLS, its own variables, the streaming operations' bad input, limits and
-# timeouts), the Flask variant and Berg's variants,
-# uvicorn-workers and grpcio-sync. Every workload on every protocol and
-# variant is scripts/verify-servers.sh's (protobench verify, zeep, ghz,
-# schemathesis); bad input and the server limits are
-# contract/tests/probe.sh python's. Ends with `N passed, M failed`.
+# reflection, the draw with two workers, SIGTERM, its own variables, the
+# streaming operations' bad input, limits and timeouts), the Flask variant and
+# Berg's variants, uvicorn-workers and grpcio-sync. Every workload on every
+# protocol and variant is scripts/verify-servers.sh's (protobench verify,
+# zeep, ghz, schemathesis); bad input, the server limits, TLS, the failure
+# draw and the service time are contract/tests/probe.sh python's. Ends with
+# `N passed, M failed`.
 set -euo pipefail
 cd "$(dirname "$0")"
 

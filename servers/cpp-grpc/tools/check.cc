@@ -8,11 +8,6 @@
 // modes:
 //   bad                    edge inputs the probe does not send (it owns the
 //                          contract's status codes for bad input)
-//   failure N              N sequential GetInteger calls (with invalid
-//                          requests in between, which must not count);
-//                          prints `sequence <0|1 per call>` (1 = injected)
-//   sleep MS               one call takes >= MS; 8 concurrent calls end
-//                          within 2 x MS (sleep blocks no thread)
 //   spin MS N              N concurrent calls take >= N x MS (one worker:
 //                          spin holds the handling thread)
 //   call                   one GetInteger call; prints its status
@@ -257,44 +252,7 @@ void Bad(Client& c) {
   std::printf("     (no request message: %s)\n", Describe(st).c_str());
 }
 
-// ---- failure injection
-
-void Failure(Client& c, int n) {
-  std::string seq;
-  int other = 0, refused = 0;
-  pb::FileRequest file;
-  file.set_name("nope");
-  pb::CloneRequest clone;
-  clone.set_times(-1);
-  for (int i = 0; i < n; i++) {
-    if (i % 10 == 5) {
-      // Refused requests get no draw: they keep their own codes and do not
-      // advance the counter (the sequence printed must still match).
-      refused += c.Raw("/protobench.v1.Bench/GetFile", file.SerializeAsString(), nullptr).error_code() ==
-                 StatusCode::NOT_FOUND;
-      refused += c.Raw("/protobench.v1.Bench/CloneText", clone.SerializeAsString(), nullptr).error_code() ==
-                 StatusCode::INVALID_ARGUMENT;
-      refused += c.Raw("/protobench.v1.Bench/Echo", std::string("\xff", 1), nullptr).error_code() ==
-                 StatusCode::INVALID_ARGUMENT;
-    }
-    Status st = c.GetInteger();
-    if (st.ok()) {
-      seq += '0';
-    } else if (st.error_code() == StatusCode::UNAVAILABLE && st.error_message() == "injected failure") {
-      seq += '1';
-    } else {
-      other++;
-      seq += '?';
-      if (other == 1) Fail("failure call " + std::to_string(i), Describe(st));
-    }
-  }
-  std::printf("sequence %s\n", seq.c_str());
-  Expect(refused == 3 * ((n + 4) / 10), "failure: invalid requests keep their codes (never injected)",
-         std::to_string(refused) + " refused");
-  Expect(other == 0, "every call OK or UNAVAILABLE \"injected failure\"", std::to_string(other) + " others");
-}
-
-// ---- service time
+// ---- spin (the probe checks the service time itself)
 
 double ConcurrentMs(Client& c, int n, int* errors) {
   std::vector<std::thread> ts;
@@ -305,18 +263,6 @@ double ConcurrentMs(Client& c, int n, int* errors) {
   *errors = 0;
   for (auto& st : sts) *errors += st.ok() ? 0 : 1;
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-void Sleep(Client& c, double ms) {
-  int errors;
-  c.GetInteger();  // connect first
-  double one = ConcurrentMs(c, 1, &errors);
-  Expect(errors == 0 && one >= ms, "sleep: one call takes >= " + std::to_string(ms) + " ms",
-         std::to_string(one) + " ms, " + std::to_string(errors) + " errors");
-  double eight = ConcurrentMs(c, 8, &errors);
-  Expect(errors == 0 && eight >= ms && eight < 2 * ms,
-         "sleep: 8 concurrent calls take about " + std::to_string(ms) + " ms (sleep blocks no thread)",
-         std::to_string(eight) + " ms, " + std::to_string(errors) + " errors");
 }
 
 void Spin(Client& c, double ms, int n) {
@@ -576,10 +522,6 @@ int main(int argc, char** argv) {
   const std::string& mode = rest[0];
   if (mode == "bad") {
     Bad(c);
-  } else if (mode == "failure" && rest.size() == 2) {
-    Failure(c, std::stoi(rest[1]));
-  } else if (mode == "sleep" && rest.size() == 2) {
-    Sleep(c, std::stod(rest[1]));
   } else if (mode == "spin" && rest.size() == 3) {
     Spin(c, std::stod(rest[1]), std::stoi(rest[2]));
   } else if (mode == "streams" && rest.size() == 2) {

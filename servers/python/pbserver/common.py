@@ -126,6 +126,13 @@ def check_clone(text: str, times: int) -> None:
         raise InvalidInput("the response would hold more than 64 MiB of text")
 
 
+def check_file(name: str) -> None:
+    """An unknown file is refused before the service time and the failure draw
+    (contract/README.md "Failure draw": it does not advance the counter)."""
+    if name not in FILE_SIZES:
+        raise NotFound(f"unknown file {name!r}")
+
+
 def has_surrogate(s: str) -> bool:
     try:
         s.encode("utf-8")

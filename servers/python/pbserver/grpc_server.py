@@ -18,6 +18,7 @@ from .common import (
     NotFound,
     build_files,
     check_clone,
+    check_file,
     load_dataset,
     reverse_scalars,
 )
@@ -110,7 +111,7 @@ class Bench:
 
 
 # Checks of a decoded request before its service time and failure draw.
-VALIDATE = {"CloneText": lambda r: check_clone(r.text, r.times)}
+VALIDATE = {"CloneText": lambda r: check_clone(r.text, r.times), "GetFile": lambda r: check_file(r.name)}
 
 
 def _refusal(request, validate) -> tuple[grpc.StatusCode, str] | None:
@@ -122,6 +123,8 @@ def _refusal(request, validate) -> tuple[grpc.StatusCode, str] | None:
             validate(request)
         except InvalidInput as e:
             return grpc.StatusCode.INVALID_ARGUMENT, str(e)
+        except NotFound as e:
+            return grpc.StatusCode.NOT_FOUND, str(e)
     return None
 
 

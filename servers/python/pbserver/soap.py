@@ -43,8 +43,10 @@ from .common import (
     INTEGERS,
     Gate,
     InvalidInput,
+    NotFound,
     build_files,
     check_clone,
+    check_file,
     load_dataset,
     reverse_scalars,
 )
@@ -251,6 +253,13 @@ def _validate_clone(req):
     check_clone(req.text, req.times)
 
 
+def _validate_file(req):
+    try:
+        check_file(req.name)
+    except NotFound as e:
+        raise InvalidInput(str(e)) from None
+
+
 def _validate_hello(req):
     h = req.request
     if h is not None and h.c1 is not None and h.c2 is not None:
@@ -259,7 +268,7 @@ def _validate_hello(req):
 
 # Checks that belong to decoding/validation (run before the service time and
 # the failure draw), by operation.
-VALIDATORS = {"CloneTextRequest": _validate_clone, "SayHelloRequest": _validate_hello}
+VALIDATORS = {"CloneTextRequest": _validate_clone, "SayHelloRequest": _validate_hello, "GetFileRequest": _validate_file}
 
 
 MAX_ELEMENTS = 10_000  # the largest contract request has fewer than 40

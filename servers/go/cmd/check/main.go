@@ -1,11 +1,11 @@
 // Command check is the client side of test.sh: it sends a running
 // protobench server the inputs only this stack is checked on (edge values it
 // must accept, XML its decoder must refuse that not every stack refuses, a
-// DOCTYPE body over the size limit) and checks the failure draw and the
-// service time. Every workload on every protocol, clear and TLS, is
-// `protobench verify`'s with zeep and ghz (scripts/verify-servers.sh); bad
-// HTTP, JSON, XML and gRPC input, the contract's error statuses and the
-// server limits are the cross-stack probe's (contract/tests/probe.sh go). It
+// DOCTYPE body over the size limit). Every workload on every protocol, clear
+// and TLS, is `protobench verify`'s with zeep and ghz
+// (scripts/verify-servers.sh); bad HTTP, JSON, XML and gRPC input, the
+// contract's error statuses, the server limits, TLS, the failure draw and the
+// service time are the cross-stack probe's (contract/tests/probe.sh go). It
 // prints one line per check ("ok ..." or "FAIL ...") and a last line
 // "check: N passed, M failed"; it exits 1 on any failure.
 //
@@ -26,7 +26,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -34,8 +33,6 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-
-	"protobench.dev/servers/go/internal/core"
 )
 
 const (
@@ -49,12 +46,8 @@ var (
 	grpcAddr   = flag.String("grpc", "", "grpc address")
 	soapAddr   = flag.String("soap", "", "soap address")
 	useTLS     = flag.Bool("tls", false, "connect with TLS (certificate not verified)")
-	mode       = flag.String("mode", "bad", "bad | limit | failure | sleep | spin")
+	mode       = flag.String("mode", "bad", "bad | limit")
 	limit      = flag.Int64("limit", 0, "the server's PROTOBENCH_MAX_REQUEST_BYTES (mode limit)")
-	rate       = flag.Float64("rate", 0.2, "the server's PROTOBENCH_FAILURE_RATE (mode failure)")
-	seed       = flag.Uint64("seed", 1, "the server's PROTOBENCH_FAILURE_SEED (mode failure)")
-	calls      = flag.Int("calls", 1000, "calls per protocol (mode failure)")
-	minTime    = flag.Duration("min", 50*time.Millisecond, "the server's service time (modes sleep, spin)")
 )
 
 var passed, failed int
@@ -86,10 +79,6 @@ func main() {
 		bad()
 	case "limit":
 		limits()
-	case "failure":
-		failures()
-	case "sleep", "spin":
-		serviceTime()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown mode", *mode)
 		os.Exit(2)
@@ -369,134 +358,5 @@ func limits() {
 		body := append([]byte(`<!DOCTYPE x>`), envelope(`<EchoRequest xmlns="urn:protobench:v1"><payload>`+strings.Repeat("x", 2*n)+`</payload></EchoRequest>`)...)
 		r := soapCall("", body, "text/xml")
 		check("soap oversized DOCTYPE body -> 413 before parsing", r.status == 413, "got %d", r.status)
-	}
-}
-
-// ---------------------------------------------------------------- failures
-
-// failures sends *calls requests per protocol, one at a time, so the
-// server's counter k runs 0, 1, 2, ... in this order, and compares the
-// failures with the splitmix64 draw exactly.
-func failures() {
-	k := uint64(0)
-	expect := func() int {
-		n := 0
-		for i := 0; i < *calls; i++ {
-			if core.Fails(*seed, k, *rate) {
-				n++
-			}
-			k++
-		}
-		return n
-	}
-	within := func(n int) bool {
-		want := *rate * float64(*calls)
-		return float64(n) >= want-0.2*want && float64(n) <= want+0.2*want
-	}
-	for _, t := range restTargets() {
-		want, got, bad := expect(), 0, 0
-		for i := 0; i < *calls; i++ {
-			r := t.do("GET", "/v1/tasks/integer", "", nil)
-			switch {
-			case r.status == 200:
-			case r.status == 500 && sameJSON(r.body, `{"code":500,"message":"injected failure"}`):
-				got++
-			default:
-				bad++
-			}
-		}
-		check(fmt.Sprintf("%s %d calls at rate %g: %d injected failures (splitmix64: %d)", t.proto, *calls, *rate, got, want),
-			got == want && bad == 0 && within(got), "other answers: %d", bad)
-	}
-	if *grpcAddr != "" {
-		want, got, bad := expect(), 0, 0
-		for i := 0; i < *calls; i++ {
-			_, err := grpcRaw("/protobench.v1.Bench/GetInteger", nil)
-			s, _ := status.FromError(err)
-			switch {
-			case err == nil:
-			case s.Code() == codes.Unavailable && s.Message() == "injected failure":
-				got++
-			default:
-				bad++
-			}
-		}
-		check(fmt.Sprintf("grpc %d calls at rate %g: %d injected failures (splitmix64: %d)", *calls, *rate, got, want),
-			got == want && bad == 0 && within(got), "other answers: %d", bad)
-	}
-	if *soapAddr != "" {
-		want, got, bad := expect(), 0, 0
-		body := envelope(`<GetIntegerRequest xmlns="urn:protobench:v1"/>`)
-		for i := 0; i < *calls; i++ {
-			r := soapCall("urn:protobench:v1#GetInteger", body, "text/xml; charset=utf-8")
-			code, msg, _ := fault(r.body)
-			switch {
-			case r.status == 200:
-			case r.status == 500 && code == xml.Name{Space: envNS, Local: "Server"} && msg == "injected failure":
-				got++
-			default:
-				bad++
-			}
-		}
-		check(fmt.Sprintf("soap %d calls at rate %g: %d injected failures (splitmix64: %d)", *calls, *rate, got, want),
-			got == want && bad == 0 && within(got), "other answers: %d", bad)
-	}
-}
-
-// ---------------------------------------------------------------- service time
-
-func serviceTime() {
-	type target struct {
-		name string
-		call func() error
-	}
-	var ts []target
-	for _, t := range restTargets() {
-		ts = append(ts, target{t.proto, func() error {
-			r := t.do("GET", "/v1/tasks/integer", "", nil)
-			if r.err != nil || r.status != 200 {
-				return fmt.Errorf("status %d %v", r.status, r.err)
-			}
-			return nil
-		}})
-	}
-	if *grpcAddr != "" {
-		ts = append(ts, target{"grpc", func() error { _, err := grpcRaw("/protobench.v1.Bench/GetInteger", nil); return err }})
-	}
-	if *soapAddr != "" {
-		ts = append(ts, target{"soap", func() error {
-			r := soapCall("", envelope(`<GetIntegerRequest xmlns="urn:protobench:v1"/>`), "text/xml")
-			if r.err != nil || r.status != 200 {
-				return fmt.Errorf("status %d %v", r.status, r.err)
-			}
-			return nil
-		}})
-	}
-	for _, t := range ts {
-		t.call() // warm the connection
-		start := time.Now()
-		err := t.call()
-		d := time.Since(start)
-		check(fmt.Sprintf("%s %s:%v call took %v", t.name, *mode, *minTime, d.Round(time.Millisecond)), err == nil && d >= *minTime, "err %v", err)
-		if *mode == "sleep" {
-			// Sleeping must not block other requests: 8 concurrent calls
-			// finish in far less than 8 service times.
-			const n = 8
-			var wg sync.WaitGroup
-			errs := make(chan error, n)
-			start = time.Now()
-			for range n {
-				wg.Go(func() {
-					if err := t.call(); err != nil {
-						errs <- err
-					}
-				})
-			}
-			wg.Wait()
-			d = time.Since(start)
-			close(errs)
-			check(fmt.Sprintf("%s %d concurrent sleeping calls took %v", t.name, n, d.Round(time.Millisecond)),
-				len(errs) == 0 && d < n**minTime/2, "errors %d", len(errs))
-		}
 	}
 }
