@@ -605,9 +605,22 @@ pub struct PointAggregate {
     pub toxiproxy_cpu_ns_per_call: Option<Summary>,
     /// Distinct failure reasons.
     pub failures: Vec<String>,
+    /// A point run on agents (docs/distributed.md): how many generated its
+    /// load (the most of any repetition); written only when some did.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub agents: u32,
+    /// A point run on agents where an agent failed (the repetition is
+    /// incomplete: its figures cover the other agents): each failure once,
+    /// `agent ADDR (repetition R): what happened`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents_failed: Vec<String>,
 }
 
 fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
     *v == 0
 }
 
@@ -738,8 +751,24 @@ impl PointAggregate {
                 .filter_map(|m| m.drift())
                 .max_by(|a, b| a.change.abs().total_cmp(&b.change.abs())),
             failures,
+            agents: results.iter().map(|(_, r)| r.agents.len() as u32).max().unwrap_or(0),
+            agents_failed: agents_failed(&results),
         }
     }
+}
+
+/// The agents that failed in `results` (repetition, result), each
+/// `agent ADDR (repetition R): what happened`.
+fn agents_failed(results: &[(u32, &LoadResult)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, r) in results {
+        for a in &r.agents {
+            if let Some(f) = &a.failure {
+                out.push(format!("agent {} (repetition {k}): {}", a.agent, f.message));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -282,6 +282,10 @@ pub struct Plan {
     /// direction is undecided and the budget allows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_decided: Option<UntilDecided>,
+    /// The agents (`host:port`) that generate the load of every point
+    /// (docs/distributed.md); empty: this process generates it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<String>,
 }
 
 /// `--until-decided --budget`: how long the run may measure, and how many
