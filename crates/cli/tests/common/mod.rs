@@ -70,3 +70,50 @@ pub fn schema_errors(name: &str, v: &serde_json::Value) -> Vec<String> {
         .map(|e| format!("{e} at {}", e.instance_path))
         .collect()
 }
+
+/// The agents' shared token in tests.
+pub const AGENT_TOKEN: &str = "agents-cli-test-token-0123456789";
+
+/// Writes [`AGENT_TOKEN`] to `dir/token`; returns its path.
+pub fn agent_token_file(dir: &std::path::Path) -> String {
+    let p = dir.join("token");
+    std::fs::write(&p, format!("{AGENT_TOKEN}\n")).unwrap();
+    p.display().to_string()
+}
+
+/// Starts `protobench agent` on a free loopback port with the token in
+/// `token_file`; returns it (killed when dropped) and its address.
+#[allow(clippy::zombie_processes, reason = "Agent's drop kills and waits")]
+pub fn agent(token_file: &str) -> Agent {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
+        .args(["agent", "--listen", "127.0.0.1:0", "--token-file", token_file])
+        .env_remove("PROTOBENCH_AGENT_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines.next().expect("the agent prints its address").unwrap();
+    let addr = line
+        .split(' ')
+        .find_map(|kv| kv.strip_prefix("addr="))
+        .unwrap_or_else(|| panic!("no addr in {line:?}"))
+        .to_owned();
+    Agent { child, addr }
+}
+
+/// A running agent process.
+pub struct Agent {
+    /// The process.
+    pub child: Child,
+    /// Its `host:port`.
+    pub addr: String,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,326 @@
+//! `protobench run` on agents (docs/distributed.md, "A whole run on
+//! agents"): real `protobench agent` processes on loopback with a token
+//! file, a small preset of 2 points x 2 repetitions with 1-second windows,
+//! the run stored (each measurement with its agents' lanes) and reported
+//! (text, HTML, schema-valid JSON naming each point's agents); a preset's
+//! `agents` key; a bad entry refused naming it; agents with an emulated
+//! network or off loopback without `--server-address` refused, and
+//! `--server-address` moving the servers to another address; a wrong
+//! token failing each point with the agent named, without hanging.
+//! Every process is bounded (`timeout`), every window is one second.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::{Agent, agent, agent_token_file};
+
+/// `protobench ARGS` in `dir`, bounded by `timeout` (a hang fails the test,
+/// it does not stall it), with no preset or server directory from the
+/// environment and no token from it either.
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new("timeout")
+        .args(["-k", "5", "150", env!("CARGO_BIN_EXE_protobench")])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("PROTOBENCH_PRESETS_DIR")
+        .env_remove("PROTOBENCH_SERVERS_DIR")
+        .env_remove("PROTOBENCH_AGENT_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Two points (rest on two workloads) x 2 repetitions, 1-second windows,
+/// closed loop with 4 callers (2 per agent), on the built-in Rust server.
+/// `extra` goes at the top level (e.g. `agents = [...]`).
+fn preset(dir: &Path, extra: &str) -> String {
+    let p = dir.join("agents-small.toml");
+    std::fs::write(
+        &p,
+        format!(
+            r#"name = "agents-small"
+{extra}
+servers = ["rust"]
+protocols = ["rest"]
+workloads = ["inventory.xs", "inventory.s"]
+repetitions = 2
+warmup = "0s"
+duration = "1s"
+[load]
+concurrency = 4
+"#
+        ),
+    )
+    .unwrap();
+    p.display().to_string()
+}
+
+/// The coordinator's flags of these tests: a generous clock bound and a
+/// short start lead for a loaded machine on loopback.
+const DRIVE: [&str; 4] = ["--max-clock-uncertainty", "200ms", "--start-ahead", "2s"];
+
+fn agents(n: usize, token: &str) -> (Vec<Agent>, String) {
+    let agents: Vec<Agent> = (0..n).map(|_| agent(token)).collect();
+    let list = agents.iter().map(|a| a.addr.as_str()).collect::<Vec<_>>().join(",");
+    (agents, list)
+}
+
+/// Every stored measurement of run 1 in `db` measured, with one lane per
+/// agent of `addrs`, in agent order, that called; returns the results.
+fn stored_lanes(db: &Path, addrs: &[&str], measurements: usize) -> Vec<serde_json::Value> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT status, result_json FROM measurements WHERE run_id = 1 ORDER BY point_index, repetition")
+        .unwrap();
+    let rows: Vec<(String, Option<String>)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(rows.len(), measurements, "{rows:?}");
+    let mut results = Vec::new();
+    for (status, json) in rows {
+        assert_eq!(status, "ok", "{json:?}");
+        let r: serde_json::Value = serde_json::from_str(&json.unwrap()).unwrap();
+        let lanes = r["agents"].as_array().unwrap_or_else(|| panic!("no lanes: {r}"));
+        let named: Vec<&str> = lanes.iter().map(|l| l["agent"].as_str().unwrap()).collect();
+        assert_eq!(named, addrs, "{r}");
+        assert!(r.get("incomplete").is_none(), "{r}");
+        for l in lanes {
+            assert!(l["calls"].as_u64().unwrap() > 0, "an agent made no call: {l}");
+            assert_eq!(l["concurrency"], 4 / addrs.len() as u64, "{l}");
+            assert!(l["clock_uncertainty_ns"].as_u64().unwrap() > 0, "{l}");
+            assert!(l.get("failure").is_none(), "{l}");
+        }
+        // The merged figures are the lanes' sums.
+        let sum = |k: &str| lanes.iter().map(|l| l[k].as_u64().unwrap()).sum::<u64>();
+        assert_eq!(r["calls"].as_u64().unwrap(), sum("calls"), "{r}");
+        assert_eq!(r["successes"].as_u64().unwrap(), sum("successes"), "{r}");
+        results.push(r);
+    }
+    results
+}
+
+#[test]
+fn a_run_on_agents_stores_each_measurements_lanes_and_reports_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = agent_token_file(dir.path());
+    let (agents, list) = agents(2, &token);
+    let preset = preset(dir.path(), "");
+    let mut args = vec![
+        "run",
+        &preset,
+        "--agents",
+        &list,
+        "--agent-token-file",
+        &token,
+        "--db",
+        "r.db",
+        "-o",
+        "html",
+    ];
+    args.extend(DRIVE);
+    let out = run_in(dir.path(), &args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("run 1 complete: 4 measurements"), "{stdout}");
+    // The table marks each point, and the Agents table has a row per lane.
+    let addrs: Vec<&str> = agents.iter().map(|a| a.addr.as_str()).collect();
+    assert_eq!(stdout.matches("2 agents").count(), 2, "{stdout}");
+    let (_, lanes) = stdout
+        .split_once("\nAgents (")
+        .unwrap_or_else(|| panic!("no agents table: {stdout}"));
+    for a in &addrs {
+        assert_eq!(lanes.lines().filter(|l| l.contains(a)).count(), 4, "{a}: {lanes}");
+    }
+    assert!(stderr.contains("the load of every point comes from 2 agents"), "{stderr}");
+
+    let results = stored_lanes(&dir.path().join("r.db"), &addrs, 4);
+    // Each result, lanes included, follows the published load result schema.
+    for r in &results {
+        let errors = common::schema_errors("load-result.schema.json", r);
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+
+    let html = std::fs::read_to_string(dir.path().join("html/report.html")).unwrap();
+    assert!(html.contains("<section id=\"agents\">"), "no agents section");
+    for a in &addrs {
+        assert_eq!(html.matches(&format!("<td>{a}</td>")).count(), 4, "{a}");
+    }
+
+    let out = run_in(
+        dir.path(),
+        &["report", "1", "--format", "json", "--db", "r.db", "--out", "json"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("json/report.json")).unwrap()).unwrap();
+    let errors = common::schema_errors("report.schema.json", &v);
+    assert!(errors.is_empty(), "{errors:#?}");
+    let aggs = v["aggregates"].as_array().unwrap();
+    assert_eq!(aggs.len(), 2);
+    for a in aggs {
+        assert_eq!(a["agents"], 2, "{a}");
+        assert!(a.get("agents_failed").is_none(), "{a}");
+    }
+    assert_eq!(v["run"]["plan"]["agents"], serde_json::json!(addrs));
+    for m in v["run"]["measurements"].as_array().unwrap() {
+        let named: Vec<&str> = m["result"]["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["agent"].as_str().unwrap())
+            .collect();
+        assert_eq!(named, addrs, "{m}");
+    }
+}
+
+#[test]
+fn a_presets_agents_drive_the_run_and_a_bad_entry_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = agent_token_file(dir.path());
+    let (agents, _) = agents(2, &token);
+    let addrs: Vec<&str> = agents.iter().map(|a| a.addr.as_str()).collect();
+    let listed = format!("agents = [\"{}\", \"{}\"]", addrs[0], addrs[1]);
+    let preset = preset(dir.path(), &listed);
+    let mut args = vec![
+        "run",
+        &preset,
+        "--workloads",
+        "inventory.xs",
+        "--repetitions",
+        "1",
+        "--agent-token-file",
+        &token,
+        "--db",
+        "p.db",
+        "--no-report",
+        // The servers listen on another address of this host (the path of
+        // agents on other hosts), which these agents reach too.
+        "--server-address",
+        "127.0.0.2",
+    ];
+    args.extend(DRIVE);
+    let out = run_in(dir.path(), &args);
+    assert!(
+        out.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let results = stored_lanes(&dir.path().join("p.db"), &addrs, 1);
+    let target = results[0]["plan"]["target"].as_str().unwrap();
+    assert!(target.starts_with("127.0.0.2:"), "{target}");
+
+    // Without a token (none in the preset, none in the environment) nothing starts.
+    let out = run_in(dir.path(), &["run", &preset, "--db", "none.db", "--no-report"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let e = text(&out.stderr);
+    assert!(e.contains("no agent token") && e.contains("--agent-token-file"), "{e}");
+    assert!(!dir.path().join("none.db").exists(), "a run was created");
+
+    // A bad entry is named with what was expected, in the file and on the command line.
+    let bad = preset.replace(".toml", "-bad.toml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&preset)
+            .unwrap()
+            .replace(addrs[1], "agent-1:seventy"),
+    )
+    .unwrap();
+    let out = run_in(dir.path(), &["run", &bad, "--agent-token-file", &token, "--db", "bad.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = text(&out.stderr);
+    assert!(
+        e.contains(":2:") && e.contains("agents[1]: `agent-1:seventy`: the port `seventy` is not a port"),
+        "{e}"
+    );
+    let out = run_in(
+        dir.path(),
+        &["run", &preset, "--agents", "127.0.0.1", "--agent-token-file", &token, "--db", "bad.db"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let e = text(&out.stderr);
+    assert!(
+        e.contains("--agents: `127.0.0.1` is not an agent address (expected host:port"),
+        "{e}"
+    );
+    // Agents and an emulated network do not combine.
+    let net = preset.replace(".toml", "-net.toml");
+    std::fs::write(
+        &net,
+        std::fs::read_to_string(&preset)
+            .unwrap()
+            .replace("servers =", "network = [\"lan-1g\"]\nservers ="),
+    )
+    .unwrap();
+    let out = run_in(dir.path(), &["run", &net, "--agent-token-file", &token, "--db", "bad.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = text(&out.stderr);
+    assert!(
+        e.contains("agents: agents cannot run with an emulated network (`network` lists `lan-1g`)"),
+        "{e}"
+    );
+    // An agent off loopback cannot reach servers on 127.0.0.1.
+    let out = run_in(
+        dir.path(),
+        &["run", &preset, "--agents", "10.9.8.7:7070", "--agent-token-file", &token, "--db", "bad.db"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let e = text(&out.stderr);
+    assert!(
+        e.contains("agent 10.9.8.7:7070 is not on this host's loopback") && e.contains("--server-address"),
+        "{e}"
+    );
+    assert!(!dir.path().join("bad.db").exists(), "a refused run was created");
+}
+
+#[test]
+fn a_wrong_token_fails_each_point_naming_the_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = agent_token_file(dir.path());
+    let (agents, list) = agents(2, &token);
+    let wrong = dir.path().join("wrong");
+    std::fs::write(&wrong, "not-the-token-but-long-enough").unwrap();
+    let preset = preset(dir.path(), "");
+    let mut args = vec![
+        "run",
+        &preset,
+        "--repetitions",
+        "1",
+        "--agents",
+        &list,
+        "--agent-token-file",
+        wrong.to_str().unwrap(),
+        "--db",
+        "w.db",
+        "--no-report",
+    ];
+    args.extend(DRIVE);
+    let out = run_in(dir.path(), &args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    // Exit 1: the run went on and every measurement failed (no hang: timeout would give 124).
+    assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert!(stdout.contains("2 measurements") && stdout.contains("(2 failed)"), "{stdout}");
+    let conn = rusqlite::Connection::open(dir.path().join("w.db")).unwrap();
+    let reasons: Vec<String> = conn
+        .prepare("SELECT failure_reason FROM measurements WHERE status = 'failed'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(reasons.len(), 2);
+    for r in reasons {
+        assert!(
+            r.contains(&format!("agent {}", agents[0].addr)) && r.contains("401") && r.contains("token"),
+            "{r}"
+        );
+    }
+}
