@@ -139,7 +139,10 @@ fn a_run_on_agents_stores_each_measurements_lanes_and_reports_them() {
     for a in &addrs {
         assert_eq!(lanes.lines().filter(|l| l.contains(a)).count(), 4, "{a}: {lanes}");
     }
-    assert!(stderr.contains("the load of every point comes from 2 agents"), "{stderr}");
+    assert!(
+        stderr.contains("the load of every point comes from 2 agents"),
+        "{stderr}"
+    );
 
     let results = stored_lanes(&dir.path().join("r.db"), &addrs, 4);
     // Each result, lanes included, follows the published load result schema.
@@ -234,7 +237,10 @@ fn a_presets_agents_drive_the_run_and_a_bad_entry_is_named() {
             .replace(addrs[1], "agent-1:seventy"),
     )
     .unwrap();
-    let out = run_in(dir.path(), &["run", &bad, "--agent-token-file", &token, "--db", "bad.db"]);
+    let out = run_in(
+        dir.path(),
+        &["run", &bad, "--agent-token-file", &token, "--db", "bad.db"],
+    );
     assert_eq!(out.status.code(), Some(2));
     let e = text(&out.stderr);
     assert!(
@@ -243,7 +249,16 @@ fn a_presets_agents_drive_the_run_and_a_bad_entry_is_named() {
     );
     let out = run_in(
         dir.path(),
-        &["run", &preset, "--agents", "127.0.0.1", "--agent-token-file", &token, "--db", "bad.db"],
+        &[
+            "run",
+            &preset,
+            "--agents",
+            "127.0.0.1",
+            "--agent-token-file",
+            &token,
+            "--db",
+            "bad.db",
+        ],
     );
     assert_eq!(out.status.code(), Some(2));
     let e = text(&out.stderr);
@@ -260,7 +275,10 @@ fn a_presets_agents_drive_the_run_and_a_bad_entry_is_named() {
             .replace("servers =", "network = [\"lan-1g\"]\nservers ="),
     )
     .unwrap();
-    let out = run_in(dir.path(), &["run", &net, "--agent-token-file", &token, "--db", "bad.db"]);
+    let out = run_in(
+        dir.path(),
+        &["run", &net, "--agent-token-file", &token, "--db", "bad.db"],
+    );
     assert_eq!(out.status.code(), Some(2));
     let e = text(&out.stderr);
     assert!(
@@ -270,7 +288,16 @@ fn a_presets_agents_drive_the_run_and_a_bad_entry_is_named() {
     // An agent off loopback cannot reach servers on 127.0.0.1.
     let out = run_in(
         dir.path(),
-        &["run", &preset, "--agents", "10.9.8.7:7070", "--agent-token-file", &token, "--db", "bad.db"],
+        &[
+            "run",
+            &preset,
+            "--agents",
+            "10.9.8.7:7070",
+            "--agent-token-file",
+            &token,
+            "--db",
+            "bad.db",
+        ],
     );
     assert_eq!(out.status.code(), Some(2));
     let e = text(&out.stderr);
@@ -307,7 +334,10 @@ fn a_wrong_token_fails_each_point_naming_the_agent() {
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     // Exit 1: the run went on and every measurement failed (no hang: timeout would give 124).
     assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stdout.contains("2 measurements") && stdout.contains("(2 failed)"), "{stdout}");
+    assert!(
+        stdout.contains("2 measurements") && stdout.contains("(2 failed)"),
+        "{stdout}"
+    );
     let conn = rusqlite::Connection::open(dir.path().join("w.db")).unwrap();
     let reasons: Vec<String> = conn
         .prepare("SELECT failure_reason FROM measurements WHERE status = 'failed'")

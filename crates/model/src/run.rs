@@ -843,4 +843,47 @@ mod tests {
         assert_eq!("per-call".parse::<ConnectionPolicy>(), Ok(PerCall));
         assert!("2x".parse::<ConnectionPolicy>().is_err());
     }
+
+    #[test]
+    fn a_point_on_agents_counts_them_and_names_each_failed_one() {
+        use crate::load::{AgentFailure, AgentLane};
+        let p = crate::testing::point(0, "rest", "inventory.s");
+        let lane = |index: u32, agent: &str| AgentLane {
+            index,
+            agent: agent.into(),
+            clock_offset_ns: 0,
+            clock_uncertainty_ns: 0,
+            round_trip_ns: 0,
+            concurrency: 1,
+            rate_share: None,
+            start_offset_ns: 0,
+            calls: 0,
+            successes: 0,
+            rate: 0.0,
+            latency: Default::default(),
+            generator: Default::default(),
+            failure: None,
+        };
+        let mut one = crate::testing::measurement(&p, 1, 100.0);
+        one.result.as_mut().unwrap().agents = vec![lane(0, "a:1"), lane(1, "b:1")];
+        let mut two = crate::testing::measurement(&p, 2, 100.0);
+        let mut lost = lane(1, "b:1");
+        lost.failure = Some(AgentFailure {
+            after_ns: 1,
+            message: "connection lost".into(),
+        });
+        let r = two.result.as_mut().unwrap();
+        (r.agents, r.incomplete) = (vec![lane(0, "a:1"), lost], true);
+        let agg = PointAggregate::of(&p, &[&one, &two], 0.1);
+        assert_eq!(agg.agents, 2);
+        assert_eq!(agg.agents_failed, ["agent b:1 (repetition 2): connection lost"]);
+        let plain = crate::testing::measurement(&p, 1, 100.0);
+        let agg = PointAggregate::of(&p, &[&plain], 0.1);
+        assert_eq!((agg.agents, agg.agents_failed.len()), (0, 0));
+        let json = serde_json::to_value(&agg).unwrap();
+        assert!(
+            json.get("agents").is_none() && json.get("agents_failed").is_none(),
+            "{json}"
+        );
+    }
 }

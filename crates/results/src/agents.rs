@@ -123,15 +123,7 @@ mod tests {
                 p99_ns: 4_000_000,
                 ..Default::default()
             },
-            generator: Generator {
-                threads: 1,
-                cpu_ns: 0,
-                cpu_ns_per_call: 0.0,
-                cpu_utilization: 0.0,
-                schedule_lag: LatencySummary::default(),
-                generator_bound: false,
-                reason: None,
-            },
+            generator: Generator::default(),
             failure: None,
         }
     }

@@ -517,7 +517,11 @@ fn agents_section(run: &RunRecord) -> String {
          its clock offset ± its uncertainty (half the best round trip), and its own generator verdict: one \
          saturated agent shows here. A FAILED agent makes its repetition incomplete: its figures cover the other agents.</p>",
     );
-    h.push_str(&table(&crate::agents::AGENTS_HEADER, &rows, crate::agents::numeric_column));
+    h.push_str(&table(
+        &crate::agents::AGENTS_HEADER,
+        &rows,
+        crate::agents::numeric_column,
+    ));
     h.push_str("</section>");
     h
 }

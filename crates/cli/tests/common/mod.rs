@@ -20,10 +20,18 @@ pub fn serve_with_env(protocol: &str, extra: &[&str], env: &[(&str, &str)]) -> (
     let flag = format!("--{protocol}");
     let mut args = vec!["serve", flag.as_str(), "127.0.0.1:0"];
     args.extend_from_slice(extra);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(&args)
-        .env("PROTOBENCH_WORKERS", "1")
-        .envs(env.iter().copied())
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_protobench"));
+    cmd.args(&args).env("PROTOBENCH_WORKERS", "1").envs(env.iter().copied());
+    let (child, line) = spawn_listening(&mut cmd);
+    (child, addr_of(&line))
+}
+
+/// Spawns `cmd` (no stdin, stderr discarded, stdout read) and waits for
+/// its `listening ...` line; returns the child and that line. The caller
+/// kills and waits for the child.
+#[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
+pub fn spawn_listening(cmd: &mut Command) -> (Child, String) {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -31,16 +39,19 @@ pub fn serve_with_env(protocol: &str, extra: &[&str], env: &[(&str, &str)]) -> (
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     loop {
-        let line = lines.next().expect("serve prints its listeners").unwrap();
-        if let Some(rest) = line.strip_prefix("listening ") {
-            let addr = rest
-                .split(' ')
-                .find_map(|kv| kv.strip_prefix("addr="))
-                .unwrap()
-                .to_owned();
-            return (child, addr);
+        let line = lines.next().expect("a listening line").unwrap();
+        if line.starts_with("listening ") {
+            return (child, line);
         }
     }
+}
+
+/// The `addr=` of a `listening ...` line.
+pub fn addr_of(line: &str) -> String {
+    line.split(' ')
+        .find_map(|kv| kv.strip_prefix("addr="))
+        .unwrap_or_else(|| panic!("no addr in {line:?}"))
+        .to_owned()
 }
 
 /// Runs `protobench ARGS` with no standard input and collects its output.
@@ -83,24 +94,15 @@ pub fn agent_token_file(dir: &std::path::Path) -> String {
 
 /// Starts `protobench agent` on a free loopback port with the token in
 /// `token_file`; returns it (killed when dropped) and its address.
-#[allow(clippy::zombie_processes, reason = "Agent's drop kills and waits")]
 pub fn agent(token_file: &str) -> Agent {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(["agent", "--listen", "127.0.0.1:0", "--token-file", token_file])
-        .env_remove("PROTOBENCH_AGENT_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.next().expect("the agent prints its address").unwrap();
-    let addr = line
-        .split(' ')
-        .find_map(|kv| kv.strip_prefix("addr="))
-        .unwrap_or_else(|| panic!("no addr in {line:?}"))
-        .to_owned();
-    Agent { child, addr }
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_protobench"));
+    cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file", token_file])
+        .env_remove("PROTOBENCH_AGENT_TOKEN");
+    let (child, line) = spawn_listening(&mut cmd);
+    Agent {
+        child,
+        addr: addr_of(&line),
+    }
 }
 
 /// A running agent process.

@@ -167,7 +167,9 @@ pub fn check_address(addr: &str) -> Result<(), String> {
     }
     match port.parse::<u16>() {
         Ok(p) if p > 0 => Ok(()),
-        _ => Err(format!("`{addr}`: the port `{port}` is not a port from 1 to 65535 ({expected})")),
+        _ => Err(format!(
+            "`{addr}`: the port `{port}` is not a port from 1 to 65535 ({expected})"
+        )),
     }
 }
 
@@ -191,7 +193,10 @@ mod tests {
         }
         for bad in ["127.0.0.1", ":7070", "a b:1", "::1:7070", "[zz]:1", "http://a:1"] {
             let e = check_address(bad).unwrap_err();
-            assert!(e.contains("not an agent address") && e.contains("host:port"), "{bad}: {e}");
+            assert!(
+                e.contains("not an agent address") && e.contains("host:port"),
+                "{bad}: {e}"
+            );
         }
         for bad_port in ["a:0", "a:70000", "a:x"] {
             let e = check_address(bad_port).unwrap_err();

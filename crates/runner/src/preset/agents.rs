@@ -58,3 +58,82 @@ pub(super) fn refuse_with_networks(
         ),
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{CommandLine, Context, resolve, resolve_command};
+    use crate::manifest::Catalog;
+    use crate::units::CpuSet;
+
+    fn ctx() -> Context {
+        Context {
+            catalog: Catalog::load(None),
+            cpus: CpuSet::parse("0-1").unwrap(),
+        }
+    }
+
+    const BASE: &str = r#"servers = ["rust"]
+protocols = ["rest"]
+workloads = ["inventory.xs"]
+[load]
+concurrency = 4
+"#;
+
+    #[test]
+    fn agents_resolve_into_the_plan_and_the_flag_replaces_them() {
+        let text = format!("agents = [\"10.0.0.2:7070\", \"[fd00::3]:7070\"]\n{BASE}");
+        let plan = resolve(&text, "x.toml", &ctx()).unwrap();
+        assert_eq!(plan.agents, ["10.0.0.2:7070", "[fd00::3]:7070"]);
+        assert!(
+            plan.notes.iter().any(|n| n.contains("comes from 2 agents")),
+            "{:?}",
+            plan.notes
+        );
+        let command = CommandLine {
+            agents: Some(vec!["127.0.0.1:7071".into()]),
+            ..Default::default()
+        };
+        let plan = resolve_command(&text, "x.toml", &ctx(), &command).unwrap();
+        assert_eq!(plan.agents, ["127.0.0.1:7071"]);
+        // Without the key: no agents, and a stored plan without it reads back.
+        let plan = resolve(BASE, "x.toml", &ctx()).unwrap();
+        assert!(plan.agents.is_empty());
+        let json = serde_json::to_value(&plan).unwrap();
+        assert!(json.get("agents").is_none(), "{json}");
+    }
+
+    #[test]
+    fn a_bad_entry_an_empty_list_a_twice_listed_one_and_a_network_are_named() {
+        let text = format!("agents = [\"a:1\", \"b\", \"a:1\"]\n{BASE}");
+        let err = resolve(&text, "x.toml", &ctx()).unwrap_err().to_string();
+        assert!(
+            err.contains("x.toml:1:18: agents[1]: `b` is not an agent address (expected host:port"),
+            "{err}"
+        );
+        assert!(err.contains("agents[2]: `a:1` is listed twice"), "{err}");
+        let err = resolve(&format!("agents = []\n{BASE}"), "x.toml", &ctx())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("x.toml:1:10: agents: is empty"), "{err}");
+        let command = CommandLine {
+            agents: Some(vec!["nohost".into()]),
+            ..Default::default()
+        };
+        let err = resolve_command(BASE, "x.toml", &ctx(), &command).unwrap_err();
+        assert!(err.command_line_only(), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("--agents: `nohost` is not an agent address"),
+            "{err}"
+        );
+        let text = format!("network = [\"lan-1g\"]\nagents = [\"a:1\"]\n{BASE}");
+        let err = resolve(&text, "x.toml", &ctx()).unwrap_err().to_string();
+        assert!(
+            err.contains("x.toml:2:10: agents: agents cannot run with an emulated network (`network` lists `lan-1g`)"),
+            "{err}"
+        );
+        // Loopback alone is no emulated network.
+        let text = format!("network = [\"loopback\"]\nagents = [\"a:1\"]\n{BASE}");
+        assert!(resolve(&text, "x.toml", &ctx()).is_ok());
+    }
+}
