@@ -469,8 +469,13 @@ impl Plan {
             p => p,
         }
         .for_callers(concurrency);
+        // On agents, this host's generator CPUs say nothing of theirs: each
+        // agent takes one thread per CPU it has (0), unless the preset
+        // sets the threads.
         let threads = if self.generator_threads > 0 {
             self.generator_threads
+        } else if !self.agents.is_empty() {
+            0
         } else {
             self.generator_cpus.as_ref().map_or(0, |c| c.len() as u32)
         };
