@@ -6,7 +6,8 @@
 //! `agents` key; a bad entry refused naming it; agents with an emulated
 //! network or off loopback without `--server-address` refused, and
 //! `--server-address` moving the servers to another address; a wrong
-//! token failing each point with the agent named, without hanging.
+//! token failing each point with the agent named, without hanging; an
+//! agent killed mid-run marking its point incomplete, naming it.
 //! Every process is bounded (`timeout`), every window is one second.
 
 mod common;
@@ -353,4 +354,102 @@ fn a_wrong_token_fails_each_point_naming_the_agent() {
             "{r}"
         );
     }
+}
+
+/// Whether a TCP connection to `addr` (an IPv4 loopback `ip:port` this
+/// host listens on) is established, from `/proc/net/tcp`.
+fn connected(addr: &str) -> bool {
+    let port: u16 = addr.rsplit_once(':').unwrap().1.parse().unwrap();
+    let local = format!(":{port:04X} ");
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && format!("{} ", f[1]).ends_with(&local) && f[3] == "01"
+        })
+}
+
+#[test]
+fn an_agent_killed_mid_run_marks_its_point_incomplete_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = agent_token_file(dir.path());
+    let (mut agents, list) = agents(2, &token);
+    let preset = preset(dir.path(), "");
+    let mut args = vec![
+        "-k",
+        "5",
+        "150",
+        env!("CARGO_BIN_EXE_protobench"),
+        "run",
+        &preset,
+        "--workloads",
+        "inventory.xs",
+        "--repetitions",
+        "1",
+        "--duration",
+        "8s",
+        "--agents",
+        &list,
+        "--agent-token-file",
+        &token,
+        "--db",
+        "k.db",
+        "--no-report",
+    ];
+    args.extend(DRIVE);
+    let run = Command::new("timeout")
+        .args(&args)
+        .current_dir(dir.path())
+        .env_remove("PROTOBENCH_AGENT_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The coordinator holds a connection to each agent from its clock check
+    // to the end of the point; 2 s start lead, then 3 s into the window.
+    let waiting = std::time::Instant::now();
+    while !connected(&agents[1].addr) {
+        assert!(
+            waiting.elapsed().as_secs() < 90,
+            "the coordinator never reached the agent"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    agents[1].child.kill().unwrap();
+    let out = run.wait_with_output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    // The repetition is kept (exit 0, nothing failed), marked and named.
+    assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let dead = agents[1].addr.clone();
+    assert!(
+        stdout.contains(&format!("2 agents, INCOMPLETE: agent {dead} (repetition 1): ")),
+        "{stdout}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.contains(&dead) && !l.contains("INCOMPLETE"))
+        .unwrap_or_else(|| panic!("no lane of {dead}: {stdout}"));
+    assert!(row.contains("FAILED"), "{row}");
+    let conn = rusqlite::Connection::open(dir.path().join("k.db")).unwrap();
+    let json: String = conn
+        .query_row("SELECT result_json FROM measurements WHERE status = 'ok'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(r["incomplete"], true, "{r}");
+    let (kept, lost) = (&r["agents"][0], &r["agents"][1]);
+    assert!(
+        kept.get("failure").is_none() && kept["successes"].as_u64().unwrap() > 0,
+        "{kept}"
+    );
+    assert!(lost["failure"]["after_ns"].as_i64().unwrap() > 0, "{lost}");
+    assert_eq!(
+        r["successes"], kept["successes"],
+        "the merged figures are the kept agent's"
+    );
 }
