@@ -156,8 +156,8 @@ mod tests {
         assert_eq!((rows[0][9].as_str(), rows[0][10].as_str()), ("ok", "ok"));
         assert_eq!(rows[1][9], "GENERATOR-BOUND");
         assert_eq!(rows[2][10], "FAILED 4.2 s after the start: connection lost");
-        let text = text(&run).unwrap();
-        assert!(text.contains("10.0.0.4:7070") && text.contains("FAILED"), "{text}");
+        let shown = text(&run).unwrap();
+        assert!(shown.contains("10.0.0.4:7070") && shown.contains("FAILED"), "{shown}");
         let none = testing::record(vec![point.clone()], vec![testing::measurement(&point, 1, 1.0)]);
         assert_eq!(text(&none), None);
     }
