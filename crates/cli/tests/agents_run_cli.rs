@@ -356,21 +356,6 @@ fn a_wrong_token_fails_each_point_naming_the_agent() {
     }
 }
 
-/// Whether a TCP connection to `addr` (an IPv4 loopback `ip:port` this
-/// host listens on) is established, from `/proc/net/tcp`.
-fn connected(addr: &str) -> bool {
-    let port: u16 = addr.rsplit_once(':').unwrap().1.parse().unwrap();
-    let local = format!(":{port:04X} ");
-    std::fs::read_to_string("/proc/net/tcp")
-        .unwrap()
-        .lines()
-        .skip(1)
-        .any(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            f.len() > 3 && format!("{} ", f[1]).ends_with(&local) && f[3] == "01"
-        })
-}
-
 #[test]
 fn an_agent_killed_mid_run_marks_its_point_incomplete_naming_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -411,7 +396,7 @@ fn an_agent_killed_mid_run_marks_its_point_incomplete_naming_it() {
     // The coordinator holds a connection to each agent from its clock check
     // to the end of the point; 2 s start lead, then 3 s into the window.
     let waiting = std::time::Instant::now();
-    while !connected(&agents[1].addr) {
+    while !common::connected(&agents[1].addr) {
         assert!(
             waiting.elapsed().as_secs() < 90,
             "the coordinator never reached the agent"

@@ -119,3 +119,19 @@ impl Drop for Agent {
         let _ = self.child.wait();
     }
 }
+
+/// Whether a TCP connection to `addr` (an IPv4 `ip:port` this host
+/// listens on) is established, from `/proc/net/tcp`: a coordinator holds
+/// one to each agent from its clock check to the end of a point.
+pub fn connected(addr: &str) -> bool {
+    let port: u16 = addr.rsplit_once(':').unwrap().1.parse().unwrap();
+    let local = format!(":{port:04X} ");
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && format!("{} ", f[1]).ends_with(&local) && f[3] == "01"
+        })
+}
