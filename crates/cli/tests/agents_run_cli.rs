@@ -66,6 +66,15 @@ concurrency = 4
 /// short start lead for a loaded machine on loopback.
 const DRIVE: [&str; 4] = ["--max-clock-uncertainty", "200ms", "--start-ahead", "2s"];
 
+/// `run PRESET` with the token in `token`, the database `db`, the
+/// coordinator's flags of these tests ([`DRIVE`]) and `extra`.
+fn run_args<'a>(preset: &'a str, token: &'a str, db: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["run", preset, "--agent-token-file", token, "--db", db];
+    args.extend(DRIVE);
+    args.extend_from_slice(extra);
+    args
+}
+
 fn agents(n: usize, token: &str) -> (Vec<Agent>, String) {
     let agents: Vec<Agent> = (0..n).map(|_| agent(token)).collect();
     let list = agents.iter().map(|a| a.addr.as_str()).collect::<Vec<_>>().join(",");
@@ -114,20 +123,10 @@ fn a_run_on_agents_stores_each_measurements_lanes_and_reports_them() {
     let token = agent_token_file(dir.path());
     let (agents, list) = agents(2, &token);
     let preset = preset(dir.path(), "");
-    let mut args = vec![
-        "run",
-        &preset,
-        "--agents",
-        &list,
-        "--agent-token-file",
-        &token,
-        "--db",
-        "r.db",
-        "-o",
-        "html",
-    ];
-    args.extend(DRIVE);
-    let out = run_in(dir.path(), &args);
+    let out = run_in(
+        dir.path(),
+        &run_args(&preset, &token, "r.db", &["--agents", &list, "-o", "html"]),
+    );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "stdout:\n{stdout}\nstderr:\n{stderr}");
     assert!(stdout.contains("run 1 complete: 4 measurements"), "{stdout}");
@@ -193,25 +192,18 @@ fn a_presets_agents_drive_the_run_and_a_bad_entry_is_named() {
     let addrs: Vec<&str> = agents.iter().map(|a| a.addr.as_str()).collect();
     let listed = format!("agents = [\"{}\", \"{}\"]", addrs[0], addrs[1]);
     let preset = preset(dir.path(), &listed);
-    let mut args = vec![
-        "run",
-        &preset,
+    // The servers listen on another address of this host (the path of
+    // agents on other hosts), which these agents reach too.
+    let extra = [
         "--workloads",
         "inventory.xs",
         "--repetitions",
         "1",
-        "--agent-token-file",
-        &token,
-        "--db",
-        "p.db",
         "--no-report",
-        // The servers listen on another address of this host (the path of
-        // agents on other hosts), which these agents reach too.
         "--server-address",
         "127.0.0.2",
     ];
-    args.extend(DRIVE);
-    let out = run_in(dir.path(), &args);
+    let out = run_in(dir.path(), &run_args(&preset, &token, "p.db", &extra));
     assert!(
         out.status.success(),
         "stdout:\n{}\nstderr:\n{}",
@@ -222,91 +214,49 @@ fn a_presets_agents_drive_the_run_and_a_bad_entry_is_named() {
     let target = results[0]["plan"]["target"].as_str().unwrap();
     assert!(target.starts_with("127.0.0.2:"), "{target}");
 
-    // Without a token (none in the preset, none in the environment) nothing starts.
-    let out = run_in(dir.path(), &["run", &preset, "--db", "none.db", "--no-report"]);
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    let e = text(&out.stderr);
-    assert!(e.contains("no agent token") && e.contains("--agent-token-file"), "{e}");
-    assert!(!dir.path().join("none.db").exists(), "a run was created");
-
+    // Each refusal: exit 2, its message, and no run created.
+    let refused = |args: &[&str], want: &[&str]| {
+        let mut all = vec!["run"];
+        all.extend_from_slice(args);
+        all.extend(["--db", "refused.db", "--no-report"]);
+        let out = run_in(dir.path(), &all);
+        let e = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        for w in want {
+            assert!(e.contains(w), "{args:?}: no {w:?} in {e}");
+        }
+        assert!(!dir.path().join("refused.db").exists(), "{args:?}: a run was created");
+    };
+    // Without a token (none in the preset, none in the environment).
+    refused(&[&preset], &["no agent token", "--agent-token-file"]);
     // A bad entry is named with what was expected, in the file and on the command line.
     let bad = preset.replace(".toml", "-bad.toml");
-    std::fs::write(
-        &bad,
-        std::fs::read_to_string(&preset)
-            .unwrap()
-            .replace(addrs[1], "agent-1:seventy"),
-    )
-    .unwrap();
-    let out = run_in(
-        dir.path(),
-        &["run", &bad, "--agent-token-file", &token, "--db", "bad.db"],
+    let text_of = |p: &str| std::fs::read_to_string(p).unwrap();
+    std::fs::write(&bad, text_of(&preset).replace(addrs[1], "agent-1:seventy")).unwrap();
+    refused(
+        &[&bad, "--agent-token-file", &token],
+        &[":2:", "agents[1]: `agent-1:seventy`: the port `seventy` is not a port"],
     );
-    assert_eq!(out.status.code(), Some(2));
-    let e = text(&out.stderr);
-    assert!(
-        e.contains(":2:") && e.contains("agents[1]: `agent-1:seventy`: the port `seventy` is not a port"),
-        "{e}"
-    );
-    let out = run_in(
-        dir.path(),
-        &[
-            "run",
-            &preset,
-            "--agents",
-            "127.0.0.1",
-            "--agent-token-file",
-            &token,
-            "--db",
-            "bad.db",
-        ],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    let e = text(&out.stderr);
-    assert!(
-        e.contains("--agents: `127.0.0.1` is not an agent address (expected host:port"),
-        "{e}"
+    refused(
+        &[&preset, "--agents", "127.0.0.1", "--agent-token-file", &token],
+        &["--agents: `127.0.0.1` is not an agent address (expected host:port"],
     );
     // Agents and an emulated network do not combine.
     let net = preset.replace(".toml", "-net.toml");
     std::fs::write(
         &net,
-        std::fs::read_to_string(&preset)
-            .unwrap()
-            .replace("servers =", "network = [\"lan-1g\"]\nservers ="),
+        text_of(&preset).replace("servers =", "network = [\"lan-1g\"]\nservers ="),
     )
     .unwrap();
-    let out = run_in(
-        dir.path(),
-        &["run", &net, "--agent-token-file", &token, "--db", "bad.db"],
-    );
-    assert_eq!(out.status.code(), Some(2));
-    let e = text(&out.stderr);
-    assert!(
-        e.contains("agents: agents cannot run with an emulated network (`network` lists `lan-1g`)"),
-        "{e}"
+    refused(
+        &[&net, "--agent-token-file", &token],
+        &["agents: agents cannot run with an emulated network (`network` lists `lan-1g`)"],
     );
     // An agent off loopback cannot reach servers on 127.0.0.1.
-    let out = run_in(
-        dir.path(),
-        &[
-            "run",
-            &preset,
-            "--agents",
-            "10.9.8.7:7070",
-            "--agent-token-file",
-            &token,
-            "--db",
-            "bad.db",
-        ],
+    refused(
+        &[&preset, "--agents", "10.9.8.7:7070", "--agent-token-file", &token],
+        &["agent 10.9.8.7:7070 is not on this host's loopback", "--server-address"],
     );
-    assert_eq!(out.status.code(), Some(2));
-    let e = text(&out.stderr);
-    assert!(
-        e.contains("agent 10.9.8.7:7070 is not on this host's loopback") && e.contains("--server-address"),
-        "{e}"
-    );
-    assert!(!dir.path().join("bad.db").exists(), "a refused run was created");
 }
 
 #[test]
@@ -317,21 +267,8 @@ fn a_wrong_token_fails_each_point_naming_the_agent() {
     let wrong = dir.path().join("wrong");
     std::fs::write(&wrong, "not-the-token-but-long-enough").unwrap();
     let preset = preset(dir.path(), "");
-    let mut args = vec![
-        "run",
-        &preset,
-        "--repetitions",
-        "1",
-        "--agents",
-        &list,
-        "--agent-token-file",
-        wrong.to_str().unwrap(),
-        "--db",
-        "w.db",
-        "--no-report",
-    ];
-    args.extend(DRIVE);
-    let out = run_in(dir.path(), &args);
+    let extra = ["--repetitions", "1", "--agents", &list, "--no-report"];
+    let out = run_in(dir.path(), &run_args(&preset, wrong.to_str().unwrap(), "w.db", &extra));
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     // Exit 1: the run went on and every measurement failed (no hang: timeout would give 124).
     assert_eq!(out.status.code(), Some(1), "stdout:\n{stdout}\nstderr:\n{stderr}");
@@ -362,13 +299,8 @@ fn an_agent_killed_mid_run_marks_its_point_incomplete_naming_it() {
     let token = agent_token_file(dir.path());
     let (mut agents, list) = agents(2, &token);
     let preset = preset(dir.path(), "");
-    let mut args = vec![
-        "-k",
-        "5",
-        "150",
-        env!("CARGO_BIN_EXE_protobench"),
-        "run",
-        &preset,
+    let mut args = vec!["-k", "5", "150", env!("CARGO_BIN_EXE_protobench")];
+    let extra = [
         "--workloads",
         "inventory.xs",
         "--repetitions",
@@ -377,13 +309,9 @@ fn an_agent_killed_mid_run_marks_its_point_incomplete_naming_it() {
         "8s",
         "--agents",
         &list,
-        "--agent-token-file",
-        &token,
-        "--db",
-        "k.db",
         "--no-report",
     ];
-    args.extend(DRIVE);
+    args.extend(run_args(&preset, &token, "k.db", &extra));
     let run = Command::new("timeout")
         .args(&args)
         .current_dir(dir.path())

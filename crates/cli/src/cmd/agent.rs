@@ -42,15 +42,15 @@ pub(crate) struct CoordinatorArgs {
     pub(crate) agent_token_file: Option<PathBuf>,
     /// With agents: refuse to start when an agent's clock offset is known
     /// less precisely than this (half the best of 8 round trips).
-    #[arg(long, value_parser = super::load::duration_arg, default_value = "10ms")]
+    #[arg(long, value_parser = super::common::duration_arg, default_value = "10ms")]
     pub(crate) max_clock_uncertainty: Duration,
     /// With agents: how far ahead of the orders the common start is set
     /// (an agent not connected by then is refused for the run).
-    #[arg(long, value_parser = super::load::duration_arg, default_value = "3s")]
+    #[arg(long, value_parser = super::common::duration_arg, default_value = "3s")]
     pub(crate) start_ahead: Duration,
     /// With agents: keep trying to reach agents that are not up yet for
     /// this long (pods starting) before giving up.
-    #[arg(long, value_parser = super::load::duration_arg, default_value = "0s")]
+    #[arg(long, value_parser = super::common::duration_arg, default_value = "0s")]
     pub(crate) agent_wait: Duration,
 }
 

@@ -270,19 +270,7 @@ fn network_arg(text: &str) -> Result<(), String> {
     }
 }
 
-pub(crate) use protobench_runner::units::parse_duration;
-
-/// A duration flag of `load` and `verify`: `parse_duration`, at most
-/// [`protobench_load::MAX_DURATION_NS`] (clap names the flag and the value).
-pub(crate) fn duration_arg(s: &str) -> Result<Duration, String> {
-    let max = Duration::from_nanos(protobench_load::MAX_DURATION_NS);
-    match parse_duration(s) {
-        Ok(d) if d <= max => Ok(d),
-        Ok(_) => Err(format!("must be {}", protobench_load::MAX_DURATION_TEXT)),
-        Err(e) if e.ends_with("too long a duration") => Err(format!("must be {}", protobench_load::MAX_DURATION_TEXT)),
-        Err(e) => Err(e),
-    }
-}
+pub(crate) use super::common::duration_arg;
 
 /// A `--stage DURATION:TARGET` value (k6's order).
 fn stage_arg(s: &str) -> Result<protobench_load::Stage, String> {
@@ -895,6 +883,7 @@ impl OutputFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protobench_runner::units::parse_duration;
 
     #[test]
     fn durations_parse_with_units() {

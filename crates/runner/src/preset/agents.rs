@@ -62,14 +62,9 @@ pub(super) fn refuse_with_networks(
 #[cfg(test)]
 mod tests {
     use super::super::{CommandLine, Context, resolve, resolve_command};
-    use crate::manifest::Catalog;
-    use crate::units::CpuSet;
 
     fn ctx() -> Context {
-        Context {
-            catalog: Catalog::load(None),
-            cpus: CpuSet::parse("0-1").unwrap(),
-        }
+        Context::for_tests()
     }
 
     const BASE: &str = r#"servers = ["rust"]

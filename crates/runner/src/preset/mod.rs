@@ -105,6 +105,17 @@ pub struct Context {
     pub cpus: CpuSet,
 }
 
+impl Context {
+    /// The context unit tests resolve presets in: the built-in catalog, CPUs 0-1.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Context {
+        Context {
+            catalog: Catalog::load(None),
+            cpus: CpuSet::parse("0-1").expect("a CPU list"),
+        }
+    }
+}
+
 /// Reads, validates and resolves a preset file.
 pub fn load(path: &Path, ctx: &Context) -> Result<Plan, PresetError> {
     let text = std::fs::read_to_string(path).map_err(|e| PresetError {
@@ -557,10 +568,7 @@ mod tests {
     use super::*;
 
     fn ctx() -> Context {
-        Context {
-            catalog: Catalog::load(None),
-            cpus: CpuSet::parse("0-1").unwrap(),
-        }
+        Context::for_tests()
     }
 
     #[test]
