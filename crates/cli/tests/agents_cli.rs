@@ -5,49 +5,13 @@
 
 mod common;
 
-use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const TOKEN: &str = "agents-cli-test-token-0123456789";
+use common::{Agent, agent};
 
 fn token_file(dir: &tempfile::TempDir) -> String {
-    let p = dir.path().join("token");
-    std::fs::write(&p, format!("{TOKEN}\n")).unwrap();
-    p.display().to_string()
-}
-
-/// Starts an agent on a free loopback port; returns it and its address.
-#[allow(clippy::zombie_processes, reason = "Agent's drop kills and waits")]
-fn agent(token_file: &str) -> Agent {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(["agent", "--listen", "127.0.0.1:0", "--token-file", token_file])
-        .env_remove("PROTOBENCH_AGENT_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.next().expect("the agent prints its address").unwrap();
-    let addr = line
-        .split(' ')
-        .find_map(|kv| kv.strip_prefix("addr="))
-        .unwrap_or_else(|| panic!("no addr in {line:?}"))
-        .to_owned();
-    Agent { child, addr }
-}
-
-struct Agent {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    common::agent_token_file(dir.path())
 }
 
 struct Server(Child);
@@ -263,7 +227,17 @@ fn killing_an_agent_mid_run_keeps_the_others_and_names_it() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Into the measured window (start 1 s ahead, then 3 s), kill agent 1.
+    // Into the measured window (start 1 s ahead, then 3 s), kill agent 1:
+    // counted from the coordinator's connection to it, not from the spawn
+    // (a loaded machine may take seconds to start the coordinator).
+    let waiting = Instant::now();
+    while !common::connected(&agents[1].addr) {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(60),
+            "the coordinator never reached agent 1"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     std::thread::sleep(Duration::from_secs(4));
     signal("-KILL", agents[1].child.id());
     let started = Instant::now();

@@ -7,7 +7,8 @@
 //! Root and iproute2 are needed; without them the test skips with a
 //! printed reason, and fails under `PROTOBENCH_REQUIRE_NETNS=1` (CI).
 
-use std::io::BufRead;
+mod common;
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -99,24 +100,14 @@ impl Lan {
     /// stdout line (the `listening` line).
     fn start(&mut self, ns: &str, args: &[&str]) -> String {
         let ns = format!("{}{ns}", self.prefix);
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_protobench")])
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &ns, env!("CARGO_BIN_EXE_protobench")])
             .args(args)
             .env("PROTOBENCH_WORKERS", "1")
-            .env_remove("PROTOBENCH_AGENT_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+            .env_remove("PROTOBENCH_AGENT_TOKEN");
+        let (child, line) = common::spawn_listening(&mut cmd);
         self.children.push(child);
-        loop {
-            let line = lines.next().expect("a listening line").unwrap();
-            if line.starts_with("listening ") {
-                return line;
-            }
-        }
+        line
     }
 }
 

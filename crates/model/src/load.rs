@@ -670,7 +670,8 @@ pub struct ErrorCount {
 }
 
 /// What the load generator itself cost, and whether it was the bottleneck.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The default: nothing measured yet (an agent's lane before its result).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Generator {
     /// Engine threads.
     pub threads: u32,

@@ -611,9 +611,22 @@ pub struct PointAggregate {
     pub toxiproxy_cpu_ns_per_call: Option<Summary>,
     /// Distinct failure reasons.
     pub failures: Vec<String>,
+    /// A point run on agents (docs/distributed.md): how many generated its
+    /// load (the most of any repetition); written only when some did.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub agents: u32,
+    /// A point run on agents where an agent failed (the repetition is
+    /// incomplete: its figures cover the other agents): each failure once,
+    /// `agent ADDR (repetition R): what happened`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents_failed: Vec<String>,
 }
 
 fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+fn is_zero_u32(v: &u32) -> bool {
     *v == 0
 }
 
@@ -744,8 +757,24 @@ impl PointAggregate {
                 .filter_map(|m| m.drift())
                 .max_by(|a, b| a.change.abs().total_cmp(&b.change.abs())),
             failures,
+            agents: results.iter().map(|(_, r)| r.agents.len() as u32).max().unwrap_or(0),
+            agents_failed: agents_failed(&results),
         }
     }
+}
+
+/// The agents that failed in `results` (repetition, result), each
+/// `agent ADDR (repetition R): what happened`.
+fn agents_failed(results: &[(u32, &LoadResult)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, r) in results {
+        for a in &r.agents {
+            if let Some(f) = &a.failure {
+                out.push(format!("agent {} (repetition {k}): {}", a.agent, f.message));
+            }
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -819,5 +848,48 @@ mod tests {
         assert_eq!(Shared(20).for_callers(8), (8, false));
         assert_eq!("per-call".parse::<ConnectionPolicy>(), Ok(PerCall));
         assert!("2x".parse::<ConnectionPolicy>().is_err());
+    }
+
+    #[test]
+    fn a_point_on_agents_counts_them_and_names_each_failed_one() {
+        use crate::load::{AgentFailure, AgentLane};
+        let p = crate::testing::point(0, "rest", "inventory.s");
+        let lane = |index: u32, agent: &str| AgentLane {
+            index,
+            agent: agent.into(),
+            clock_offset_ns: 0,
+            clock_uncertainty_ns: 0,
+            round_trip_ns: 0,
+            concurrency: 1,
+            rate_share: None,
+            start_offset_ns: 0,
+            calls: 0,
+            successes: 0,
+            rate: 0.0,
+            latency: Default::default(),
+            generator: Default::default(),
+            failure: None,
+        };
+        let mut one = crate::testing::measurement(&p, 1, 100.0);
+        one.result.as_mut().unwrap().agents = vec![lane(0, "a:1"), lane(1, "b:1")];
+        let mut two = crate::testing::measurement(&p, 2, 100.0);
+        let mut lost = lane(1, "b:1");
+        lost.failure = Some(AgentFailure {
+            after_ns: 1,
+            message: "connection lost".into(),
+        });
+        let r = two.result.as_mut().unwrap();
+        (r.agents, r.incomplete) = (vec![lane(0, "a:1"), lost], true);
+        let agg = PointAggregate::of(&p, &[&one, &two], 0.1);
+        assert_eq!(agg.agents, 2);
+        assert_eq!(agg.agents_failed, ["agent b:1 (repetition 2): connection lost"]);
+        let plain = crate::testing::measurement(&p, 1, 100.0);
+        let agg = PointAggregate::of(&p, &[&plain], 0.1);
+        assert_eq!((agg.agents, agg.agents_failed.len()), (0, 0));
+        let json = serde_json::to_value(&agg).unwrap();
+        assert!(
+            json.get("agents").is_none() && json.get("agents_failed").is_none(),
+            "{json}"
+        );
     }
 }

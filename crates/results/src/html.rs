@@ -477,21 +477,52 @@ fn streams_section(run: &RunRecord) -> String {
          falls behind shows it. <em>deferred sends</em>: messages that could not go out at their time (flow \
          control, a full buffer). <em>CPU/msg</em>: over the messages sent and received. \
          <em>memory/stream</em>: the server's peak RSS over the window less its RSS before the point's streams opened, per stream open at once.</p>\
-         <table><thead><tr>",
+",
     );
-    for col in crate::streams::STREAMS_HEADER {
+    h.push_str(&table(&crate::streams::STREAMS_HEADER, &rows, |i| i >= 3));
+    h.push_str("</section>");
+    h
+}
+
+/// An HTML table of `rows` under `header`; the columns `numeric` says
+/// are numbers align right.
+fn table<R: AsRef<[String]>>(header: &[&str], rows: &[R], numeric: impl Fn(usize) -> bool) -> String {
+    let mut h = String::from("<table><thead><tr>");
+    for col in header {
         let _ = write!(h, "<th>{}</th>", esc(col));
     }
     h.push_str("</tr></thead><tbody>");
     for row in rows {
         h.push_str("<tr>");
-        for (i, cell) in row.iter().enumerate() {
-            let class = if i >= 3 { " class=\"n\"" } else { "" };
+        for (i, cell) in row.as_ref().iter().enumerate() {
+            let class = if numeric(i) { " class=\"n\"" } else { "" };
             let _ = write!(h, "<td{class}>{}</td>", esc(cell));
         }
         h.push_str("</tr>");
     }
-    h.push_str("</tbody></table></section>");
+    h.push_str("</tbody></table>");
+    h
+}
+
+/// The lanes of the points run on agents (crate::agents), when any did.
+fn agents_section(run: &RunRecord) -> String {
+    let rows = crate::agents::rows(run);
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<section id=\"agents\"><h2>Agents</h2><p>The points whose load came from several generator hosts \
+         (docs/distributed.md): one row per agent and repetition. The table above shows the merged figures \
+         (the agents' histograms added, bucket for bucket); here each agent's own share, rate and latency, \
+         its clock offset ± its uncertainty (half the best round trip), and its own generator verdict: one \
+         saturated agent shows here. A FAILED agent makes its repetition incomplete: its figures cover the other agents.</p>",
+    );
+    h.push_str(&table(
+        &crate::agents::AGENTS_HEADER,
+        &rows,
+        crate::agents::numeric_column,
+    ));
+    h.push_str("</section>");
     h
 }
 
@@ -566,6 +597,7 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
          the rate (compare encoded sizes there, not servers).</p></section>",
     );
     h.push_str(&streams_section(run));
+    h.push_str(&agents_section(run));
     h.push_str(&relative_section(run));
     if let Some(e) = report::findings_error(run) {
         let _ = write!(

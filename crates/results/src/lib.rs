@@ -14,6 +14,7 @@
 //! assert!(report::text_table(&run).contains("inventory.s"));
 //! ```
 
+pub mod agents;
 pub mod chart;
 pub mod charts;
 pub mod export;

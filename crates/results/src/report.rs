@@ -77,6 +77,12 @@ fn flags(a: &PointAggregate) -> String {
     if let Some(link) = link_note(a) {
         f.push(link);
     }
+    if a.agents > 0 {
+        f.push(format!("{} agents", a.agents));
+    }
+    if !a.agents_failed.is_empty() {
+        f.push(format!("INCOMPLETE: {}", a.agents_failed.join("; ")));
+    }
     if let Some(c) = &a.chosen_concurrency {
         f.push(format!("at c={:.0}", c.median));
     }
@@ -374,6 +380,9 @@ pub fn text_table(run: &RunRecord) -> String {
     if let Some(streams) = crate::streams::text(run) {
         out.push_str("\nStreams (medians over repetitions, ± the 95% interval of the rate; per-message latency from the intended send time)\n");
         out.push_str(&streams);
+    }
+    if let Some(agents) = crate::agents::text(run) {
+        out.push_str(&agents);
     }
     out
 }

@@ -251,4 +251,25 @@ impl Engine for AgentsEngine {
     ) -> Result<(), VerifyError> {
         self.local.verify(protocol, target, tls, workloads).await
     }
+
+    /// Streams are not split over agents (`protobench_load::split` shares
+    /// call load only): the point fails with this reason.
+    async fn measure_stream(&self, plan: StreamPlan, cancel: CancellationToken) -> Result<StreamResult, MeasureError> {
+        let _ = (plan, cancel);
+        Err(MeasureError(format!(
+            "a stream point cannot run on agents: they share call load only (fixed, rate, discover and stepped ramp points); run the streaming points without agents ({} agents given; docs/distributed.md)",
+            self.coordinator.agents.len()
+        )))
+    }
+
+    /// The servers' streams are checked from here, as their calls are.
+    async fn verify_streams(
+        &self,
+        protocol: Protocol,
+        target: &str,
+        tls: bool,
+        checks: &[(String, StreamPoint)],
+    ) -> Result<(), VerifyError> {
+        self.local.verify_streams_now(protocol, target, tls, checks).await
+    }
 }

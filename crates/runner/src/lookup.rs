@@ -163,14 +163,9 @@ pub fn find_command(name: &str, dir: Option<&Path>, ctx: &Context, command: &Com
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::Catalog;
-    use crate::units::CpuSet;
 
     fn ctx() -> Context {
-        Context {
-            catalog: Catalog::load(None),
-            cpus: CpuSet::parse("0-1").unwrap(),
-        }
+        Context::for_tests()
     }
 
     fn repo_presets() -> Vec<String> {

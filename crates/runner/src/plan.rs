@@ -283,6 +283,10 @@ pub struct Plan {
     /// direction is undecided and the budget allows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub until_decided: Option<UntilDecided>,
+    /// The agents (`host:port`) that generate the load of every point
+    /// (docs/distributed.md); empty: this process generates it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<String>,
 }
 
 /// `--until-decided --budget`: how long the run may measure, and how many
@@ -466,8 +470,13 @@ impl Plan {
             p => p,
         }
         .for_callers(concurrency);
+        // On agents, this host's generator CPUs say nothing of theirs: each
+        // agent takes one thread per CPU it has (0), unless the preset
+        // sets the threads.
         let threads = if self.generator_threads > 0 {
             self.generator_threads
+        } else if !self.agents.is_empty() {
+            0
         } else {
             self.generator_cpus.as_ref().map_or(0, |c| c.len() as u32)
         };

@@ -94,3 +94,55 @@ async fn the_agent_answers_only_its_coordinator() {
         .unwrap()
         .unwrap();
 }
+
+/// The point kinds agents do not run fail as points, each with its reason,
+/// before any agent is asked (the agents here do not even exist): a stream
+/// point says so, a concurrency schedule (a continuous ramp) carries the
+/// split's refusal.
+#[tokio::test]
+async fn streams_and_schedules_are_refused_per_point_on_agents() {
+    use protobench_runner::engine::{AgentsEngine, Engine, LoadEngine};
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let engine = AgentsEngine {
+        coordinator: protobench_runner::agents::coordinator::Coordinator {
+            agents: vec!["127.0.0.1:9".into(), "127.0.0.1:10".into()],
+            token: TOKEN.into(),
+            max_clock_uncertainty: std::time::Duration::from_millis(10),
+            start_ahead: std::time::Duration::from_secs(1),
+            agent_wait: std::time::Duration::ZERO,
+        },
+        local: LoadEngine {
+            contract_dir: repo.join("contract"),
+            commit: None,
+        },
+    };
+    let ctx = protobench_runner::preset::Context {
+        catalog: protobench_runner::manifest::Catalog::load(None),
+        cpus: protobench_runner::units::CpuSet::parse("0-1").unwrap(),
+    };
+    let rust_only = protobench_runner::preset::Overrides {
+        servers: Some(vec!["rust".into()]),
+        ..Default::default()
+    };
+    let streaming =
+        protobench_runner::preset::load_with(&repo.join("presets/streaming.toml"), &ctx, &rust_only).unwrap();
+    let point = &streaming.points[0];
+    let plan = streaming.stream_plan(point, "127.0.0.1:1", 1_000_000_000).unwrap();
+    let e = engine.measure_stream(plan, CancellationToken::new()).await.unwrap_err();
+    assert!(
+        e.0.contains("a stream point cannot run on agents") && e.0.contains("2 agents"),
+        "{e:?}"
+    );
+
+    let quick = protobench_runner::preset::load(&repo.join("presets/quick.toml"), &ctx).unwrap();
+    let mut plan = quick.load_plan(&quick.points[0], "127.0.0.1:1", 4, 1_000_000_000, 0);
+    plan.stages = vec![protobench_load::Stage {
+        duration_ns: 1_000_000_000,
+        target: 4,
+    }];
+    let e = engine.measure(plan, None, CancellationToken::new()).await.unwrap_err();
+    assert!(
+        e.0.contains("cannot split the plan over 2 agents") && e.0.contains("concurrency schedule"),
+        "{e:?}"
+    );
+}

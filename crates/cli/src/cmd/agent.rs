@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use protobench_runner::agents::{TOKEN_ENV, agent, check_token};
@@ -24,6 +25,62 @@ pub(crate) struct Args {
     /// without it, PROTOBENCH_AGENT_TOKEN. There is no default.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
+}
+
+/// The coordinator's flags, shared by `load` and `run` (flattened into
+/// both): where the agents are and how to drive them. One place, so that a
+/// flag added here reaches both commands.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct CoordinatorArgs {
+    /// Run the load on these agents (`protobench agent`), comma-separated
+    /// host:port: this process coordinates them, splits the load and merges
+    /// their histograms (docs/distributed.md). `run`: replaces the preset's `agents`.
+    #[arg(long, value_name = "ADDR,ADDR", value_delimiter = ',')]
+    pub(crate) agents: Vec<String>,
+    /// With agents: the file holding the agents' shared token (else PROTOBENCH_AGENT_TOKEN).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) agent_token_file: Option<PathBuf>,
+    /// With agents: refuse to start when an agent's clock offset is known
+    /// less precisely than this (half the best of 8 round trips).
+    #[arg(long, value_parser = super::common::duration_arg, default_value = "10ms")]
+    pub(crate) max_clock_uncertainty: Duration,
+    /// With agents: how far ahead of the orders the common start is set
+    /// (an agent not connected by then is refused for the run).
+    #[arg(long, value_parser = super::common::duration_arg, default_value = "3s")]
+    pub(crate) start_ahead: Duration,
+    /// With agents: keep trying to reach agents that are not up yet for
+    /// this long (pods starting) before giving up.
+    #[arg(long, value_parser = super::common::duration_arg, default_value = "0s")]
+    pub(crate) agent_wait: Duration,
+}
+
+impl CoordinatorArgs {
+    /// The coordinator of `agents` (the flag's, else those of a preset),
+    /// with the token read now; `None` without agents. A token file given
+    /// without any agent is refused (it would be ignored).
+    pub(crate) fn coordinator(
+        &self,
+        agents: &[String],
+    ) -> Result<Option<protobench_runner::agents::coordinator::Coordinator>, String> {
+        let agents = if self.agents.is_empty() { agents } else { &self.agents };
+        if agents.is_empty() {
+            return match &self.agent_token_file {
+                Some(f) => Err(format!(
+                    "--agent-token-file {}: there are no agents to drive (give --agents ADDR,ADDR)",
+                    f.display()
+                )),
+                None => Ok(None),
+            };
+        }
+        let token = token(self.agent_token_file.as_ref(), "--agent-token-file")?;
+        Ok(Some(protobench_runner::agents::coordinator::Coordinator {
+            agents: agents.to_vec(),
+            token,
+            max_clock_uncertainty: self.max_clock_uncertainty,
+            start_ahead: self.start_ahead,
+            agent_wait: self.agent_wait,
+        }))
+    }
 }
 
 /// The token from `--token-file` or the environment; none is a usage error.

@@ -149,6 +149,19 @@ impl ShutdownSignals {
     }
 }
 
+/// A duration flag of `load`, `verify` and the agents' flags:
+/// `parse_duration`, at most
+/// [`protobench_load::MAX_DURATION_NS`] (clap names the flag and the value).
+pub(crate) fn duration_arg(s: &str) -> Result<std::time::Duration, String> {
+    let max = std::time::Duration::from_nanos(protobench_load::MAX_DURATION_NS);
+    match protobench_runner::units::parse_duration(s) {
+        Ok(d) if d <= max => Ok(d),
+        Ok(_) => Err(format!("must be {}", protobench_load::MAX_DURATION_TEXT)),
+        Err(e) if e.ends_with("too long a duration") => Err(format!("must be {}", protobench_load::MAX_DURATION_TEXT)),
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -202,26 +202,8 @@ pub(crate) struct Args {
     /// Engine threads (default: CPUs available, at most --connections).
     #[arg(long)]
     threads: Option<u32>,
-    /// Run on these agents (`protobench agent`), comma-separated host:port:
-    /// this process coordinates them, splits the load and merges their
-    /// histograms (docs/distributed.md).
-    #[arg(long, value_name = "ADDR,ADDR", value_delimiter = ',')]
-    agents: Vec<String>,
-    /// With --agents: the file holding the agents' shared token (else PROTOBENCH_AGENT_TOKEN).
-    #[arg(long, value_name = "FILE", requires = "agents")]
-    agent_token_file: Option<PathBuf>,
-    /// With --agents: refuse to start when an agent's clock offset is known
-    /// less precisely than this (half the best of 8 round trips).
-    #[arg(long, value_parser = duration_arg, default_value = "10ms")]
-    max_clock_uncertainty: Duration,
-    /// With --agents: how far ahead of the orders the common start is set
-    /// (an agent not connected by then is refused for the run).
-    #[arg(long, value_parser = duration_arg, default_value = "3s")]
-    start_ahead: Duration,
-    /// With --agents: keep trying to reach agents that are not up yet for
-    /// this long (pods starting) before giving up.
-    #[arg(long, value_parser = duration_arg, default_value = "0s")]
-    agent_wait: Duration,
+    #[command(flatten)]
+    coordinator: super::agent::CoordinatorArgs,
     #[command(flatten)]
     tls: TlsArgs,
     /// Custom HTTP call: method (default GET, or POST with a body).
@@ -313,19 +295,7 @@ fn network_arg(text: &str) -> Result<(), String> {
     }
 }
 
-pub(crate) use protobench_runner::units::parse_duration;
-
-/// A duration flag of `load` and `verify`: `parse_duration`, at most
-/// [`protobench_load::MAX_DURATION_NS`] (clap names the flag and the value).
-pub(crate) fn duration_arg(s: &str) -> Result<Duration, String> {
-    let max = Duration::from_nanos(protobench_load::MAX_DURATION_NS);
-    match parse_duration(s) {
-        Ok(d) if d <= max => Ok(d),
-        Ok(_) => Err(format!("must be {}", protobench_load::MAX_DURATION_TEXT)),
-        Err(e) if e.ends_with("too long a duration") => Err(format!("must be {}", protobench_load::MAX_DURATION_TEXT)),
-        Err(e) => Err(e),
-    }
-}
+pub(crate) use super::common::duration_arg;
 
 /// A `--stage DURATION:TARGET` value (k6's order).
 fn stage_arg(s: &str) -> Result<protobench_load::Stage, String> {
@@ -594,21 +564,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         },
     };
-    let coordinator = if args.agents.is_empty() {
-        None
-    } else {
-        match super::agent::token(args.agent_token_file.as_ref(), "--agent-token-file") {
-            Ok(token) => Some(protobench_runner::agents::coordinator::Coordinator {
-                agents: args.agents.clone(),
-                token,
-                max_clock_uncertainty: args.max_clock_uncertainty,
-                start_ahead: args.start_ahead,
-                agent_wait: args.agent_wait,
-            }),
-            Err(e) => {
-                outputs.discard();
-                return Ok(usage(e));
-            }
+    let coordinator = match args.coordinator.coordinator(&[]) {
+        Ok(c) => c,
+        Err(e) => {
+            outputs.discard();
+            return Ok(usage(e));
         }
     };
     let result = match measure(plan, progress, web.as_ref().map(|w| w.live.clone()), coordinator)? {
@@ -944,6 +904,7 @@ impl OutputFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protobench_runner::units::parse_duration;
 
     #[test]
     fn durations_parse_with_units() {

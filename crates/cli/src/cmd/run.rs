@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use protobench_model::run::{RunRecord, RunStatus};
 use protobench_results::store::DEFAULT_DB;
-use protobench_runner::engine::LoadEngine;
+use protobench_runner::agents::coordinator::Coordinator;
+use protobench_runner::engine::{AgentsEngine, LoadEngine};
 use protobench_runner::lookup;
 use protobench_runner::manifest::Catalog;
 use protobench_runner::orchestrate::RunOptions;
@@ -110,6 +111,13 @@ pub(crate) struct Args {
     /// Directory of server manifests (default: $PROTOBENCH_SERVERS_DIR, the repository's servers/, ./servers).
     #[arg(long, env = "PROTOBENCH_SERVERS_DIR")]
     servers_dir: Option<PathBuf>,
+    #[command(flatten)]
+    coordinator: super::agent::CoordinatorArgs,
+    /// With agents: the servers listen on this address of this host (one
+    /// the agents reach) instead of 127.0.0.1; needed when an agent is not
+    /// on this host's loopback.
+    #[arg(long, value_name = "IP")]
+    server_address: Option<std::net::IpAddr>,
 }
 
 /// `--until-decided` without `--budget`.
@@ -131,11 +139,12 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     // 1. The session: a new run from a preset, or the stored run to resume.
+    let mut agents = None;
     let mut session = match args.resume {
         Some(id) => {
             if !command_line(&args).is_empty() {
                 eprintln!(
-                    "error: --resume continues the stored plan: --duration, --warmup, --repetitions, --time-scale, --servers, --protocols, --workloads and --threshold cannot be changed"
+                    "error: --resume continues the stored plan: --duration, --warmup, --repetitions, --time-scale, --servers, --protocols, --workloads, --threshold and --agents cannot be changed (the token and --server-address can)"
                 );
                 return Ok(ExitCode::from(Exit::Usage));
             }
@@ -164,10 +173,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&plan)?);
                 return Ok(ExitCode::from(Exit::Success));
             }
-            // An emulated network this machine cannot apply fails before the run exists.
+            // An emulated network this machine cannot apply, or agents
+            // without their token, fail before the run exists.
             if let Err(code) = check_networks(&plan) {
                 return Ok(code);
             }
+            agents = match coordinator(&args, &plan) {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
             // The database before anything starts: locked or unwritable fails now.
             Session::start(plan, &args.db, &catalog, git_commit()).context("opening the results database")?
         }
@@ -185,10 +199,14 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         );
     }
-    if args.resume.is_some()
-        && let Err(code) = check_networks(session.plan())
-    {
-        return Ok(code);
+    if args.resume.is_some() {
+        if let Err(code) = check_networks(session.plan()) {
+            return Ok(code);
+        }
+        agents = match coordinator(&args, session.plan()) {
+            Ok(c) => c,
+            Err(code) => return Ok(code),
+        };
     }
     announce(session.plan(), &catalog);
     // 2. Pin the generator before any runtime thread exists.
@@ -216,7 +234,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let started = Instant::now();
-    let finished = measure(&mut session, &catalog, web.as_ref().map(|w| w.live.clone()))?;
+    let finished = measure(
+        &mut session,
+        &catalog,
+        web.as_ref().map(|w| w.live.clone()),
+        agents,
+        args.server_address,
+    )?;
     // 3. Table and report from the database (what was stored is what is shown).
     let code = report(&mut session, &finished, &args, started)?;
     if let Some(web) = web {
@@ -329,7 +353,35 @@ fn command_line(args: &Args) -> CommandLine {
         repetitions: args.repetitions,
         thresholds: args.thresholds.clone(),
         until_decided: args.until_decided.then(|| args.budget.unwrap_or(DEFAULT_BUDGET)),
+        agents: (!args.coordinator.agents.is_empty()).then(|| args.coordinator.agents.clone()),
     }
+}
+
+/// The coordinator of a run on agents (the plan's, which `--agents`
+/// replaced), its token read now, and the servers' listen address; `None`
+/// when the run generates its load itself. Errors are printed here and
+/// the exit code (2) returned, before anything starts.
+fn coordinator(args: &Args, plan: &Plan) -> Result<Option<Coordinator>, ExitCode> {
+    let usage = |e: String| {
+        eprintln!("error: {e}");
+        ExitCode::from(Exit::Usage)
+    };
+    let Some(c) = args.coordinator.coordinator(&plan.agents).map_err(usage)? else {
+        return match args.server_address {
+            Some(ip) => Err(usage(format!(
+                "--server-address {ip}: applies to a run on agents (give --agents or a preset's `agents`)"
+            ))),
+            None => Ok(None),
+        };
+    };
+    if args.server_address.is_none()
+        && let Some(far) = c.agents.iter().find(|a| !protobench_runner::agents::on_loopback(a))
+    {
+        return Err(usage(format!(
+            "agent {far} is not on this host's loopback, and the servers listen on 127.0.0.1 where it cannot reach them: give --server-address IP (an address of this host the agents reach; docs/distributed.md)"
+        )));
+    }
+    Ok(Some(c))
 }
 
 /// Every emulated network of the plan can be applied on this machine
@@ -368,10 +420,14 @@ fn announce(plan: &Plan, catalog: &Catalog) {
 
 /// Measures the session on a runtime sized for the generator's CPUs, with
 /// the live view and Ctrl-C/SIGTERM handling.
+/// With `agents`, every point's load comes from them (`AgentsEngine`);
+/// the servers are still started, exposed and verified here.
 fn measure(
     session: &mut Session,
     catalog: &Catalog,
     web: Option<std::sync::Arc<crate::live_page::Live>>,
+    agents: Option<Coordinator>,
+    server_host: Option<std::net::IpAddr>,
 ) -> anyhow::Result<Finished> {
     let workers = session.plan().generator_cpus.as_ref().map_or(2, |c| c.len().max(2));
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -386,6 +442,7 @@ fn measure(
     let mut opts = RunOptions::new(exe.clone(), dataset.is_file().then_some(dataset), work_dir.clone());
     // Every server ends with this process, however it ends.
     opts.guard = Some(exe);
+    opts.server_host = server_host;
     let engine = LoadEngine {
         contract_dir: contract,
         commit: git_commit(),
@@ -421,7 +478,16 @@ fn measure(
                 }
             });
         }
-        let finished = session.execute(catalog, &engine, &opts, Some(tx), cancel.clone()).await;
+        let finished = match agents {
+            None => session.execute(catalog, &engine, &opts, Some(tx), cancel.clone()).await,
+            Some(coordinator) => {
+                let engine = AgentsEngine {
+                    coordinator,
+                    local: engine,
+                };
+                session.execute(catalog, &engine, &opts, Some(tx), cancel.clone()).await
+            }
+        };
         let _ = view.await;
         finished
     });

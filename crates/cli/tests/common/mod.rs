@@ -20,10 +20,18 @@ pub fn serve_with_env(protocol: &str, extra: &[&str], env: &[(&str, &str)]) -> (
     let flag = format!("--{protocol}");
     let mut args = vec!["serve", flag.as_str(), "127.0.0.1:0"];
     args.extend_from_slice(extra);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(&args)
-        .env("PROTOBENCH_WORKERS", "1")
-        .envs(env.iter().copied())
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_protobench"));
+    cmd.args(&args).env("PROTOBENCH_WORKERS", "1").envs(env.iter().copied());
+    let (child, line) = spawn_listening(&mut cmd);
+    (child, addr_of(&line))
+}
+
+/// Spawns `cmd` (no stdin, stderr discarded, stdout read) and waits for
+/// its `listening ...` line; returns the child and that line. The caller
+/// kills and waits for the child.
+#[allow(clippy::zombie_processes, reason = "the caller kills and waits for the child")]
+pub fn spawn_listening(cmd: &mut Command) -> (Child, String) {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -31,16 +39,19 @@ pub fn serve_with_env(protocol: &str, extra: &[&str], env: &[(&str, &str)]) -> (
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     loop {
-        let line = lines.next().expect("serve prints its listeners").unwrap();
-        if let Some(rest) = line.strip_prefix("listening ") {
-            let addr = rest
-                .split(' ')
-                .find_map(|kv| kv.strip_prefix("addr="))
-                .unwrap()
-                .to_owned();
-            return (child, addr);
+        let line = lines.next().expect("a listening line").unwrap();
+        if line.starts_with("listening ") {
+            return (child, line);
         }
     }
+}
+
+/// The `addr=` of a `listening ...` line.
+pub fn addr_of(line: &str) -> String {
+    line.split(' ')
+        .find_map(|kv| kv.strip_prefix("addr="))
+        .unwrap_or_else(|| panic!("no addr in {line:?}"))
+        .to_owned()
 }
 
 /// Runs `protobench ARGS` with no standard input and collects its output.
@@ -69,4 +80,58 @@ pub fn schema_errors(name: &str, v: &serde_json::Value) -> Vec<String> {
         .iter_errors(v)
         .map(|e| format!("{e} at {}", e.instance_path))
         .collect()
+}
+
+/// The agents' shared token in tests.
+pub const AGENT_TOKEN: &str = "agents-cli-test-token-0123456789";
+
+/// Writes [`AGENT_TOKEN`] to `dir/token`; returns its path.
+pub fn agent_token_file(dir: &std::path::Path) -> String {
+    let p = dir.join("token");
+    std::fs::write(&p, format!("{AGENT_TOKEN}\n")).unwrap();
+    p.display().to_string()
+}
+
+/// Starts `protobench agent` on a free loopback port with the token in
+/// `token_file`; returns it (killed when dropped) and its address.
+pub fn agent(token_file: &str) -> Agent {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_protobench"));
+    cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file", token_file])
+        .env_remove("PROTOBENCH_AGENT_TOKEN");
+    let (child, line) = spawn_listening(&mut cmd);
+    Agent {
+        child,
+        addr: addr_of(&line),
+    }
+}
+
+/// A running agent process.
+pub struct Agent {
+    /// The process.
+    pub child: Child,
+    /// Its `host:port`.
+    pub addr: String,
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether a TCP connection to `addr` (an IPv4 `ip:port` this host
+/// listens on) is established, from `/proc/net/tcp`: a coordinator holds
+/// one to each agent from its clock check to the end of a point.
+pub fn connected(addr: &str) -> bool {
+    let port: u16 = addr.rsplit_once(':').unwrap().1.parse().unwrap();
+    let local = format!(":{port:04X} ");
+    std::fs::read_to_string("/proc/net/tcp")
+        .unwrap()
+        .lines()
+        .skip(1)
+        .any(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.len() > 3 && format!("{} ", f[1]).ends_with(&local) && f[3] == "01"
+        })
 }

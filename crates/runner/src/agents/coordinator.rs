@@ -357,15 +357,7 @@ fn lane_meta(addr: &str, share: &protobench_load::Share, clock: &ClockOffset) ->
         successes: 0,
         rate: 0.0,
         latency: LatencySummary::default(),
-        generator: Generator {
-            threads: 0,
-            cpu_ns: 0,
-            cpu_ns_per_call: 0.0,
-            cpu_utilization: 0.0,
-            schedule_lag: LatencySummary::default(),
-            generator_bound: false,
-            reason: None,
-        },
+        generator: Generator::default(),
         failure: None,
     }
 }

@@ -146,9 +146,66 @@ pub fn check_token(token: &str) -> Result<String, String> {
     Ok(t.to_owned())
 }
 
+/// Checks an agent's address as a preset or `--agents` gives it:
+/// `host:port` (an IPv6 host in brackets), the port from 1 to 65535.
+pub fn check_address(addr: &str) -> Result<(), String> {
+    let expected = "expected host:port, e.g. 10.0.0.2:7070, [fd00::2]:7070 or agent-0.bench.svc:7070";
+    let bad = || format!("`{addr}` is not an agent address ({expected})");
+    let (host, port) = addr.rsplit_once(':').ok_or_else(bad)?;
+    let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']'));
+    let host_ok = match bare {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => {
+            !host.is_empty()
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_')
+        }
+    };
+    if !host_ok {
+        return Err(bad());
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(()),
+        _ => Err(format!(
+            "`{addr}`: the port `{port}` is not a port from 1 to 65535 ({expected})"
+        )),
+    }
+}
+
+/// Whether an agent's address (checked by [`check_address`]) is on this
+/// host's loopback (`localhost`, 127.0.0.0/8, `[::1]`): such an agent
+/// reaches servers listening on loopback.
+pub fn on_loopback(addr: &str) -> bool {
+    let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+    let host = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_addresses_are_host_and_port() {
+        for ok in ["127.0.0.1:7070", "[::1]:1", "agent-0.bench.svc:7070", "localhost:65535"] {
+            assert_eq!(check_address(ok), Ok(()), "{ok}");
+        }
+        for bad in ["127.0.0.1", ":7070", "a b:1", "::1:7070", "[zz]:1", "http://a:1"] {
+            let e = check_address(bad).unwrap_err();
+            assert!(
+                e.contains("not an agent address") && e.contains("host:port"),
+                "{bad}: {e}"
+            );
+        }
+        for bad_port in ["a:0", "a:70000", "a:x"] {
+            let e = check_address(bad_port).unwrap_err();
+            assert!(e.contains("is not a port from 1 to 65535"), "{bad_port}: {e}");
+        }
+        assert!(on_loopback("127.0.0.1:1") && on_loopback("127.3.0.1:1") && on_loopback("[::1]:1"));
+        assert!(on_loopback("LOCALHOST:1"));
+        assert!(!on_loopback("10.0.0.2:7070") && !on_loopback("agent-0.bench.svc:7070"));
+    }
 
     #[test]
     fn the_shortest_round_trip_gives_the_offset() {

@@ -73,6 +73,10 @@ pub struct RunOptions {
     /// started through, so that none outlives this process (the binary sets
     /// it to itself; `None` starts servers directly).
     pub guard: Option<PathBuf>,
+    /// Servers listen on this address of this host instead of loopback (a
+    /// run on agents on other hosts, which must reach them); an emulated
+    /// link's server host wins over it.
+    pub server_host: Option<std::net::IpAddr>,
 }
 
 impl RunOptions {
@@ -85,6 +89,7 @@ impl RunOptions {
             stop_grace: STOP_GRACE,
             extra_env: vec![],
             guard: None,
+            server_host: None,
         }
     }
 }

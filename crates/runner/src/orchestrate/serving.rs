@@ -181,9 +181,14 @@ fn start_server<E: Engine>(
     let cgroup = cgroup_for(c, group, repetition);
     let mut extra_env: Vec<(String, String)> = manifest.env.clone().into_iter().collect();
     extra_env.extend(c.opts.extra_env.iter().cloned());
-    // Behind a link: listen on the server host's address, not loopback.
-    if let Some(link) = &c.link {
-        let bind = link.link.bind_addr().to_string();
+    // Behind a link: listen on the server host's address, not loopback;
+    // for agents on other hosts, on the address they reach.
+    let bind = match (&c.link, c.opts.server_host) {
+        (Some(link), _) => Some(link.link.bind_addr()),
+        (None, Some(ip)) => Some(std::net::SocketAddr::new(ip, 0)),
+        (None, None) => None,
+    };
+    if let Some(bind) = bind.map(|b| b.to_string()) {
         extra_env.extend(group.protocols.iter().map(|p| (p.addr_env().to_string(), bind.clone())));
     }
     let netns = c.link.as_ref().map(|l| l.link.host().namespace().to_string());

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use protobench_model::run::PointKind;
 
+mod agents;
 mod check;
 mod findings;
 mod load_spec;
@@ -79,7 +80,14 @@ impl PresetError {
     /// Every problem is in a scalar the command line gave (`--time-scale`,
     /// `--repetitions`, `--threshold`): the preset itself is valid.
     pub fn command_line_only(&self) -> bool {
-        let scalar = [Flag::TimeScale, Flag::Repetitions, Flag::Threshold, Flag::UntilDecided].map(Flag::name);
+        let scalar = [
+            Flag::TimeScale,
+            Flag::Repetitions,
+            Flag::Threshold,
+            Flag::UntilDecided,
+            Flag::Agents,
+        ]
+        .map(Flag::name);
         !self.issues.is_empty()
             && self
                 .issues
@@ -95,6 +103,17 @@ pub struct Context {
     pub catalog: Catalog,
     /// The CPUs this process may use.
     pub cpus: CpuSet,
+}
+
+impl Context {
+    /// The context unit tests resolve presets in: the built-in catalog, CPUs 0-1.
+    #[cfg(test)]
+    pub(crate) fn for_tests() -> Context {
+        Context {
+            catalog: Catalog::load(None),
+            cpus: CpuSet::parse("0-1").expect("a CPU list"),
+        }
+    }
 }
 
 /// Reads, validates and resolves a preset file.
@@ -147,6 +166,8 @@ pub struct CommandLine {
     /// `--until-decided --budget`: the budget of the rounds that are added
     /// while a claim is undecided.
     pub until_decided: Option<std::time::Duration>,
+    /// `--agents`: replaces the preset's `agents` (checked by its rules).
+    pub agents: Option<Vec<String>>,
 }
 
 impl CommandLine {
@@ -166,10 +187,11 @@ enum Flag {
     Repetitions,
     Threshold,
     UntilDecided,
+    Agents,
 }
 
 impl Flag {
-    const ALL: [Flag; 7] = [
+    const ALL: [Flag; 8] = [
         Flag::Servers,
         Flag::Protocols,
         Flag::Workloads,
@@ -177,6 +199,7 @@ impl Flag {
         Flag::Repetitions,
         Flag::Threshold,
         Flag::UntilDecided,
+        Flag::Agents,
     ];
 
     fn name(self) -> &'static str {
@@ -188,6 +211,7 @@ impl Flag {
             Flag::Repetitions => "--repetitions",
             Flag::Threshold => "--threshold",
             Flag::UntilDecided => "--until-decided",
+            Flag::Agents => "--agents",
         }
     }
 
@@ -292,6 +316,13 @@ pub fn resolve_with(text: &str, file: &str, ctx: &Context, overrides: &Overrides
 pub fn resolve_command(text: &str, file: &str, ctx: &Context, command: &CommandLine) -> Result<Plan, PresetError> {
     let mut raw = parse(text, file)?;
     command.lists.apply(&mut raw);
+    if let Some(agents) = &command.agents {
+        let list = agents
+            .iter()
+            .map(|a| toml::Spanned::new(Flag::Agents.span(), a.clone()))
+            .collect();
+        raw.agents = Some(toml::Spanned::new(Flag::Agents.span(), list));
+    }
     let mut c = Checker::new(text);
     let mut plan = build(&raw, file, ctx, &mut c);
     decide_scalars(&mut plan, command, &mut c);
@@ -449,6 +480,15 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
     load_spec::http1_connections(raw.load.as_ref(), &load, &top.protocols, top.kind, c, &mut notes);
     let targets = targets::targets(raw, file, ctx, c, &mut notes);
     let (points, groups) = matrix::expand(&dimensions, &targets, ctx, c, &mut notes);
+    let agents = agents::agents(raw, c);
+    agents::refuse_with_networks(raw, &agents, &points, c);
+    if !agents.is_empty() {
+        notes.push(format!(
+            "the load of every point comes from {} agents ({}), merged (docs/distributed.md)",
+            agents.len(),
+            agents.join(", ")
+        ));
+    }
     let findings = findings::findings(raw.findings.as_ref(), &points, c, &mut notes);
     // The report repeats what the preset says differs from its study.
     for d in raw.differences.iter().flatten() {
@@ -498,6 +538,7 @@ fn build(raw: &RawPreset, file: &str, ctx: &Context, c: &mut Checker<'_>) -> Pla
         thresholds,
         targets,
         until_decided: None,
+        agents,
     }
 }
 
@@ -527,10 +568,7 @@ mod tests {
     use super::*;
 
     fn ctx() -> Context {
-        Context {
-            catalog: Catalog::load(None),
-            cpus: CpuSet::parse("0-1").unwrap(),
-        }
+        Context::for_tests()
     }
 
     #[test]

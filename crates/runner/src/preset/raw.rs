@@ -115,6 +115,8 @@ pub(super) struct RawPreset {
     pub(super) protocols: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) workloads: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) network: Option<Spanned<Vec<Spanned<String>>>>,
+    /// The agents that generate the load (`host:port`; docs/distributed.md).
+    pub(super) agents: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) repetitions: Option<Spanned<i64>>,
     pub(super) warmup: Option<Spanned<DurationValue>>,
     pub(super) warmup_max: Option<Spanned<DurationValue>>,
