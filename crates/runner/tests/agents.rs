@@ -48,6 +48,7 @@ async fn the_agent_answers_only_its_coordinator() {
     let config = agent::AgentConfig {
         token: TOKEN.into(),
         commit: None,
+        tls: None,
     };
     let server = tokio::spawn(agent::serve(listener, config, cancel.clone()));
     // No token, a wrong one, one that is a prefix: 401, and nothing about the agent.

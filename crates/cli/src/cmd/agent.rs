@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use protobench_runner::agents::{TOKEN_ENV, agent, check_token};
+use protobench_model::format::error_chain;
+use protobench_runner::agents::{TOKEN_ENV, agent, check_token, tls};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit::Exit;
@@ -15,6 +16,7 @@ use crate::exit::Exit;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:\n  \
     protobench agent --listen 10.0.0.2:7070 --token-file /run/secrets/agent-token\n  \
+    protobench agent --listen 10.0.0.2:7070 --token-file token --tls-cert agent.pem --tls-key agent.key --client-ca ca.pem\n  \
     PROTOBENCH_AGENT_TOKEN=... protobench agent --listen 0.0.0.0:7070")]
 pub(crate) struct Args {
     /// Listen on ADDR (ip:port; port 0 = any free port, printed on start). Only there.
@@ -24,6 +26,67 @@ pub(crate) struct Args {
     /// without it, PROTOBENCH_AGENT_TOKEN. There is no default.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// Serve TLS with this certificate chain (PEM); needs --tls-key. The
+    /// token is still required.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// With --tls-cert: accept only coordinators whose client certificate
+    /// this CA (PEM) signed (mutual TLS). Without it, the agent says so on
+    /// start: coordinators are then authenticated by the token alone.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    client_ca: Option<PathBuf>,
+}
+
+/// The coordinator's side of mutual TLS with its agents (`load --agents`,
+/// `run --agents`): flattened into each command that drives agents.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct AgentTlsArgs {
+    /// With --agents: speak TLS to the agents and accept only agent
+    /// certificates this CA (PEM) signed, for the name each is dialled by.
+    #[arg(long, value_name = "FILE", requires = "agents")]
+    agent_ca: Option<PathBuf>,
+    /// With --agent-ca: present this client certificate (PEM) to the agents
+    /// (for agents started with --client-ca); needs --agent-key.
+    #[arg(long, value_name = "FILE", requires_all = ["agent_ca", "agent_key"])]
+    agent_cert: Option<PathBuf>,
+    /// The private key of --agent-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "agent_cert")]
+    agent_key: Option<PathBuf>,
+}
+
+impl AgentTlsArgs {
+    /// The runner's TLS settings for dialling agents; `None` without
+    /// --agent-ca (clear text). An unusable file is named with its flag.
+    pub(crate) fn client_tls(&self) -> Result<Option<tls::ClientTls>, String> {
+        let Some(agent_ca) = self.agent_ca.clone() else {
+            return Ok(None);
+        };
+        let files = tls::CoordinatorTlsFiles {
+            agent_ca,
+            client: self.agent_cert.clone().zip(self.agent_key.clone()),
+        };
+        tls::client_config(&files)
+            .map(|c| Some(std::sync::Arc::new(c)))
+            .map_err(|e| error_chain(&e))
+    }
+}
+
+/// The agent's TLS settings from its flags; `None` without --tls-cert.
+fn server_tls(args: &Args) -> Result<Option<tls::ServerTls>, String> {
+    let (Some(cert), Some(key)) = (args.tls_cert.clone(), args.tls_key.clone()) else {
+        return Ok(None);
+    };
+    let files = tls::AgentTlsFiles {
+        cert,
+        key,
+        client_ca: args.client_ca.clone(),
+    };
+    tls::server_config(&files)
+        .map(|c| Some(std::sync::Arc::new(c)))
+        .map_err(|e| error_chain(&e))
 }
 
 /// The token from `--token-file` or the environment; none is a usage error.
@@ -37,13 +100,19 @@ pub(crate) fn token(file: Option<&PathBuf>, flag: &str) -> Result<String, String
 }
 
 pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let token = match token(args.token_file.as_ref(), "--token-file") {
+    let (token, tls) = match token(args.token_file.as_ref(), "--token-file").and_then(|t| Ok((t, server_tls(&args)?))) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("error: {e}");
             return Ok(ExitCode::from(Exit::Usage));
         }
     };
+    if tls.is_some() && args.client_ca.is_none() {
+        eprintln!(
+            "warning: --tls-cert without --client-ca: the agent encrypts and proves its identity, but does not \
+             authenticate coordinators by certificate; the token alone does"
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -54,8 +123,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("listening on {}", args.listen))?;
         let addr = listener.local_addr().context("reading the bound address")?;
         // As `serve` says it: one line on stdout, for scripts and tests.
+        let transport = match (&tls, &args.client_ca) {
+            (None, _) => "h2c",
+            (Some(_), None) => "tls",
+            (Some(_), Some(_)) => "mtls",
+        };
         println!(
-            "listening addr={addr} agent protobench={}",
+            "listening addr={addr} agent protobench={} transport={transport}",
             protobench_runner::agents::VERSION
         );
         let _ = std::io::Write::flush(&mut std::io::stdout());
@@ -70,6 +144,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         let config = agent::AgentConfig {
             token,
             commit: super::common::git_commit(),
+            tls,
         };
         agent::serve(listener, config, cancel).await.context("serving")?;
         Ok(ExitCode::SUCCESS)

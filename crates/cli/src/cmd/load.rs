@@ -198,6 +198,8 @@ pub(crate) struct Args {
     #[arg(long, value_parser = duration_arg, default_value = "0s")]
     agent_wait: Duration,
     #[command(flatten)]
+    agent_tls: super::agent::AgentTlsArgs,
+    #[command(flatten)]
     tls: TlsArgs,
     /// Custom HTTP call: method (default GET, or POST with a body).
     #[arg(long, short = 'm')]
@@ -576,13 +578,15 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     let coordinator = if args.agents.is_empty() {
         None
     } else {
-        match super::agent::token(args.agent_token_file.as_ref(), "--agent-token-file") {
-            Ok(token) => Some(protobench_runner::agents::coordinator::Coordinator {
+        let token = super::agent::token(args.agent_token_file.as_ref(), "--agent-token-file");
+        match token.and_then(|t| Ok((t, args.agent_tls.client_tls()?))) {
+            Ok((token, tls)) => Some(protobench_runner::agents::coordinator::Coordinator {
                 agents: args.agents.clone(),
                 token,
                 max_clock_uncertainty: args.max_clock_uncertainty,
                 start_ahead: args.start_ahead,
                 agent_wait: args.agent_wait,
+                tls,
             }),
             Err(e) => {
                 outputs.discard();

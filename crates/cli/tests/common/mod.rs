@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub, reason = "each test binary uses a part")]
 
+pub mod pki;
+
 use std::io::BufRead;
 use std::process::{Child, Command, Output, Stdio};
 
