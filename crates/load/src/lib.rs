@@ -116,6 +116,7 @@ pub fn plan_defaults(protocol: Protocol, target: &str) -> LoadPlan {
         per_call: false,
         rate: None,
         arrival: Arrival::Uniform,
+        arrival_stream: 0,
         duration_ns: Some(DEFAULT_DURATION_NS),
         requests: None,
         warmup_ns: 0,

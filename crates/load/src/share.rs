@@ -5,10 +5,13 @@
 //! shares add up to the plan's (they differ by at most one). A concurrency
 //! schedule (`stages`) is split stage by stage the same way: every agent
 //! keeps the stages' durations, so all step together, and its targets add
-//! up to the plan's in every stage. Open loop: each of N agents runs
-//! `rate / N` and starts its schedule `i / rate` after the common start, so
-//! the merged intended starts are evenly spaced at `1 / rate`, not N calls
-//! at once every `N / rate`.
+//! up to the plan's in every stage. Open loop, uniform arrivals: each of N
+//! agents runs `rate / N` and starts its schedule `i / rate` after the
+//! common start, so the merged intended starts are evenly spaced at
+//! `1 / rate`, not N calls at once every `N / rate`. Poisson arrivals: each
+//! agent runs `rate / N` from its own independent draw
+//! ([`LoadPlan::arrival_stream`]), and the superposition of independent
+//! Poisson processes is a Poisson process at the summed rate.
 
 use std::fmt;
 
@@ -49,8 +52,6 @@ pub enum SplitError {
         /// Agents.
         agents: u32,
     },
-    /// Something the split does not cover yet.
-    Unsupported(&'static str),
 }
 
 impl fmt::Display for SplitError {
@@ -70,7 +71,6 @@ impl fmt::Display for SplitError {
                 at.target,
                 at.target
             ),
-            SplitError::Unsupported(what) => write!(f, "{what} is not supported with agents yet"),
         }
     }
 }
@@ -103,11 +103,6 @@ pub fn split(plan: &LoadPlan, agents: u32) -> Result<Vec<Share>, SplitError> {
             agents,
         });
     }
-    if plan.rate.is_some() && plan.arrival == Arrival::Poisson {
-        // Every engine seeds its Poisson draw the same way: the agents'
-        // streams would be shifted copies, not independent processes.
-        return Err(SplitError::Unsupported("poisson arrival (use uniform)"));
-    }
     let n = u64::from(agents);
     let part = |total: u32, i: u64| share(u64::from(total), n, i) as u32;
     Ok((0..n)
@@ -130,7 +125,15 @@ pub fn split(plan: &LoadPlan, agents: u32) -> Result<Vec<Share>, SplitError> {
                     target: part(s.target, i),
                 })
                 .collect();
-            let start_offset_ns = plan.rate.map_or(0, |r| (i as f64 * 1e9 / r).round() as u64);
+            let start_offset_ns = match (plan.rate, plan.arrival) {
+                (Some(r), Arrival::Uniform) => (i as f64 * 1e9 / r).round() as u64,
+                // Independent draws need no offset; a closed loop none either.
+                (Some(_), Arrival::Poisson) => {
+                    p.arrival_stream = i as u32 + 1;
+                    0
+                }
+                (None, _) => 0,
+            };
             Share {
                 index: i as u32,
                 plan: p,
@@ -329,5 +332,105 @@ mod tests {
             shares.iter().map(|s| s.plan.stages[1].target).collect::<Vec<_>>(),
             [1, 1]
         );
+    }
+
+    /// Each agent's intended starts over the window, in ns since the
+    /// common start, as its engine threads' pacers draw them.
+    fn arrivals_per_agent(shares: &[Share], threads: usize) -> Vec<Vec<u64>> {
+        shares
+            .iter()
+            .map(|s| {
+                let mut one = merged_arrivals(std::slice::from_ref(s), threads);
+                one.sort_unstable();
+                one
+            })
+            .collect()
+    }
+
+    #[test]
+    fn poisson_over_3_agents_is_one_poisson_process_at_the_full_rate() {
+        let mut plan = crate::plan_defaults(Protocol::Rest, "127.0.0.1:1");
+        plan.rate = Some(3000.0);
+        plan.arrival = Arrival::Poisson;
+        plan.concurrency = 300;
+        plan.connections = 30;
+        plan.duration_ns = Some(20 * SEC);
+        let shares = split(&plan, 3).unwrap();
+        assert!(
+            shares
+                .iter()
+                .all(|s| s.start_offset_ns == 0 && s.plan.rate == Some(1000.0))
+        );
+        assert_eq!(
+            shares.iter().map(|s| s.plan.arrival_stream).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        for threads in [1, 2] {
+            let t = merged_arrivals(&shares, threads);
+            // 60,000 arrivals expected; a Poisson count has sd ~245: 5 sd.
+            assert!(
+                t.len().abs_diff(60_000) < 1_225,
+                "{threads} threads: {} arrivals",
+                t.len()
+            );
+            let gaps: Vec<f64> = t.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+            let n = gaps.len() as f64;
+            let mean = gaps.iter().sum::<f64>() / n;
+            let sd = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
+            // Exponential gaps: the mean is 1/rate (sd of the sample mean
+            // 1/rate/sqrt(n), 0.4% here: 2% is 5 sd) and the coefficient of
+            // variation 1 (its sd is about 1/sqrt(n) for exponential gaps,
+            // 0.4%: 3% is over 5 sd). Evenly spaced would give 0, bursts of
+            // copies far more than 1.
+            let cv = sd / mean;
+            assert!(
+                (mean / 333_333.3 - 1.0).abs() < 0.02,
+                "{threads} threads: mean gap {mean} ns"
+            );
+            assert!((cv - 1.0).abs() < 0.03, "{threads} threads: cv {cv}");
+            // And memoryless: P(gap < mean) = 1 - 1/e = 0.632 (sd 0.002: 0.01 is 5 sd).
+            let below = gaps.iter().filter(|&&g| g < 333_333.3).count() as f64 / n;
+            assert!(
+                (below - (1.0 - (-1.0f64).exp())).abs() < 0.01,
+                "{threads} threads: {below} below the mean"
+            );
+            // No agent's stream is a shifted copy of another's: no run of
+            // three consecutive gaps (to the ns) recurs across agents.
+            assert_eq!(
+                shared_gap_runs(&arrivals_per_agent(&shares, threads)),
+                0,
+                "{threads} threads"
+            );
+        }
+        // The check sees copies: every agent drawing stream 0, as engines
+        // did before agents had streams of their own.
+        let copies: Vec<Share> = shares
+            .iter()
+            .cloned()
+            .map(|mut s| {
+                s.plan.arrival_stream = 0;
+                s
+            })
+            .collect();
+        assert!(
+            shared_gap_runs(&arrivals_per_agent(&copies, 1)) > 1000,
+            "the check sees copies"
+        );
+    }
+
+    /// How many runs of three consecutive gaps in one agent's arrivals
+    /// also occur in another agent's.
+    fn shared_gap_runs(agents: &[Vec<u64>]) -> usize {
+        let runs = |t: &Vec<u64>| -> std::collections::HashSet<[u64; 3]> {
+            t.windows(4).map(|w| [w[1] - w[0], w[2] - w[1], w[3] - w[2]]).collect()
+        };
+        let sets: Vec<_> = agents.iter().map(runs).collect();
+        let mut shared = 0;
+        for a in 0..sets.len() {
+            for b in a + 1..sets.len() {
+                shared += sets[a].intersection(&sets[b]).count();
+            }
+        }
+        shared
     }
 }
