@@ -822,24 +822,21 @@ mod tests {
         plan.rate = Some(1000.0);
         plan.arrival = protobench_model::load::Arrival::Poisson;
         plan.connections = 4;
-        let seeds: Vec<u64> = thread_plans(&plan, 4)
-            .iter()
-            .map(|tp| match tp.schedule {
-                Schedule::Poisson { seed, .. } => seed,
-                other => panic!("{other:?}"),
-            })
-            .collect();
+        let seeds_of = |plan: &LoadPlan| -> Vec<u64> {
+            thread_plans(plan, 4)
+                .iter()
+                .map(|tp| match tp.schedule {
+                    Schedule::Poisson { seed, .. } => seed,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        let seeds = seeds_of(&plan);
         // The seeds of every run before agents had streams: schedules of
         // single-process runs are unchanged.
         assert_eq!(seeds, [0x9e37, 0x9e38, 0x9e39, 0x9e3a]);
         plan.arrival_stream = 2;
-        let agent: Vec<u64> = thread_plans(&plan, 4)
-            .iter()
-            .map(|tp| match tp.schedule {
-                Schedule::Poisson { seed, .. } => seed,
-                other => panic!("{other:?}"),
-            })
-            .collect();
+        let agent = seeds_of(&plan);
         assert!(agent.iter().all(|s| !seeds.contains(s)), "{agent:x?}");
     }
 

@@ -355,7 +355,11 @@ mod tests {
         plan.concurrency = 300;
         plan.connections = 30;
         plan.duration_ns = Some(20 * SEC);
+        plan.workload = Some("inventory.s".into());
         let shares = split(&plan, 3).unwrap();
+        for s in &shares {
+            crate::validate(&s.plan).unwrap_or_else(|e| panic!("agent {}: {e}", s.index));
+        }
         assert!(
             shares
                 .iter()
