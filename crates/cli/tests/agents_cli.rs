@@ -1,12 +1,14 @@
 //! `protobench agent` and `load --agents` as processes on loopback: the
-//! merged result of three agents, the token and start refusals, an agent
-//! killed mid-run, and Ctrl-C on the coordinator (docs/distributed.md).
+//! merged result of three agents, the token and start refusals, a stage
+//! schedule and Poisson arrivals split over two agents, an agent killed
+//! mid-run, and Ctrl-C on the coordinator (docs/distributed.md).
 //! Every run is bounded (seconds of load, `timeout` on each process).
 
 mod common;
 
-use std::io::BufRead;
-use std::process::{Child, Command, Stdio};
+use common::{Agent, Killed};
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "agents-cli-test-token-0123456789";
@@ -17,46 +19,9 @@ fn token_file(dir: &tempfile::TempDir) -> String {
     p.display().to_string()
 }
 
-/// Starts an agent on a free loopback port; returns it and its address.
-#[allow(clippy::zombie_processes, reason = "Agent's drop kills and waits")]
+/// Starts an agent on a free loopback port.
 fn agent(token_file: &str) -> Agent {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(["agent", "--listen", "127.0.0.1:0", "--token-file", token_file])
-        .env_remove("PROTOBENCH_AGENT_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.next().expect("the agent prints its address").unwrap();
-    let addr = line
-        .split(' ')
-        .find_map(|kv| kv.strip_prefix("addr="))
-        .unwrap_or_else(|| panic!("no addr in {line:?}"))
-        .to_owned();
-    Agent { child, addr }
-}
-
-struct Agent {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    Agent::start(&["--token-file", token_file])
 }
 
 /// Sends `sig` (e.g. `-KILL`) to process `pid`.
@@ -96,7 +61,7 @@ fn three_agents_merge_into_one_result_with_each_agents_lane() {
     let dir = tempfile::tempdir().unwrap();
     let token = token_file(&dir);
     let (server, addr) = common::serve("rest", &[]);
-    let _server = Server(server);
+    let _server = Killed(server);
     let agents: Vec<Agent> = (0..3).map(|_| agent(&token)).collect();
     let list = agents.iter().map(|a| a.addr.as_str()).collect::<Vec<_>>().join(",");
     let db = dir.path().join("results.db");
@@ -220,11 +185,71 @@ fn agents_refuse_a_coordinator_without_the_token_and_need_one_to_start() {
 }
 
 #[test]
+fn stage_schedules_and_poisson_arrivals_run_split_over_two_agents() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = token_file(&dir);
+    let (server, addr) = common::serve("rest", &[]);
+    let _server = Killed(server);
+    let agents: Vec<Agent> = (0..2).map(|_| agent(&token)).collect();
+    let list = format!("{},{}", agents[0].addr, agents[1].addr);
+    // 2 callers, then 3 more over 2 s, held 1 s: 1 + 1 at the start, 3 + 2 at the peak.
+    let out = common::protobench(&load_args(
+        &addr,
+        &list,
+        &token,
+        &["--stage", "2s:5,1s:5", "--start-users", "2"],
+    ));
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let r = json(&out.stdout);
+    let lanes = r["agents"].as_array().unwrap();
+    let shares: Vec<u64> = lanes.iter().map(|l| l["concurrency"].as_u64().unwrap()).collect();
+    assert_eq!(shares, [3, 2], "{lanes:?}");
+    assert!(
+        lanes
+            .iter()
+            .all(|l| l["failure"].is_null() && l["calls"].as_u64().unwrap() > 0),
+        "{lanes:?}"
+    );
+    // Callers only join, from the two at the start to the peak of five on
+    // both agents together.
+    let users: Vec<u64> = r["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["users"].as_u64().unwrap())
+        .collect();
+    assert!(
+        users.len() >= 3 && users[0] >= 2 && users.windows(2).all(|w| w[0] <= w[1]) && users.last() == Some(&5),
+        "users per second: {users:?}"
+    );
+    // Poisson at 400/s for 2 s: 200/s from each agent's own draw.
+    let out = common::protobench(&load_args(
+        &addr,
+        &list,
+        &token,
+        &["--rate", "400", "--arrival", "poisson", "-c", "40", "--duration", "2s"],
+    ));
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let r = json(&out.stdout);
+    assert_eq!(r["plan"]["arrival"], "poisson");
+    let lanes = r["agents"].as_array().unwrap();
+    assert!(
+        lanes
+            .iter()
+            .all(|l| l["rate_share"] == 200.0 && l["failure"].is_null() && l["start_offset_ns"] == 0),
+        "{lanes:?}"
+    );
+    // 800 intended calls expected; a Poisson count has sd ~28: 150 is over 5 sd.
+    let calls = r["calls"].as_u64().unwrap();
+    assert!(calls.abs_diff(800) < 150, "{calls} calls");
+}
+
+#[test]
 fn an_agent_that_misses_the_start_is_refused_for_the_point() {
     let dir = tempfile::tempdir().unwrap();
     let token = token_file(&dir);
     let (server, addr) = common::serve("rest", &[]);
-    let _server = Server(server);
+    let _server = Killed(server);
     let a = agent(&token);
     // A start 1 ms ahead cannot be met: the order arrives after it.
     let out = common::protobench(&load_args(
@@ -248,7 +273,7 @@ fn killing_an_agent_mid_run_keeps_the_others_and_names_it() {
     let dir = tempfile::tempdir().unwrap();
     let token = token_file(&dir);
     let (server, addr) = common::serve("rest", &[]);
-    let _server = Server(server);
+    let _server = Killed(server);
     let agents: Vec<Agent> = (0..2).map(|_| agent(&token)).collect();
     let list = format!("{},{}", agents[0].addr, agents[1].addr);
     let coordinator = Command::new(env!("CARGO_BIN_EXE_protobench"))
@@ -291,7 +316,7 @@ fn ctrl_c_on_the_coordinator_stops_every_agent() {
     let dir = tempfile::tempdir().unwrap();
     let token = token_file(&dir);
     let (server, addr) = common::serve("rest", &[]);
-    let _server = Server(server);
+    let _server = Killed(server);
     let agents: Vec<Agent> = (0..2).map(|_| agent(&token)).collect();
     let list = format!("{},{}", agents[0].addr, agents[1].addr);
     let args = load_args(

@@ -15,11 +15,10 @@
 
 mod common;
 
-use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 use common::pki::{ca, leaf};
+use common::{Agent, Killed};
 use rcgen::ExtendedKeyUsagePurpose;
 
 const TOKEN: &str = "agents-tls-test-token-0123456789";
@@ -70,53 +69,23 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-struct Agent {
-    child: Child,
-    addr: String,
-    /// Its first stdout line.
-    line: String,
-}
-
-impl Agent {
-    /// Stops it and returns what it wrote on stderr.
-    fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
-        err
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The coordinator's flags for `ca` and a client (certificate, key).
+fn coordinator_flags<'a>(ca: &'a Path, client: &'a (PathBuf, PathBuf)) -> Vec<&'a str> {
+    vec![
+        "--agent-ca",
+        s(ca),
+        "--agent-cert",
+        s(&client.0),
+        "--agent-key",
+        s(&client.1),
+    ]
 }
 
 /// Starts `protobench agent` on a free loopback port with `extra` flags.
-#[allow(clippy::zombie_processes, reason = "Agent's drop kills and waits")]
 fn agent(pki: &Pki, extra: &[&str]) -> Agent {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(["agent", "--listen", "127.0.0.1:0", "--token-file", s(&pki.token)])
-        .args(extra)
-        .env_remove("PROTOBENCH_AGENT_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let line = lines.next().expect("the agent prints its address").unwrap();
-    let addr = line
-        .split(' ')
-        .find_map(|kv| kv.strip_prefix("addr="))
-        .unwrap_or_else(|| panic!("no addr in {line:?}"))
-        .to_owned();
-    Agent { child, addr, line }
+    let mut args = vec!["--token-file", s(&pki.token)];
+    args.extend_from_slice(extra);
+    Agent::start(&args)
 }
 
 /// An agent serving mutual TLS: its certificate, and CA 1 for clients.
@@ -132,15 +101,6 @@ fn mtls_agent(pki: &Pki) -> Agent {
             s(&pki.ca),
         ],
     )
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// `protobench load` through `agent` at 100 calls/s for 2 s with the
@@ -181,22 +141,10 @@ fn json(stdout: &[u8]) -> serde_json::Value {
 fn a_coordinator_with_a_certificate_from_the_agents_ca_runs_through_it() {
     let pki = pki();
     let (server, addr) = common::serve("rest", &[]);
-    let _server = Server(server);
+    let _server = Killed(server);
     let a = mtls_agent(&pki);
     assert!(a.line.contains("transport=mtls"), "{}", a.line);
-    let out = load(
-        &pki,
-        &addr,
-        &a.addr,
-        &[
-            "--agent-ca",
-            s(&pki.ca),
-            "--agent-cert",
-            s(&pki.coordinator.0),
-            "--agent-key",
-            s(&pki.coordinator.1),
-        ],
-    );
+    let out = load(&pki, &addr, &a.addr, &coordinator_flags(&pki.ca, &pki.coordinator));
     assert!(out.status.success(), "{}", common::stderr(&out));
     let r = json(&out.stdout);
     let lanes = r["agents"].as_array().unwrap();
@@ -215,7 +163,6 @@ fn coordinators_without_a_certificate_the_agent_trusts_are_refused_by_name() {
     // Refused before any load: the target need not exist.
     let target = "127.0.0.1:9";
     let a = mtls_agent(&pki);
-    let (intruder_cert, intruder_key) = (s(&pki.intruder.0), s(&pki.intruder.1));
     // (the coordinator's TLS flags, what the error says besides the agent, why).
     // The agent's alert (CertificateRequired, UnknownCA) may or may not
     // reach the coordinator before the connection closes; the hint does.
@@ -223,14 +170,7 @@ fn coordinators_without_a_certificate_the_agent_trusts_are_refused_by_name() {
     let cases: [(Vec<&str>, &str, &str); 3] = [
         (vec!["--agent-ca", s(&pki.ca)], hint, "no client certificate"),
         (
-            vec![
-                "--agent-ca",
-                s(&pki.ca),
-                "--agent-cert",
-                intruder_cert,
-                "--agent-key",
-                intruder_key,
-            ],
+            coordinator_flags(&pki.ca, &pki.intruder),
             hint,
             "a client certificate from another CA",
         ),
@@ -262,14 +202,7 @@ fn the_coordinator_checks_the_agents_certificate() {
         &pki,
         "127.0.0.1:9",
         &a.addr,
-        &[
-            "--agent-ca",
-            s(&pki.other_ca),
-            "--agent-cert",
-            s(&pki.coordinator.0),
-            "--agent-key",
-            s(&pki.coordinator.1),
-        ],
+        &coordinator_flags(&pki.other_ca, &pki.coordinator),
     );
     let err = common::stderr(&out);
     assert!(!out.status.success(), "{err}");
@@ -283,14 +216,7 @@ fn the_coordinator_checks_the_agents_certificate() {
         &pki,
         "127.0.0.1:9",
         &by_name,
-        &[
-            "--agent-ca",
-            s(&pki.ca),
-            "--agent-cert",
-            s(&pki.coordinator.0),
-            "--agent-key",
-            s(&pki.coordinator.1),
-        ],
+        &coordinator_flags(&pki.ca, &pki.coordinator),
     );
     let err = common::stderr(&out);
     assert!(!out.status.success(), "{err}");
@@ -304,7 +230,7 @@ fn the_coordinator_checks_the_agents_certificate() {
 fn an_agent_without_a_client_ca_says_the_token_alone_authenticates() {
     let pki = pki();
     let (server, addr) = common::serve("rest", &[]);
-    let _server = Server(server);
+    let _server = Killed(server);
     let a = agent(&pki, &["--tls-cert", s(&pki.agent.0), "--tls-key", s(&pki.agent.1)]);
     assert!(a.line.contains("transport=tls"), "{}", a.line);
     // TLS without a client certificate: the token lets it in.
@@ -357,20 +283,14 @@ fn unusable_pem_files_are_named_with_their_flag() {
         assert!(err.starts_with(&says), "{flags:?}: expected {says:?}, got {err}");
     }
     // The coordinator: refused before it dials anyone.
+    let missing_key = (pki.coordinator.0.clone(), missing.clone());
     let coordinator_cases: [(Vec<&str>, String); 2] = [
         (
             vec!["--agent-ca", s(&not_pem)],
             format!("--agent-ca {}: {} holds no certificate", s(&not_pem), s(&not_pem)),
         ),
         (
-            vec![
-                "--agent-ca",
-                s(&pki.ca),
-                "--agent-cert",
-                s(&pki.coordinator.0),
-                "--agent-key",
-                s(&missing),
-            ],
+            coordinator_flags(&pki.ca, &missing_key),
             format!("--agent-key {}: cannot read {}", s(&missing), s(&missing)),
         ),
     ];

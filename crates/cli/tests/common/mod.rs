@@ -72,3 +72,67 @@ pub fn schema_errors(name: &str, v: &serde_json::Value) -> Vec<String> {
         .map(|e| format!("{e} at {}", e.instance_path))
         .collect()
 }
+
+/// A `protobench agent` process, killed and waited for when dropped.
+pub struct Agent {
+    /// The process.
+    pub child: Child,
+    /// Where it listens (`addr=` of its first line).
+    pub addr: String,
+    /// Its first stdout line.
+    pub line: String,
+}
+
+impl Agent {
+    /// Starts `protobench agent --listen 127.0.0.1:0 ARGS` (without the
+    /// token in the environment) and reads its address; its stderr is kept
+    /// for [`Agent::stop`].
+    #[allow(clippy::zombie_processes, reason = "Agent's drop kills and waits")]
+    pub fn start(args: &[&str]) -> Agent {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
+            .args(["agent", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("PROTOBENCH_AGENT_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = lines.next().expect("the agent prints its address").unwrap();
+        let addr = line
+            .split(' ')
+            .find_map(|kv| kv.strip_prefix("addr="))
+            .unwrap_or_else(|| panic!("no addr in {line:?}"))
+            .to_owned();
+        Agent { child, addr, line }
+    }
+
+    /// Stops it and returns what it wrote on stderr.
+    pub fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        err
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A child process killed and waited for when dropped (a server).
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
