@@ -353,7 +353,7 @@ mod tests {
         plan.rate = Some(3000.0);
         plan.arrival = Arrival::Poisson;
         plan.concurrency = 300;
-        plan.connections = 30;
+        plan.connections = 300; // HTTP/1.1: one per caller
         plan.duration_ns = Some(20 * SEC);
         plan.workload = Some("inventory.s".into());
         let shares = split(&plan, 3).unwrap();
