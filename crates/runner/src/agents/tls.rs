@@ -144,3 +144,44 @@ pub fn server_name(addr: &str) -> Result<ServerName<'static>, String> {
     };
     ServerName::try_from(host.to_owned()).map_err(|_| format!("{host:?} is not a DNS name or an IP address"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_agents_name_is_the_host_it_is_dialled_by() {
+        // (address as in --agents, the name its certificate must carry)
+        let rows = [
+            ("10.0.0.2:7070", "10.0.0.2"),
+            ("[::1]:7070", "::1"),
+            (
+                "protobench-agents-0.protobench-agents.bench.svc:7070",
+                "protobench-agents-0.protobench-agents.bench.svc",
+            ),
+        ];
+        for (addr, name) in rows {
+            let want = ServerName::try_from(name.to_owned()).unwrap();
+            assert_eq!(server_name(addr).unwrap(), want, "{addr}");
+        }
+        assert_eq!(
+            server_name("bad_name!:7070").unwrap_err(),
+            "\"bad_name!\" is not a DNS name or an IP address"
+        );
+    }
+
+    #[test]
+    fn a_missing_file_is_named_with_its_flag() {
+        let files = CoordinatorTlsFiles {
+            agent_ca: PathBuf::from("/nonexistent/ca.pem"),
+            client: None,
+        };
+        let e = client_config(&files).unwrap_err();
+        assert_eq!(e.flag, "--agent-ca");
+        assert!(
+            protobench_model::format::error_chain(&e)
+                .starts_with("--agent-ca /nonexistent/ca.pem: cannot read /nonexistent/ca.pem"),
+            "{e}"
+        );
+    }
+}
