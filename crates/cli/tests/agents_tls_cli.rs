@@ -106,31 +106,9 @@ fn mtls_agent(pki: &Pki) -> Agent {
 /// `protobench load` through `agent` at 100 calls/s for 2 s with the
 /// coordinator's TLS flags `tls`.
 fn load(pki: &Pki, server: &str, agent: &str, tls: &[&str]) -> std::process::Output {
-    let mut args = vec![
-        "load",
-        "--protocol",
-        "rest",
-        server,
-        "--workload",
-        "inventory.s",
-        "--rate",
-        "100",
-        "-c",
-        "10",
-        "--duration",
-        "2s",
-        "--agents",
-        agent,
-        "--agent-token-file",
-        s(&pki.token),
-        "--max-clock-uncertainty",
-        "200ms",
-        "-O",
-        "json",
-        "--quiet",
-    ];
-    args.extend_from_slice(tls);
-    common::protobench(&args)
+    let mut extra = vec!["--rate", "100", "-c", "10", "--duration", "2s"];
+    extra.extend_from_slice(tls);
+    common::protobench(&common::agents_load_args(server, agent, s(&pki.token), &extra))
 }
 
 fn json(stdout: &[u8]) -> serde_json::Value {

@@ -73,6 +73,16 @@ fn validate(v: &Path, file: &Path, agents: &str) -> (bool, String) {
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Breaks the manifests of 3 agents `good` once (`from` -> `to`) and checks
+/// the validator refuses them, saying `expect`.
+fn refused_when_broken(v: &Path, dir: &Path, good: &str, from: &str, to: &str, expect: &str) {
+    assert!(good.contains(from), "{from}");
+    let broken = dir.join("broken.yaml");
+    std::fs::write(&broken, good.replacen(from, to, 1)).unwrap();
+    let (ok, text) = validate(v, &broken, "3");
+    assert!(!ok && text.contains(expect), "{from} -> {to}: {text}");
+}
+
 #[test]
 fn manifests_pass_the_api_type_validation_and_broken_ones_do_not() {
     let Some(v) = validator() else { return };
@@ -113,11 +123,7 @@ fn manifests_pass_the_api_type_validation_and_broken_ones_do_not() {
             "agent 2 is",
         ),
     ] {
-        assert!(good.contains(from), "{from}");
-        let broken = dir.path().join("broken.yaml");
-        std::fs::write(&broken, good.replacen(from, to, 1)).unwrap();
-        let (ok, text) = validate(&v, &broken, "3");
-        assert!(!ok && text.contains(expect), "{from} -> {to}: {text}");
+        refused_when_broken(&v, dir.path(), &good, from, to, expect);
     }
     // A count other than asked.
     let (ok, text) = validate(&v, &dir.path().join("bench-3.yaml"), "4");
@@ -167,11 +173,7 @@ fn tls_dir_puts_the_certificates_in_a_secret_both_pods_mount() {
             "no Secret \"other-tls\"",
         ),
     ] {
-        assert!(yaml.contains(from), "{from}");
-        let broken = dir.path().join("broken-tls.yaml");
-        std::fs::write(&broken, yaml.replacen(from, to, 1)).unwrap();
-        let (ok, text) = validate(&v, &broken, "3");
-        assert!(!ok && text.contains(expect), "{from} -> {to}: {text}");
+        refused_when_broken(&v, dir.path(), &yaml, from, to, expect);
     }
 }
 

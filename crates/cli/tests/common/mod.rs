@@ -136,3 +136,27 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// `protobench load` against `server` on `agents` with the token file
+/// `token`, a loose clock bound (a busy machine), JSON out, plus `extra`.
+pub fn agents_load_args<'a>(server: &'a str, agents: &'a str, token: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "load",
+        "--protocol",
+        "rest",
+        server,
+        "--workload",
+        "inventory.s",
+        "--agents",
+        agents,
+        "--agent-token-file",
+        token,
+        "--max-clock-uncertainty",
+        "200ms",
+        "-O",
+        "json",
+        "--quiet",
+    ];
+    a.extend_from_slice(extra);
+    a
+}
