@@ -1,25 +1,54 @@
 //! `protobench agent` and `load --agents` as processes on loopback: the
-//! merged result of three agents, the token and start refusals, an agent
-//! killed mid-run, and Ctrl-C on the coordinator (docs/distributed.md).
+//! merged result of three agents, the token and start refusals, a stage
+//! schedule and Poisson arrivals split over two agents, an agent killed
+//! mid-run, and Ctrl-C on the coordinator (docs/distributed.md).
 //! Every run is bounded (seconds of load, `timeout` on each process).
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use common::{Agent, Killed};
+
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Agent, agent};
+const TOKEN: &str = "agents-cli-test-token-0123456789";
 
 fn token_file(dir: &tempfile::TempDir) -> String {
-    common::agent_token_file(dir.path())
+    let p = dir.path().join("token");
+    std::fs::write(&p, format!("{TOKEN}\n")).unwrap();
+    p.display().to_string()
 }
 
-struct Server(Child);
+/// Starts an agent on a free loopback port.
+fn agent(token_file: &str) -> Agent {
+    Agent::start(&["--token-file", token_file])
+}
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+/// A `protobench serve --rest` and `n` agents sharing a token file.
+struct Fleet {
+    dir: tempfile::TempDir,
+    token: String,
+    /// The server's address.
+    addr: String,
+    agents: Vec<Agent>,
+    /// The agents' addresses, comma-separated (`--agents`).
+    list: String,
+    _server: Killed,
+}
+
+fn fleet(n: usize) -> Fleet {
+    let dir = tempfile::tempdir().unwrap();
+    let token = token_file(&dir);
+    let (server, addr) = common::serve("rest", &[]);
+    let agents: Vec<Agent> = (0..n).map(|_| agent(&token)).collect();
+    let list = agents.iter().map(|a| a.addr.as_str()).collect::<Vec<_>>().join(",");
+    Fleet {
+        dir,
+        token,
+        addr,
+        agents,
+        list,
+        _server: Killed(server),
     }
 }
 
@@ -29,45 +58,18 @@ fn signal(sig: &str, pid: u32) {
     assert!(status.success(), "kill {sig} {pid}");
 }
 
-fn load_args<'a>(server: &'a str, agents: &'a str, token: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
-    let mut a = vec![
-        "load",
-        "--protocol",
-        "rest",
-        server,
-        "--workload",
-        "inventory.s",
-        "--agents",
-        agents,
-        "--agent-token-file",
-        token,
-        "--max-clock-uncertainty",
-        "200ms",
-        "-O",
-        "json",
-        "--quiet",
-    ];
-    a.extend_from_slice(extra);
-    a
-}
-
 fn json(stdout: &[u8]) -> serde_json::Value {
     serde_json::from_slice(stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(stdout)))
 }
 
 #[test]
 fn three_agents_merge_into_one_result_with_each_agents_lane() {
-    let dir = tempfile::tempdir().unwrap();
-    let token = token_file(&dir);
-    let (server, addr) = common::serve("rest", &[]);
-    let _server = Server(server);
-    let agents: Vec<Agent> = (0..3).map(|_| agent(&token)).collect();
-    let list = agents.iter().map(|a| a.addr.as_str()).collect::<Vec<_>>().join(",");
-    let db = dir.path().join("results.db");
-    let out = common::protobench(&load_args(
-        &addr,
-        &list,
-        &token,
+    let f = fleet(3);
+    let db = f.dir.path().join("results.db");
+    let out = common::protobench(&common::agents_load_args(
+        &f.addr,
+        &f.list,
+        &f.token,
         &[
             "--rate",
             "150",
@@ -120,7 +122,7 @@ fn three_agents_merge_into_one_result_with_each_agents_lane() {
     assert!((rate - 150.0).abs() < 15.0, "merged rate {rate}");
     for (i, l) in lanes.iter().enumerate() {
         assert_eq!(l["index"], i as u64);
-        assert_eq!(l["agent"], agents[i].addr);
+        assert_eq!(l["agent"], f.agents[i].addr);
         assert_eq!(l["rate_share"], 50.0);
         assert_eq!(
             l["start_offset_ns"].as_u64().unwrap(),
@@ -148,7 +150,7 @@ fn agents_refuse_a_coordinator_without_the_token_and_need_one_to_start() {
     let a = agent(&token);
     let wrong = dir.path().join("wrong");
     std::fs::write(&wrong, "not-the-token-but-long-enough").unwrap();
-    let out = common::protobench(&load_args(
+    let out = common::protobench(&common::agents_load_args(
         "127.0.0.1:9",
         &a.addr,
         wrong.to_str().unwrap(),
@@ -184,14 +186,69 @@ fn agents_refuse_a_coordinator_without_the_token_and_need_one_to_start() {
 }
 
 #[test]
+fn stage_schedules_and_poisson_arrivals_run_split_over_two_agents() {
+    let f = fleet(2);
+    // 2 callers, then 3 more over 2 s, held 1 s: 1 + 1 at the start, 3 + 2 at the peak.
+    let out = common::protobench(&common::agents_load_args(
+        &f.addr,
+        &f.list,
+        &f.token,
+        &["--stage", "2s:5,1s:5", "--start-users", "2"],
+    ));
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let r = json(&out.stdout);
+    let lanes = r["agents"].as_array().unwrap();
+    let shares: Vec<u64> = lanes.iter().map(|l| l["concurrency"].as_u64().unwrap()).collect();
+    assert_eq!(shares, [3, 2], "{lanes:?}");
+    assert!(
+        lanes
+            .iter()
+            .all(|l| l["failure"].is_null() && l["calls"].as_u64().unwrap() > 0),
+        "{lanes:?}"
+    );
+    // Callers only join, from the two at the start to the peak of five on
+    // both agents together.
+    let users: Vec<u64> = r["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["users"].as_u64().unwrap())
+        .collect();
+    assert!(
+        users.len() >= 3 && users[0] >= 2 && users.windows(2).all(|w| w[0] <= w[1]) && users.last() == Some(&5),
+        "users per second: {users:?}"
+    );
+    // Poisson at 400/s for 2 s: 200/s from each agent's own draw.
+    let out = common::protobench(&common::agents_load_args(
+        &f.addr,
+        &f.list,
+        &f.token,
+        &["--rate", "400", "--arrival", "poisson", "-c", "40", "--duration", "2s"],
+    ));
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let r = json(&out.stdout);
+    assert_eq!(r["plan"]["arrival"], "poisson");
+    let lanes = r["agents"].as_array().unwrap();
+    assert!(
+        lanes
+            .iter()
+            .all(|l| l["rate_share"] == 200.0 && l["failure"].is_null() && l["start_offset_ns"] == 0),
+        "{lanes:?}"
+    );
+    // 800 intended calls expected; a Poisson count has sd ~28: 150 is over 5 sd.
+    let calls = r["calls"].as_u64().unwrap();
+    assert!(calls.abs_diff(800) < 150, "{calls} calls");
+}
+
+#[test]
 fn an_agent_that_misses_the_start_is_refused_for_the_point() {
     let dir = tempfile::tempdir().unwrap();
     let token = token_file(&dir);
     let (server, addr) = common::serve("rest", &[]);
-    let _server = Server(server);
+    let _server = Killed(server);
     let a = agent(&token);
     // A start 1 ms ahead cannot be met: the order arrives after it.
-    let out = common::protobench(&load_args(
+    let out = common::protobench(&common::agents_load_args(
         &addr,
         &a.addr,
         &token,
@@ -209,17 +266,12 @@ fn an_agent_that_misses_the_start_is_refused_for_the_point() {
 
 #[test]
 fn killing_an_agent_mid_run_keeps_the_others_and_names_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let token = token_file(&dir);
-    let (server, addr) = common::serve("rest", &[]);
-    let _server = Server(server);
-    let agents: Vec<Agent> = (0..2).map(|_| agent(&token)).collect();
-    let list = format!("{},{}", agents[0].addr, agents[1].addr);
+    let f = fleet(2);
     let coordinator = Command::new(env!("CARGO_BIN_EXE_protobench"))
-        .args(load_args(
-            &addr,
-            &list,
-            &token,
+        .args(common::agents_load_args(
+            &f.addr,
+            &f.list,
+            &f.token,
             &["--rate", "100", "-c", "20", "--duration", "8s", "--start-ahead", "1s"],
         ))
         .stdin(Stdio::null())
@@ -231,7 +283,7 @@ fn killing_an_agent_mid_run_keeps_the_others_and_names_it() {
     // counted from the coordinator's connection to it, not from the spawn
     // (a loaded machine may take seconds to start the coordinator).
     let waiting = Instant::now();
-    while !common::connected(&agents[1].addr) {
+    while !common::connected(&f.agents[1].addr) {
         assert!(
             waiting.elapsed() < Duration::from_secs(60),
             "the coordinator never reached agent 1"
@@ -239,7 +291,7 @@ fn killing_an_agent_mid_run_keeps_the_others_and_names_it() {
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_secs(4));
-    signal("-KILL", agents[1].child.id());
+    signal("-KILL", f.agents[1].child.id());
     let started = Instant::now();
     let out = coordinator.wait_with_output().unwrap();
     // The coordinator does not wait for the dead agent (the stall limit is
@@ -262,16 +314,11 @@ fn killing_an_agent_mid_run_keeps_the_others_and_names_it() {
 
 #[test]
 fn ctrl_c_on_the_coordinator_stops_every_agent() {
-    let dir = tempfile::tempdir().unwrap();
-    let token = token_file(&dir);
-    let (server, addr) = common::serve("rest", &[]);
-    let _server = Server(server);
-    let agents: Vec<Agent> = (0..2).map(|_| agent(&token)).collect();
-    let list = format!("{},{}", agents[0].addr, agents[1].addr);
-    let args = load_args(
-        &addr,
-        &list,
-        &token,
+    let f = fleet(2);
+    let args = common::agents_load_args(
+        &f.addr,
+        &f.list,
+        &f.token,
         &["--rate", "50", "-c", "10", "--duration", "60s", "--start-ahead", "1s"],
     );
     let coordinator = Command::new(env!("CARGO_BIN_EXE_protobench"))
@@ -290,7 +337,12 @@ fn ctrl_c_on_the_coordinator_stops_every_agent() {
     // still running would answer 409 "already running a plan").
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let out = common::protobench(&load_args(&addr, &list, &token, &["-c", "2", "--duration", "1s"]));
+        let out = common::protobench(&common::agents_load_args(
+            &f.addr,
+            &f.list,
+            &f.token,
+            &["-c", "2", "--duration", "1s"],
+        ));
         if out.status.success() && json(&out.stdout).get("incomplete").is_none() {
             break;
         }

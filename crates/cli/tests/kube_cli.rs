@@ -7,6 +7,8 @@
 //! Needs Go; without it the test skips with a printed reason, and fails
 //! when `PROTOBENCH_REQUIRE_PEERS` is set (as `.ci/run` does).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -71,6 +73,16 @@ fn validate(v: &Path, file: &Path, agents: &str) -> (bool, String) {
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Breaks the manifests of 3 agents `good` once (`from` -> `to`) and checks
+/// the validator refuses them, saying `expect`.
+fn refused_when_broken(v: &Path, dir: &Path, good: &str, from: &str, to: &str, expect: &str) {
+    assert!(good.contains(from), "{from}");
+    let broken = dir.join("broken.yaml");
+    std::fs::write(&broken, good.replacen(from, to, 1)).unwrap();
+    let (ok, text) = validate(v, &broken, "3");
+    assert!(!ok && text.contains(expect), "{from} -> {to}: {text}");
+}
+
 #[test]
 fn manifests_pass_the_api_type_validation_and_broken_ones_do_not() {
     let Some(v) = validator() else { return };
@@ -111,11 +123,7 @@ fn manifests_pass_the_api_type_validation_and_broken_ones_do_not() {
             "agent 2 is",
         ),
     ] {
-        assert!(good.contains(from), "{from}");
-        let broken = dir.path().join("broken.yaml");
-        std::fs::write(&broken, good.replacen(from, to, 1)).unwrap();
-        let (ok, text) = validate(&v, &broken, "3");
-        assert!(!ok && text.contains(expect), "{from} -> {to}: {text}");
+        refused_when_broken(&v, dir.path(), &good, from, to, expect);
     }
     // A count other than asked.
     let (ok, text) = validate(&v, &dir.path().join("bench-3.yaml"), "4");
@@ -123,9 +131,66 @@ fn manifests_pass_the_api_type_validation_and_broken_ones_do_not() {
 }
 
 #[test]
+fn tls_dir_puts_the_certificates_in_a_secret_both_pods_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let tls = dir.path().join("tls");
+    std::fs::create_dir(&tls).unwrap();
+    let ca = common::pki::ca(&tls, "ca");
+    let server = rcgen::ExtendedKeyUsagePurpose::ServerAuth;
+    let client = rcgen::ExtendedKeyUsagePurpose::ClientAuth;
+    common::pki::leaf(&tls, &ca, "agent", &["*.protobench-agents.bench.svc"], server);
+    common::pki::leaf(&tls, &ca, "coordinator", &["coordinator"], client);
+    let file = manifests(
+        dir.path(),
+        "3",
+        &["--namespace", "bench", "--tls-dir", tls.to_str().unwrap()],
+    );
+    let yaml = std::fs::read_to_string(&file).unwrap();
+    assert!(yaml.contains("name: protobench-tls"), "{yaml}");
+    for arg in [
+        "\"--tls-cert\", \"/tls/agent.pem\"",
+        "\"--client-ca\", \"/tls/ca.pem\"",
+        "- \"--agent-cert\"\n            - \"/tls/coordinator.pem\"",
+    ] {
+        assert!(yaml.contains(arg), "{arg}: {yaml}");
+    }
+    // The files as they were, in the Secret (JSON-quoted YAML strings).
+    let key = std::fs::read_to_string(tls.join("coordinator.key")).unwrap();
+    assert!(yaml.contains(&serde_json::to_string(&key).unwrap()));
+    let Some(v) = validator() else { return };
+    let (ok, text) = validate(&v, &file, "3");
+    assert!(ok, "{text}");
+    // A file the arguments name that the Secret lacks; a Secret that is not there.
+    for (from, to, expect) in [
+        (
+            "\n  coordinator.key:",
+            "\n  coordinator-key:",
+            "has no key \"coordinator.key\"",
+        ),
+        (
+            "secretName: protobench-tls",
+            "secretName: other-tls",
+            "no Secret \"other-tls\"",
+        ),
+    ] {
+        refused_when_broken(&v, dir.path(), &yaml, from, to, expect);
+    }
+}
+
+#[test]
 fn bad_input_is_refused_with_the_flag_named() {
     // (flags before `--`, load arguments after it, what stderr must say)
-    let cases: [(&[&str], &[&str], &str); 4] = [
+    let cases: [(&[&str], &[&str], &str); 6] = [
+        (
+            &["--agents", "2", "--tls-dir", "/nonexistent-tls-dir"],
+            &["127.0.0.1:1"],
+            "--tls-dir /nonexistent-tls-dir: /nonexistent-tls-dir/agent.pem: cannot read",
+        ),
+        (
+            &["--agents", "2", "--tls-dir", "/tmp"],
+            &["127.0.0.1:1", "--agent-ca", "ca.pem"],
+            "must not hold --agent-ca with --tls-dir",
+        ),
         (
             &["--agents", "2", "--name", "Bad_Name"],
             &["127.0.0.1:1"],

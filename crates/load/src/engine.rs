@@ -734,6 +734,19 @@ fn point(second: u32, e: PendingSecond) -> protobench_model::load::TimelinePoint
     }
 }
 
+/// The seed of thread `thread`'s Poisson draw in arrival stream `stream`.
+///
+/// Stream 0 (one process) keeps the seeds it always had, `0x9e37 + thread`.
+/// Stream `s` puts its threads `s * 2^32` further on, so no two (stream,
+/// thread) pairs share a seed while threads stay below 2^32. The draw is
+/// splitmix64 over a state that advances by a fixed odd gamma, so two seeds
+/// give shifted copies of one sequence only if they differ by a multiple of
+/// that gamma within the draws made; `poisson_streams_do_not_overlap` checks
+/// that none of these seeds lies within 2^40 draws of another.
+pub(crate) fn poisson_seed(stream: u32, thread: u64) -> u64 {
+    (0x9e37 + thread).wrapping_add(u64::from(stream) << 32)
+}
+
 /// The thread share of a plan.
 pub(crate) fn thread_plans(plan: &LoadPlan, threads: usize) -> Vec<ThreadPlan> {
     let t = threads as u64;
@@ -750,7 +763,7 @@ pub(crate) fn thread_plans(plan: &LoadPlan, threads: usize) -> Vec<ThreadPlan> {
                         },
                         protobench_model::load::Arrival::Poisson => Schedule::Poisson {
                             mean_interval_ns: 1e9 / thread_rate,
-                            seed: 0x9e37 + i,
+                            seed: poisson_seed(plan.arrival_stream, i),
                         },
                     }
                 }
@@ -800,6 +813,62 @@ mod tests {
             let s: Vec<u64> = (0..parts).map(|i| share(total, parts, i)).collect();
             assert_eq!(s.iter().sum::<u64>(), total);
             assert!(s.iter().max().unwrap() - s.iter().min().unwrap() <= 1);
+        }
+    }
+
+    #[test]
+    fn a_single_process_keeps_its_poisson_seeds() {
+        let mut plan = crate::plan_defaults(protobench_model::load::Protocol::Rest, "127.0.0.1:1");
+        plan.rate = Some(1000.0);
+        plan.arrival = protobench_model::load::Arrival::Poisson;
+        plan.connections = 4;
+        let seeds_of = |plan: &LoadPlan| -> Vec<u64> {
+            thread_plans(plan, 4)
+                .iter()
+                .map(|tp| match tp.schedule {
+                    Schedule::Poisson { seed, .. } => seed,
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        let seeds = seeds_of(&plan);
+        // The seeds of every run before agents had streams: schedules of
+        // single-process runs are unchanged.
+        assert_eq!(seeds, [0x9e37, 0x9e38, 0x9e39, 0x9e3a]);
+        plan.arrival_stream = 2;
+        let agent = seeds_of(&plan);
+        assert!(agent.iter().all(|s| !seeds.contains(s)), "{agent:x?}");
+    }
+
+    #[test]
+    fn poisson_streams_do_not_overlap() {
+        // The draw's state advances by GAMMA per number; a seed b lies on
+        // seed a's sequence m draws on when b - a = m * GAMMA (mod 2^64),
+        // so m = (b - a) * GAMMA^-1. Check no (stream, thread) seed is within
+        // 2^40 draws of another, either way, for 512 streams x 64 threads.
+        const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut inv: u64 = GAMMA; // Newton's iteration for the inverse mod 2^64
+        for _ in 0..6 {
+            inv = inv.wrapping_mul(2u64.wrapping_sub(GAMMA.wrapping_mul(inv)));
+        }
+        assert_eq!(GAMMA.wrapping_mul(inv), 1);
+        let mut deltas = std::collections::HashSet::new();
+        for ds in 0..512u32 {
+            for dt in 0..64u64 {
+                for (a, b) in [((0, 0), (ds, dt)), ((0, dt), (ds, 0))] {
+                    let d = poisson_seed(b.0, b.1).wrapping_sub(poisson_seed(a.0, a.1));
+                    if d != 0 {
+                        deltas.insert(d);
+                    }
+                }
+            }
+        }
+        for d in deltas {
+            let m = d.wrapping_mul(inv);
+            assert!(
+                m.min(m.wrapping_neg()) >= 1 << 40,
+                "seeds {d:#x} apart overlap after {m} draws"
+            );
         }
     }
 }

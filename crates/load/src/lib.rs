@@ -53,7 +53,7 @@ pub use crate::coordinator::{
     CPU_BOUND_UTILIZATION, LAG_BOUND_NS, MIN_JUDGED_CALLS, MIN_JUDGED_WINDOW_NS, run, run_at,
 };
 pub use crate::driver::http2::Http2Error;
-pub use crate::driver::net::TlsError;
+pub use crate::driver::net::{TlsError, pem_certs, pem_private_key};
 pub use crate::error::{ConnectCause, HistogramError, LoadError, PlanError};
 pub use crate::export::{hgrm, hlog};
 pub use crate::reflect::ReflectionError;
@@ -116,6 +116,7 @@ pub fn plan_defaults(protocol: Protocol, target: &str) -> LoadPlan {
         per_call: false,
         rate: None,
         arrival: Arrival::Uniform,
+        arrival_stream: 0,
         duration_ns: Some(DEFAULT_DURATION_NS),
         requests: None,
         warmup_ns: 0,

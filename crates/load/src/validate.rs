@@ -15,7 +15,7 @@ pub const MIN_RATE: f64 = 0.001;
 /// The highest `--rate`, calls per second (100x what one engine thread makes).
 pub const MAX_RATE: f64 = 10_000_000.0;
 
-fn seconds(ns: u64) -> String {
+pub(crate) fn seconds(ns: u64) -> String {
     format!("{}s", ns as f64 / 1e9)
 }
 

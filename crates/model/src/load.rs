@@ -57,6 +57,12 @@ pub struct LoadPlan {
     /// How open-loop calls are spaced.
     #[serde(default)]
     pub arrival: Arrival,
+    /// Which independent Poisson draw the plan's arrivals come from: 0 for a
+    /// single process (its seeds never change); a distributed run gives
+    /// agent `i`'s share `i + 1`, so N agents at `rate / N` add up to one
+    /// Poisson process at `rate` instead of N copies of one draw.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub arrival_stream: u32,
     /// Stop after this long (measured window, after the warm-up).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ns: Option<u64>,

@@ -40,6 +40,7 @@ pub fn result(protocol: &str, workload: &str, rate: f64, errors: u64, seconds: u
             per_call: false,
             rate: None,
             arrival: Default::default(),
+            arrival_stream: 0,
             duration_ns: Some(seconds as u64 * 1_000_000_000),
             requests: None,
             warmup_ns: 0,

@@ -492,6 +492,7 @@ impl Plan {
             per_call,
             rate: point.rate,
             arrival: self.arrival,
+            arrival_stream: 0,
             duration_ns: Some(duration_ns),
             requests: None,
             warmup_ns,

@@ -48,6 +48,7 @@ async fn the_agent_answers_only_its_coordinator() {
     let config = agent::AgentConfig {
         token: TOKEN.into(),
         commit: None,
+        tls: None,
     };
     let server = tokio::spawn(agent::serve(listener, config, cancel.clone()));
     // No token, a wrong one, one that is a prefix: 401, and nothing about the agent.
@@ -97,8 +98,7 @@ async fn the_agent_answers_only_its_coordinator() {
 
 /// The point kinds agents do not run fail as points, each with its reason,
 /// before any agent is asked (the agents here do not even exist): a stream
-/// point says so, a concurrency schedule (a continuous ramp) carries the
-/// split's refusal.
+/// point says so, a schedule the split cannot share carries its refusal.
 #[tokio::test]
 async fn streams_and_schedules_are_refused_per_point_on_agents() {
     use protobench_runner::engine::{AgentsEngine, Engine, LoadEngine};
@@ -110,6 +110,7 @@ async fn streams_and_schedules_are_refused_per_point_on_agents() {
             max_clock_uncertainty: std::time::Duration::from_millis(10),
             start_ahead: std::time::Duration::from_secs(1),
             agent_wait: std::time::Duration::ZERO,
+            tls: None,
         },
         local: LoadEngine {
             contract_dir: repo.join("contract"),
@@ -136,13 +137,21 @@ async fn streams_and_schedules_are_refused_per_point_on_agents() {
 
     let quick = protobench_runner::preset::load(&repo.join("presets/quick.toml"), &ctx).unwrap();
     let mut plan = quick.load_plan(&quick.points[0], "127.0.0.1:1", 4, 1_000_000_000, 0);
-    plan.stages = vec![protobench_load::Stage {
-        duration_ns: 1_000_000_000,
-        target: 4,
-    }];
+    // A concurrency schedule is split stage by stage; one whose stage
+    // cannot give each agent a caller fails as the point, naming the stage.
+    plan.stages = vec![
+        protobench_load::Stage {
+            duration_ns: 1_000_000_000,
+            target: 1,
+        },
+        protobench_load::Stage {
+            duration_ns: 1_000_000_000,
+            target: 4,
+        },
+    ];
     let e = engine.measure(plan, None, CancellationToken::new()).await.unwrap_err();
     assert!(
-        e.0.contains("cannot split the plan over 2 agents") && e.0.contains("concurrency schedule"),
+        e.0.contains("cannot split the plan over 2 agents") && e.0.contains("--stage 1 (1s:1)"),
         "{e:?}"
     );
 }

@@ -121,10 +121,35 @@ func checkPod(job string, spec *corev1.PodSpec, o *objects) []string {
 			}
 		}
 	}
+	// Secret volumes: the Secret exists, and every file a container's
+	// arguments name under the volume's mount is one of its keys.
+	secretOf := map[string]*corev1.Secret{}
 	for _, v := range spec.Volumes {
 		if v.PersistentVolumeClaim != nil {
 			if _, ok := o.claims[v.PersistentVolumeClaim.ClaimName]; !ok {
 				problems = append(problems, fmt.Sprintf("job %s: volume %s: no PersistentVolumeClaim %q", job, v.Name, v.PersistentVolumeClaim.ClaimName))
+			}
+		}
+		if v.Secret != nil {
+			s, ok := o.secrets[v.Secret.SecretName]
+			if !ok {
+				problems = append(problems, fmt.Sprintf("job %s: volume %s: no Secret %q", job, v.Name, v.Secret.SecretName))
+			}
+			secretOf[v.Name] = s
+		}
+	}
+	for _, c := range spec.Containers {
+		for _, m := range c.VolumeMounts {
+			s := secretOf[m.Name]
+			if s == nil {
+				continue
+			}
+			for _, a := range c.Args {
+				if key, ok := strings.CutPrefix(a, m.MountPath+"/"); ok {
+					if _, has := s.StringData[key]; !has {
+						problems = append(problems, fmt.Sprintf("job %s container %s: %s: Secret %q has no key %q", job, c.Name, a, s.Name, key))
+					}
+				}
 			}
 		}
 	}

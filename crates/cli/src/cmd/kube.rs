@@ -1,8 +1,9 @@
 //! `protobench kube manifests`: what a user applies to run a distributed
 //! load on Kubernetes (docs/distributed.md, "Kubernetes"): the token as a
 //! Secret, a headless Service, an Indexed Job of N agents, the coordinator
-//! as a Job (`protobench load ... --agents`), and a volume for the results
-//! database. Validated against the Kubernetes API types by
+//! as a Job (`protobench load ... --agents`), a volume for the results
+//! database, and with `--tls-dir` the certificates of mutual TLS as a
+//! Secret mounted in both pods. Validated against the Kubernetes API types by
 //! `deploy/kube/validate` (a strict decode with `k8s.io/api`).
 
 use std::io::Write as _;
@@ -58,6 +59,12 @@ struct ManifestArgs {
     /// The shared token's file (default: a new random token).
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
+    /// Mutual TLS between the coordinator and the agents, from the files
+    /// ca.pem, agent.pem, agent.key, coordinator.pem and coordinator.key in
+    /// DIR (kept in a Secret <name>-tls). agent.pem must name
+    /// *.<name>-agents.<namespace>.svc (docs/distributed.md).
+    #[arg(long, value_name = "DIR")]
+    tls_dir: Option<PathBuf>,
     /// Write the manifests here instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     output: Option<PathBuf>,
@@ -82,6 +89,17 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
     if m.load.iter().any(|a| a == "--agents" || a.starts_with("--agents=")) {
         return usage("LOAD_ARGS must not hold --agents: `kube manifests` sets it from --agents N".into());
     }
+    let tls_set = ["--agent-ca", "--agent-cert", "--agent-key"];
+    if m.tls_dir.is_some()
+        && let Some(a) = m
+            .load
+            .iter()
+            .find(|a| tls_set.iter().any(|f| *a == f || a.starts_with(&format!("{f}="))))
+    {
+        return usage(format!(
+            "LOAD_ARGS must not hold {a} with --tls-dir: `kube manifests` sets the coordinator's TLS files"
+        ));
+    }
     // The coordinator's arguments are checked here, not in the cluster.
     #[derive(clap::Parser)]
     struct Load {
@@ -99,7 +117,11 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(t) => t,
         Err(e) => return usage(e),
     };
-    let text = manifests(&m, &token);
+    let tls = match m.tls_dir.as_deref().map(tls_files).transpose() {
+        Ok(t) => t,
+        Err(e) => return usage(e),
+    };
+    let text = manifests(&m, &token, tls.as_ref());
     match &m.output {
         None => std::io::stdout()
             .write_all(text.as_bytes())
@@ -107,6 +129,91 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         Some(p) => std::fs::write(p, text).with_context(|| format!("writing {}", p.display()))?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The TLS files of `--tls-dir`, by name in the Secret; checked as the
+/// agent and the coordinator will load them.
+fn tls_files(dir: &std::path::Path) -> Result<Vec<(&'static str, String)>, String> {
+    use protobench_runner::agents::tls;
+    let f = |n: &str| dir.join(n);
+    let agent = tls::AgentTlsFiles {
+        cert: f("agent.pem"),
+        key: f("agent.key"),
+        client_ca: Some(f("ca.pem")),
+    };
+    let coordinator = tls::CoordinatorTlsFiles {
+        agent_ca: f("ca.pem"),
+        client: Some((f("coordinator.pem"), f("coordinator.key"))),
+    };
+    let check = tls::server_config(&agent)
+        .map(drop)
+        .and_then(|()| tls::client_config(&coordinator).map(drop));
+    if let Err(e) = check {
+        // Named by its file: the agent's and coordinator's flags are set here.
+        let why = protobench_model::format::error_chain(&*e.source);
+        return Err(format!("--tls-dir {}: {}: {why}", dir.display(), e.path.display()));
+    }
+    TLS_FILES
+        .iter()
+        .map(|&n| {
+            std::fs::read_to_string(f(n))
+                .map(|text| (n, text))
+                .map_err(|e| format!("--tls-dir {}: cannot read {n}: {e}", dir.display()))
+        })
+        .collect()
+}
+
+/// The files of `--tls-dir`, the keys of the TLS Secret.
+const TLS_FILES: [&str; 5] = ["ca.pem", "agent.pem", "agent.key", "coordinator.pem", "coordinator.key"];
+/// Where the TLS Secret is mounted in both pods.
+const TLS_MOUNT: &str = "/tls";
+
+/// The pieces `--tls-dir` adds to the manifests (all empty without it).
+#[derive(Default)]
+struct TlsParts {
+    /// The Secret document, ending in `---`.
+    secret: String,
+    /// The agent's extra arguments (JSON list items, each after a comma).
+    agent_args: String,
+    /// A pod's `volumeMounts` item (the coordinator's list) / whole list (the agent's).
+    mount_item: String,
+    agent_mounts: String,
+    /// A pod's `volumes` item / the agent pod's whole list (with fsGroup).
+    volume_item: String,
+    agent_volumes: String,
+}
+
+/// A Secret document holding `data` (key, text), ending in `---`.
+fn secret(name: &str, ns: &str, data: &[(&str, String)]) -> String {
+    let data: String = data.iter().map(|(k, v)| format!("\n  {k}: {}", q(v))).collect();
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {ns}\ntype: Opaque\nstringData:{data}\n---\n"
+    )
+}
+
+fn tls_parts(name: &str, ns: &str, files: &[(&str, String)]) -> TlsParts {
+    let mount_item =
+        format!("\n            - name: tls\n              mountPath: {TLS_MOUNT}\n              readOnly: true");
+    // Readable by the containers' group (fsGroup 65532) only.
+    let volume_item = format!(
+        "\n        - name: tls\n          secret:\n            secretName: {name}-tls\n            defaultMode: 0440"
+    );
+    let agent_args = [
+        ("--tls-cert", "agent.pem"),
+        ("--tls-key", "agent.key"),
+        ("--client-ca", "ca.pem"),
+    ]
+    .iter()
+    .map(|(flag, file)| format!(", \"{flag}\", \"{TLS_MOUNT}/{file}\""))
+    .collect();
+    TlsParts {
+        secret: secret(&format!("{name}-tls"), ns, files),
+        agent_args,
+        agent_mounts: format!("\n          volumeMounts:{mount_item}"),
+        agent_volumes: format!("\n      securityContext:\n        fsGroup: 65532\n      volumes:{volume_item}"),
+        mount_item,
+        volume_item,
+    }
 }
 
 fn check_name(name: &str, flag: &str) -> Result<(), String> {
@@ -141,7 +248,7 @@ fn q(s: &str) -> String {
 }
 
 /// The coordinator's `protobench load` arguments, one YAML list item a line.
-fn coordinator_args(m: &ManifestArgs) -> String {
+fn coordinator_args(m: &ManifestArgs, tls: bool) -> String {
     let (name, ns) = (&m.name, &m.namespace);
     let (agents_job, service) = (format!("{name}-agents"), format!("{name}-agents"));
     let addresses: Vec<String> = (0..m.agents)
@@ -157,6 +264,15 @@ fn coordinator_args(m: &ManifestArgs) -> String {
         "--db".into(),
         "/results/results.db".into(),
     ]);
+    if tls {
+        for (flag, file) in [
+            ("--agent-ca", "ca.pem"),
+            ("--agent-cert", "coordinator.pem"),
+            ("--agent-key", "coordinator.key"),
+        ] {
+            load.extend([flag.into(), format!("{TLS_MOUNT}/{file}")]);
+        }
+    }
     // The result as JSON in the pod's log too, unless a form was chosen.
     let form_given = m.load.iter().any(|a| {
         ["-O", "--format", "--output"]
@@ -171,10 +287,11 @@ fn coordinator_args(m: &ManifestArgs) -> String {
 
 // Longer than the ~120-line guide: the manifests are one YAML document
 // per object, written out whole so that they read as what gets applied.
-fn manifests(m: &ManifestArgs, token: &str) -> String {
+fn manifests(m: &ManifestArgs, token: &str, tls: Option<&Vec<(&str, String)>>) -> String {
     let (name, ns) = (&m.name, &m.namespace);
     let (agents_job, service) = (format!("{name}-agents"), format!("{name}-agents"));
-    let coordinator_args = coordinator_args(m);
+    let coordinator_args = coordinator_args(m, tls.is_some());
+    let t = tls.map(|f| tls_parts(name, ns, f)).unwrap_or_default();
     let image = q(&m.image);
     let (cpu, memory) = (q(&m.agent_cpu), q(&m.agent_memory));
     let hardened = "securityContext:
@@ -192,16 +309,7 @@ fn manifests(m: &ManifestArgs, token: &str) -> String {
     format!(
         "# protobench {version}: a distributed load of {n} agents; kubectl apply -f this file (docs/distributed.md).
 ---
-apiVersion: v1
-kind: Secret
-metadata:
-  name: {name}-token
-  namespace: {ns}
-type: Opaque
-stringData:
-  token: {token}
----
-# Headless: each agent pod gets a DNS name <job>-<index>.{service}.{ns}.svc
+{token_secret}{tls_secret}# Headless: each agent pod gets a DNS name <job>-<index>.{service}.{ns}.svc
 apiVersion: v1
 kind: Service
 metadata:
@@ -243,7 +351,7 @@ spec:
       containers:
         - name: agent
           image: {image}
-          args: [\"agent\", \"--listen\", \"$(POD_IP):{port}\"]
+          args: [\"agent\", \"--listen\", \"$(POD_IP):{port}\"{agent_tls_args}]
           env:
             - name: POD_IP
               valueFrom:
@@ -260,8 +368,8 @@ spec:
               memory: {memory}
             limits:
               cpu: {cpu}
-              memory: {memory}
-          {hardened}
+              memory: {memory}{agent_mounts}
+          {hardened}{agent_volumes}
 ---
 apiVersion: v1
 kind: PersistentVolumeClaim
@@ -308,16 +416,22 @@ spec:
               memory: \"512Mi\"
           volumeMounts:
             - name: results
-              mountPath: /results
+              mountPath: /results{mount_item}
           {hardened}
       volumes:
         - name: results
           persistentVolumeClaim:
-            claimName: {name}-results
+            claimName: {name}-results{volume_item}
 ",
         version = protobench_runner::agents::VERSION,
         n = m.agents,
         port = AGENT_PORT,
-        token = q(token),
+        token_secret = secret(&format!("{name}-token"), ns, &[("token", token.to_owned())]),
+        tls_secret = t.secret,
+        agent_tls_args = t.agent_args,
+        agent_mounts = t.agent_mounts,
+        agent_volumes = t.agent_volumes,
+        mount_item = t.mount_item,
+        volume_item = t.volume_item,
     )
 }

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, unreachable_pub, reason = "each test binary uses a part")]
 
+pub mod pki;
+
 use std::io::BufRead;
 use std::process::{Child, Command, Output, Stdio};
 
@@ -93,24 +95,52 @@ pub fn agent_token_file(dir: &std::path::Path) -> String {
 }
 
 /// Starts `protobench agent` on a free loopback port with the token in
-/// `token_file`; returns it (killed when dropped) and its address.
+/// `token_file`; returns it (killed when dropped).
 pub fn agent(token_file: &str) -> Agent {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_protobench"));
-    cmd.args(["agent", "--listen", "127.0.0.1:0", "--token-file", token_file])
-        .env_remove("PROTOBENCH_AGENT_TOKEN");
-    let (child, line) = spawn_listening(&mut cmd);
-    Agent {
-        child,
-        addr: addr_of(&line),
-    }
+    Agent::start(&["--token-file", token_file])
 }
 
-/// A running agent process.
+/// A `protobench agent` process, killed and waited for when dropped.
 pub struct Agent {
     /// The process.
     pub child: Child,
-    /// Its `host:port`.
+    /// Where it listens (`addr=` of its first line).
     pub addr: String,
+    /// Its first stdout line.
+    pub line: String,
+}
+
+impl Agent {
+    /// Starts `protobench agent --listen 127.0.0.1:0 ARGS` (without the
+    /// token in the environment) and reads its address; its stderr is kept
+    /// for [`Agent::stop`].
+    #[allow(clippy::zombie_processes, reason = "Agent's drop kills and waits")]
+    pub fn start(args: &[&str]) -> Agent {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_protobench"))
+            .args(["agent", "--listen", "127.0.0.1:0"])
+            .args(args)
+            .env_remove("PROTOBENCH_AGENT_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let line = lines.next().expect("the agent prints its address").unwrap();
+        let addr = addr_of(&line);
+        Agent { child, addr, line }
+    }
+
+    /// Stops it and returns what it wrote on stderr.
+    pub fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        err
+    }
 }
 
 impl Drop for Agent {
@@ -134,4 +164,38 @@ pub fn connected(addr: &str) -> bool {
             let f: Vec<&str> = l.split_whitespace().collect();
             f.len() > 3 && format!("{} ", f[1]).ends_with(&local) && f[3] == "01"
         })
+}
+
+/// A child process killed and waited for when dropped (a server).
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `protobench load` against `server` on `agents` with the token file
+/// `token`, a loose clock bound (a busy machine), JSON out, plus `extra`.
+pub fn agents_load_args<'a>(server: &'a str, agents: &'a str, token: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut a = vec![
+        "load",
+        "--protocol",
+        "rest",
+        server,
+        "--workload",
+        "inventory.s",
+        "--agents",
+        agents,
+        "--agent-token-file",
+        token,
+        "--max-clock-uncertainty",
+        "200ms",
+        "-O",
+        "json",
+        "--quiet",
+    ];
+    a.extend_from_slice(extra);
+    a
 }

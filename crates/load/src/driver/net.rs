@@ -146,7 +146,8 @@ fn read_pem(path: &std::path::Path) -> Result<Vec<u8>, TlsError> {
     })
 }
 
-fn certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+/// The certificates of a PEM file; none is an error naming the file.
+pub fn pem_certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let pem = read_pem(path)?;
     let certs: Vec<_> = rustls_pemfile::certs(&mut pem.as_slice())
         .collect::<Result<_, _>>()
@@ -163,6 +164,21 @@ fn certs(path: &std::path::Path) -> Result<Vec<CertificateDer<'static>>, TlsErro
     Ok(certs)
 }
 
+/// The first private key (PKCS#8, PKCS#1 or SEC1) of a PEM file; none is an
+/// error naming the file.
+pub fn pem_private_key(path: &std::path::Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let pem = read_pem(path)?;
+    rustls_pemfile::private_key(&mut pem.as_slice())
+        .map_err(|source| TlsError::Read {
+            path: path.display().to_string(),
+            source,
+        })?
+        .ok_or_else(|| TlsError::Empty {
+            path: path.display().to_string(),
+            what: "private key",
+        })
+}
+
 fn client_config(plan: &TlsPlan, alpn: &[&[u8]]) -> Result<rustls::ClientConfig, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder =
@@ -175,7 +191,7 @@ fn client_config(plan: &TlsPlan, alpn: &[&[u8]]) -> Result<rustls::ClientConfig,
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
         if let Some(path) = &plan.cacert {
-            for cert in certs(path)? {
+            for cert in pem_certs(path)? {
                 roots.add(cert)?;
             }
         }
@@ -183,18 +199,8 @@ fn client_config(plan: &TlsPlan, alpn: &[&[u8]]) -> Result<rustls::ClientConfig,
     };
     let mut config = match (&plan.client_cert, &plan.client_key) {
         (Some(cert), Some(key)) => {
-            let chain = certs(cert)?;
-            let pem = read_pem(key)?;
-            let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut pem.as_slice())
-                .map_err(|source| TlsError::Read {
-                    path: key.display().to_string(),
-                    source,
-                })?
-                .ok_or_else(|| TlsError::Empty {
-                    path: key.display().to_string(),
-                    what: "private key",
-                })?;
-            builder.with_client_auth_cert(chain, key)?
+            let chain = pem_certs(cert)?;
+            builder.with_client_auth_cert(chain, pem_private_key(key)?)?
         }
         _ => builder.with_no_client_auth(),
     };

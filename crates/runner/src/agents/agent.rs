@@ -1,7 +1,9 @@
 //! The agent: an HTTP/2 server that runs load plans for the coordinator
 //! holding its token, one at a time, and streams what it measures.
 //!
-//! It listens only on the address it is given. A request without the token
+//! It listens only on the address it is given, in clear text or over TLS
+//! ([`super::tls`]; with a client CA, a peer without a certificate it
+//! signed is dropped in the handshake, before any HTTP). A request without the token
 //! gets 401 and nothing else (not even the version); one with another
 //! version gets 409. Dropping the answer's stream (the coordinator's Ctrl-C,
 //! or its death) cancels the run.
@@ -33,6 +35,9 @@ pub struct AgentConfig {
     pub token: String,
     /// The commit stamped on results.
     pub commit: Option<String>,
+    /// Serve TLS with these settings ([`super::tls::server_config`]);
+    /// `None`: clear-text HTTP/2.
+    pub tls: Option<super::tls::ServerTls>,
 }
 
 /// Serves coordinators on `listener` until `cancel`.
@@ -58,17 +63,37 @@ pub async fn serve(listener: TcpListener, config: AgentConfig, cancel: Cancellat
         let state = state.clone();
         let cancel = cancel.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let state = state.clone();
-                async move { Ok::<_, Infallible>(handle(&state, req).await) }
-            });
-            let conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), service);
-            tokio::select! {
-                _ = conn => {}
-                () = cancel.cancelled() => {}
+            match state.config.tls.clone() {
+                None => serve_connection(stream, state, cancel).await,
+                Some(tls) => {
+                    // A peer without a certificate the client CA signed (or
+                    // that never finishes the handshake) gets no further.
+                    let accept = tokio_rustls::TlsAcceptor::from(tls).accept(stream);
+                    if let Ok(Ok(stream)) = tokio::time::timeout(HANDSHAKE_TIMEOUT, accept).await {
+                        serve_connection(stream, state, cancel).await;
+                    }
+                }
             }
         });
+    }
+}
+
+/// How long a peer may take over the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+async fn serve_connection<S>(stream: S, state: Arc<State>, cancel: CancellationToken)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |req| {
+        let state = state.clone();
+        async move { Ok::<_, Infallible>(handle(&state, req).await) }
+    });
+    let conn =
+        hyper::server::conn::http2::Builder::new(TokioExecutor::new()).serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        _ = conn => {}
+        () = cancel.cancelled() => {}
     }
 }
 

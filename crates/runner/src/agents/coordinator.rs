@@ -18,6 +18,7 @@ use hyper::client::conn::http2::SendRequest;
 use hyper::{Method, Request, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use protobench_load::Event;
+use protobench_model::format::error_chain;
 use protobench_model::hdr::latency_histogram;
 use protobench_model::load::{AgentFailure, AgentLane, Environment, Generator, LatencySummary, LoadPlan, LoadResult};
 use protobench_model::merge::{Lane, add_encoded, merge_lanes};
@@ -51,6 +52,9 @@ pub struct Coordinator {
     /// (or whose name does not resolve yet: pods still starting); zero =
     /// one attempt.
     pub agent_wait: Duration,
+    /// Mutual TLS to the agents ([`super::tls::client_config`]); `None`:
+    /// clear-text HTTP/2.
+    pub tls: Option<super::tls::ClientTls>,
 }
 
 /// Why a distributed run could not start.
@@ -100,6 +104,18 @@ fn now_ns() -> u64 {
         .map_or(0, |d| d.as_nanos() as u64)
 }
 
+/// Opens HTTP/2 over a connected stream; the connection runs on its own task.
+async fn handshake<S>(stream: S) -> Result<SendRequest<Full<Bytes>>, String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("HTTP/2 handshake: {}", error_chain(&e)))?;
+    tokio::spawn(conn);
+    Ok(sender)
+}
+
 /// One agent, connected.
 struct Link {
     addr: String,
@@ -110,7 +126,10 @@ impl Coordinator {
     fn request(&self, method: Method, path: &str, body: Bytes) -> Request<Full<Bytes>> {
         Request::builder()
             .method(method)
-            .uri(format!("http://agent{path}"))
+            .uri(format!(
+                "{}://agent{path}",
+                if self.tls.is_some() { "https" } else { "http" }
+            ))
             .header(hyper::header::AUTHORIZATION, format!("Bearer {}", self.token))
             .header(VERSION_HEADER, VERSION)
             .body(Full::new(body))
@@ -135,10 +154,18 @@ impl Coordinator {
             }
         };
         let _ = stream.set_nodelay(true);
-        let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-            .await
-            .map_err(|e| fail(format!("HTTP/2 handshake: {e}")))?;
-        tokio::spawn(conn);
+        let sender = match &self.tls {
+            None => handshake(stream).await.map_err(fail)?,
+            Some(tls) => {
+                let name = super::tls::server_name(addr).map_err(|e| fail(format!("TLS server name: {e}")))?;
+                let connect = tokio_rustls::TlsConnector::from(tls.clone()).connect(name, stream);
+                let stream = tokio::time::timeout(ANSWER_TIMEOUT, connect)
+                    .await
+                    .map_err(|_| fail(format!("no TLS handshake within {} s", ANSWER_TIMEOUT.as_secs())))?
+                    .map_err(|e| fail(format!("TLS handshake: {}", error_chain(&e))))?;
+                handshake(stream).await.map_err(fail)?
+            }
+        };
         Ok(Link {
             addr: addr.to_owned(),
             sender,
@@ -173,19 +200,29 @@ impl Coordinator {
         };
         let req = self.request(method, path, body);
         let answer = async {
-            let resp = link.sender.send_request(req).await.map_err(|e| e.to_string())?;
+            let resp = link.sender.send_request(req).await.map_err(|e| error_chain(&e))?;
             let status = resp.status();
             let body = http_body_util::Limited::new(resp.into_body(), 1 << 20)
                 .collect()
                 .await
-                .map_err(|e| e.to_string())?
+                .map_err(|e| error_chain(&*e))?
                 .to_bytes();
             Ok::<_, String>((status, body))
         };
         let (status, body) = tokio::time::timeout(ANSWER_TIMEOUT, answer)
             .await
             .map_err(|_| fail(format!("no answer within {} s", ANSWER_TIMEOUT.as_secs())))?
-            .map_err(fail)?;
+            .map_err(|e| {
+                // An agent that refuses ends the connection, with an alert
+                // that may or may not arrive first: say what would fix it.
+                fail(match self.tls {
+                    None => format!("{e} (if the agent serves TLS, give --agent-ca)"),
+                    Some(_) => format!(
+                        "{e} (an agent started with --client-ca accepts only a coordinator whose --agent-cert \
+                         that CA signed)"
+                    ),
+                })
+            })?;
         if status != StatusCode::OK {
             return Err(fail(refusal(status, &body)));
         }

@@ -5,14 +5,15 @@
 //! them ([`protobench_model::merge`]). To the run loop the coordinator is
 //! one more [`crate::engine::Engine`].
 //!
-//! The wire: HTTP/2 in clear text (prior knowledge) over one connection per
-//! agent. Every request carries the shared token (`authorization: Bearer`)
+//! The wire: HTTP/2 over one connection per agent, in clear text (prior
+//! knowledge) or over mutual TLS ([`tls`], ALPN `h2`). Every request carries the shared token (`authorization: Bearer`)
 //! and the coordinator's version; `GET /v1/clock` answers the agent's wall
 //! clock, `POST /v1/run` takes an [`Order`] and answers a stream of
 //! newline-delimited JSON [`Frame`]s. Dropping that stream cancels the run.
 
 pub mod agent;
 pub mod coordinator;
+pub mod tls;
 
 use protobench_model::hdr::EncodedHistogram;
 use protobench_model::load::{LoadPlan, LoadResult, TimelinePoint};
