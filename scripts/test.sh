@@ -14,7 +14,10 @@
 #            need no protobench binary, so they run while the rust lane
 #            builds it), then scripts/verify-servers.sh on each (protobench
 #            verify clear and TLS, zeep, schemathesis, ghz, the hardening
-#            probe); the stacks are split into two lanes of about equal length
+#            probe); the stacks are split into two lanes of about equal length;
+#            servers-a ends with the probe's self-test
+#            (contract/tests/probe_selftest.sh: its phases fail on a server
+#            set up to break their rules)
 #   fuzz     every cargo-fuzz target built and run 5 s on its checked-in
 #            corpus (fuzz/run.sh), from a copy at a fixed path with its
 #            build kept in ~/.cache/protobench between runs, like the venvs;
@@ -104,6 +107,15 @@ servers_lane() { # every stack's tests, then every stack's verify, even after a 
   return $rc
 }
 
+servers_lane_with_selftest() { # the stacks, then the probe's own test (it
+  # starts servers/go, built by servers-b's tests by the time this lane's
+  # verifies end, and the probe's venv, installed by the verifies)
+  local rc=0
+  servers_lane "$@" || rc=1
+  step "probe self-test" bash contract/tests/probe_selftest.sh || rc=1
+  return $rc
+}
+
 lane() { # NAME FUNCTION ARGS...: runs in the background, status in $logs/NAME.status
   local name=$1
   shift
@@ -159,7 +171,7 @@ lanes=(rust servers-a servers-b fuzz)
 echo "test: lanes rust, servers-a (${lane_a[*]}), servers-b (${lane_b[*]}), fuzz (and clippy); logs in $logs"
 t0=$SECONDS
 lane rust rust_lane
-lane servers-a servers_lane "${lane_a[@]}"
+lane servers-a servers_lane_with_selftest "${lane_a[@]}"
 lane servers-b servers_lane "${lane_b[@]}"
 lane fuzz fuzz_lane
 wait
