@@ -4,7 +4,7 @@
 # machine's load, unlike calls/s (see docs/dev/callgrind.md).
 #
 #   bench/callgrind.sh [--n1 1000] [--n2 5000] [--rate 200] [--workload tasks.int]
-#                      [--protocols rest,rest-h2,grpc,soap] [--no-server]
+#                      [--protocols rest,rest-h2,grpc,soap,graphql,connect,connect-json,grpc-web,grpc-web-text] [--no-server]
 #                      [--concurrency 1] [--connections M] [--tls] [--profile] [--peers]
 #                      [--keep DIR] [--no-build]
 #
@@ -163,6 +163,17 @@ elif [ "$CONCURRENCY" = 1 ]; then
 fi
 SERVE_ALL=(serve --workers 1 --rest 127.0.0.1:0 --rest-h2 127.0.0.1:0 --grpc 127.0.0.1:0 --soap 127.0.0.1:0
   ${TLS_SERVE[@]+"${TLS_SERVE[@]}"})
+# The other protocols' listeners only when asked for (graphql, connect,
+# connect-json, grpc-web, grpc-web-text): the default figures stay those
+# of a server with the four.
+LISTENERS=4
+for p in ${PROTOCOLS//,/ }; do
+  case "$p" in
+    rest | rest-h2 | grpc | soap) ;;
+    graphql | connect | connect-json | grpc-web | grpc-web-text) SERVE_ALL+=("--$p" 127.0.0.1:0); LISTENERS=$((LISTENERS + 1)) ;;
+    *) echo "unknown protocol $p" >&2; exit 2 ;;
+  esac
+done
 
 # engine NAME N PROTOCOL TARGET [ARGS...]: engine under callgrind, N calls.
 engine() {
@@ -189,7 +200,7 @@ echo "== engine under callgrind: N1=$N1, N2=$N2 calls, $WORKLOAD, closed loop c=
 "$PB" "${SERVE_ALL[@]}" > "$WORK/native-serve.log" 2>&1 &
 NATIVE=$!
 PIDS+=("$NATIVE")
-wait_listening "$WORK/native-serve.log" 4 30
+wait_listening "$WORK/native-serve.log" "$LISTENERS" 30
 declare -A ENG SRV
 for p in "${PROTOS[@]}"; do
   a="$(addr "$WORK/native-serve.log" "$p")"
@@ -275,7 +286,7 @@ if [ "$SERVER" = 1 ]; then
     "$PB" "${SERVE_ALL[@]}" > "$WORK/cg-serve.log" 2>&1 &
   SPID=$!
   PIDS+=("$SPID")
-  wait_listening "$WORK/cg-serve.log" 4 120
+  wait_listening "$WORK/cg-serve.log" "$LISTENERS" 120
   callgrind_control --dump=startup "$SPID" >> "$WORK/control.log" 2>&1
   part=1
   for p in "${PROTOS[@]}"; do
