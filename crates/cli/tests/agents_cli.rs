@@ -282,14 +282,7 @@ fn killing_an_agent_mid_run_keeps_the_others_and_names_it() {
     // Into the measured window (start 1 s ahead, then 3 s), kill agent 1:
     // counted from the coordinator's connection to it, not from the spawn
     // (a loaded machine may take seconds to start the coordinator).
-    let waiting = Instant::now();
-    while !common::connected(&f.agents[1].addr) {
-        assert!(
-            waiting.elapsed() < Duration::from_secs(60),
-            "the coordinator never reached agent 1"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_connected(&f.agents[1].addr, Duration::from_secs(60));
     std::thread::sleep(Duration::from_secs(4));
     signal("-KILL", f.agents[1].child.id());
     let started = Instant::now();

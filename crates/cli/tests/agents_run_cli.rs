@@ -323,14 +323,7 @@ fn an_agent_killed_mid_run_marks_its_point_incomplete_naming_it() {
         .unwrap();
     // The coordinator holds a connection to each agent from its clock check
     // to the end of the point; 2 s start lead, then 3 s into the window.
-    let waiting = std::time::Instant::now();
-    while !common::connected(&agents[1].addr) {
-        assert!(
-            waiting.elapsed().as_secs() < 90,
-            "the coordinator never reached the agent"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    common::wait_connected(&agents[1].addr, std::time::Duration::from_secs(90));
     std::thread::sleep(std::time::Duration::from_secs(5));
     agents[1].child.kill().unwrap();
     let out = run.wait_with_output().unwrap();

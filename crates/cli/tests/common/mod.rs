@@ -166,6 +166,19 @@ pub fn connected(addr: &str) -> bool {
         })
 }
 
+/// Waits until [`connected`] says a connection to `addr` is established
+/// (a coordinator reached that agent); fails after `within`.
+pub fn wait_connected(addr: &str, within: std::time::Duration) {
+    let waiting = std::time::Instant::now();
+    while !connected(addr) {
+        assert!(
+            waiting.elapsed() < within,
+            "nothing connected to {addr} within {within:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// A child process killed and waited for when dropped (a server).
 pub struct Killed(pub Child);
 
