@@ -2,8 +2,10 @@
 //! toxiproxy where the kernel has no netem):
 //!
 //! - the server host is created and removed, also after its owner was SIGKILLed
-//! - a 100 Mbit/s profile measures within 10% of its rate
-//! - 20 ms one-way delay measures 40 ms RTT within 2 ms
+//! - a 100 Mbit/s profile measures within 10% of its rate (never above;
+//!   one of three tries within, as a starved machine only lowers it)
+//! - 20 ms one-way delay measures 40 ms RTT within 2 ms (never under; one
+//!   of three tries within)
 //! - 1% loss drops about 1% and shows TCP retransmissions
 //! - a profile this machine cannot apply fails before anything is created
 //! - a server started inside is reached through the link
@@ -185,20 +187,43 @@ fn rate_of_100_mbit_is_measured_within_10_percent() {
     let Some(caps) = require("") else { return };
     let mut l = link("rate=100mbit", &caps);
     assert_eq!(l.plan().mechanisms.rate, Mechanism::TcTbf);
-    let a = l.measure(&MeasureOptions::default()).unwrap();
-    eprintln!("100mbit: {}", network::measure::describe(&a));
     // Goodput is TCP payload: a 100 Mbit/s wire carries 1448 of every
     // 1514 bytes as payload (95.6 Mbit/s), the figure the product's own
     // far-from-profile rule compares with. Judging against the raw 100
     // failed a correct link at 89.6 Mbit/s (6% under its payload).
     let payload = 100e6 * network::measure::PAYLOAD_SHARE;
-    for (side, d) in [("up", &a.up), ("down", &a.down)] {
-        assert!(d.complete, "{side}: {d:?}");
-        let off = d.goodput_bps / payload - 1.0;
-        assert!(off.abs() <= 0.10, "{side}: {:.1} Mbit/s", d.goodput_bps / 1e6);
+    // A shaper caps the rate; a starved sender or receiver (CI runs this
+    // beside three other lanes on two cores) only lowers it: a correct
+    // link measured 83.3 Mbit/s down once in CI. So no transfer may exceed
+    // the rate by more than 10%, every transfer must complete, and one of
+    // up to three measurements must come within 10% on both sides. A wrong
+    // shaper (half the rate, or none) fails all three.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let a = l.measure(&MeasureOptions::default()).unwrap();
+        eprintln!("100mbit: {}", network::measure::describe(&a));
+        let mut within = true;
+        for (side, d) in [("up", &a.up), ("down", &a.down)] {
+            assert!(d.complete, "{side}: {d:?}");
+            let off = d.goodput_bps / payload - 1.0;
+            assert!(
+                off <= 0.10,
+                "{side}: {:.1} Mbit/s is above the shaped rate",
+                d.goodput_bps / 1e6
+            );
+            within &= off >= -0.10;
+        }
+        seen.push((a.up.goodput_bps / 1e6, a.down.goodput_bps / 1e6));
+        if within {
+            let report = l.report(a);
+            assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+            return;
+        }
     }
-    let report = l.report(a);
-    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    panic!(
+        "no measurement within 10% of {:.1} Mbit/s (up, down): {seen:.1?}",
+        payload / 1e6
+    );
 }
 
 #[test]
@@ -206,19 +231,31 @@ fn delay_of_20_ms_each_way_measures_40_ms_round_trip() {
     let _g = serial();
     let Some(caps) = require("delay") else { return };
     let mut l = link("rate=100mbit,delay=20ms", &caps);
-    let a = l
-        .measure(&MeasureOptions {
-            transfer: Duration::from_millis(500),
-            ..MeasureOptions::default()
-        })
-        .unwrap();
-    eprintln!(
-        "delay 20ms via {:?}: {}",
-        l.plan().mechanisms.delay,
-        network::measure::describe(&a)
-    );
-    let rtt_ms = a.rtt_ns as f64 / 1e6;
-    assert!((rtt_ms - 40.0).abs() <= 2.0, "rtt {rtt_ms:.2} ms");
+    // Delay is a floor: no round trip may come in under it, while a starved
+    // proxy (CI's other lanes share two cores) only adds to it. So every
+    // measurement's median must reach 38 ms, and one of up to three must be
+    // within 2 ms of 40.
+    let mut seen = Vec::new();
+    let a = loop {
+        let a = l
+            .measure(&MeasureOptions {
+                transfer: Duration::from_millis(500),
+                ..MeasureOptions::default()
+            })
+            .unwrap();
+        eprintln!(
+            "delay 20ms via {:?}: {}",
+            l.plan().mechanisms.delay,
+            network::measure::describe(&a)
+        );
+        let rtt_ms = a.rtt_ns as f64 / 1e6;
+        assert!(rtt_ms >= 38.0, "rtt {rtt_ms:.2} ms is under the delay");
+        seen.push(rtt_ms);
+        if rtt_ms <= 42.0 {
+            break a;
+        }
+        assert!(seen.len() < 3, "no round trip within 2 ms of 40 ms: {seen:.2?}");
+    };
     assert_eq!(a.rtt_samples, 30);
     if l.plan().mechanisms.delay == Mechanism::Toxiproxy {
         // toxiproxy did the work, and its CPU time is measured
