@@ -29,7 +29,7 @@ struct Cli {
 enum Command {
     /// Generate or check the contract's generated files (data, registry, vectors).
     Contract(cmd::contract::Args),
-    /// Run the built-in reference servers (rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web, grpc-web-text) until SIGTERM or Ctrl-C.
+    /// Run the built-in reference servers (rest, rest-h2, grpc, soap, graphql, graphql-get, connect, connect-json, grpc-web, grpc-web-text) until SIGTERM or Ctrl-C.
     Serve(cmd::serve::Args),
     /// Load a server with one workload (or a custom call) and report latency, errors, bytes and CPU.
     Load(Box<cmd::load::Args>),

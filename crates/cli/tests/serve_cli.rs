@@ -78,7 +78,7 @@ fn http_get(addr: &str, path: &str) -> String {
 #[test]
 fn serves_every_protocol_on_loopback_and_exits_0_on_sigterm() {
     let mut child = serve(&[], &[]).stdout(Stdio::piped()).spawn().unwrap();
-    let lines = read_until_listening(child.stdout.take().unwrap(), 9);
+    let lines = read_until_listening(child.stdout.take().unwrap(), 10);
     let protocols: Vec<&str> = lines.iter().map(|l| field(l, "protocol=")).collect();
     assert_eq!(
         protocols,
@@ -88,6 +88,7 @@ fn serves_every_protocol_on_loopback_and_exits_0_on_sigterm() {
             "grpc",
             "soap",
             "graphql",
+            "graphql-get",
             "connect",
             "connect-json",
             "grpc-web",

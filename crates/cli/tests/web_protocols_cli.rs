@@ -3,7 +3,8 @@
 //! injected failures counted under each protocol's error kind (the draw
 //! fails exactly the calls the contract's formula picks, so the count is
 //! known in advance), and a GraphQL-only workload refused on the other
-//! protocols. (`verify` on every protocol, clear and TLS: verify_cli.rs.)
+//! protocols; `graphql-get` registering its document once, then sending
+//! only the hash. (`verify` on every protocol, clear and TLS: verify_cli.rs.)
 
 use std::process::Child;
 
@@ -134,4 +135,70 @@ fn graphql_only_workloads_load_on_graphql_and_are_refused_elsewhere() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("is GraphQL-only"), "{}", stderr(&o));
+}
+
+/// `graphql-get`: the engine registers the document once (one POST, which
+/// takes the failure draw's first call), then every call is a GET naming it
+/// by hash, checked like `graphql`'s; mutations are refused before any
+/// call; a server that does not register says so.
+#[test]
+fn graphql_get_registers_once_then_sends_only_the_hash() {
+    // failures among draws 1..=CALLS: draw 0 was the registering POST
+    let expected = expected_failures(7, CALLS + 1, RATE) - expected_failures(7, 1, RATE);
+    let (mut server, addr) = serve_failing("graphql-get", RATE);
+    let v = load_json("graphql-get", &addr, "inventory.s");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(
+        v["errors"],
+        serde_json::json!([{"kind": "graphql_error", "count": expected, "sample": "graphql error: injected failure"}]),
+        "{v}"
+    );
+    let (mut server, addr) = serve_failing("graphql-get", 0.0);
+    for workload in ["tasks.objects", "graphql.dashboard-slim"] {
+        let v = load_json("graphql-get", &addr, workload);
+        assert_eq!(v["errors"], serde_json::json!([]), "{workload}");
+        assert_eq!(v["successes"], serde_json::json!(CALLS), "{workload}");
+        // a GET with no body: the request line and headers only
+        let sent = v["bytes_sent"].as_u64().unwrap() / CALLS;
+        assert!((150..400).contains(&sent), "{workload}: {sent} bytes per call");
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "graphql-get",
+        "--target",
+        "127.0.0.1:9",
+        "--workload",
+        "echo.1k",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("workload \"echo.1k\" is a GraphQL mutation; graphql-get sends queries only"),
+        "{}",
+        stderr(&o)
+    );
+    // A Connect server cannot register the document.
+    let (mut server, addr) = serve_failing("connect", 0.0);
+    let o = protobench(&[
+        "load",
+        "--protocol",
+        "graphql-get",
+        "--target",
+        &addr,
+        "--workload",
+        "tasks.int",
+        "--requests",
+        "10",
+    ]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_ne!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot register the persisted query with"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -23,6 +23,8 @@ pub const CONTENT_TYPE: &str = "application/json";
 /// The endpoint every GraphQL server serves.
 pub const PATH: &str = "/graphql";
 
+pub mod persisted;
+
 /// One selected field: a leaf (scalar or enum), or an object with its own
 /// selection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -21,6 +21,10 @@ pub enum Protocol {
     Soap,
     /// GraphQL over HTTP/1.1: `POST /graphql` with a JSON body (`graphql`).
     Graphql,
+    /// GraphQL persisted queries over HTTP/1.1: `GET /graphql` naming the
+    /// document by its SHA-256 (Apollo's automatic persisted queries;
+    /// `graphql-get`). Queries only.
+    GraphqlGet,
     /// Connect unary with protobuf bodies (`application/proto`) over
     /// HTTP/1.1 (`connect`).
     Connect,
@@ -37,12 +41,13 @@ pub enum Protocol {
 
 impl Protocol {
     /// Every protocol, in the contract's order.
-    pub const ALL: [Protocol; 9] = [
+    pub const ALL: [Protocol; 10] = [
         Protocol::Rest,
         Protocol::RestH2,
         Protocol::Grpc,
         Protocol::Soap,
         Protocol::Graphql,
+        Protocol::GraphqlGet,
         Protocol::Connect,
         Protocol::ConnectJson,
         Protocol::GrpcWeb,
@@ -54,7 +59,7 @@ impl Protocol {
     pub const CORE: [Protocol; 4] = [Protocol::Rest, Protocol::RestH2, Protocol::Grpc, Protocol::Soap];
 
     /// The name used in flags, listening lines and results: `rest`,
-    /// `rest-h2`, `grpc`, `soap`, `graphql`, `connect`, `connect-json`,
+    /// `rest-h2`, `grpc`, `soap`, `graphql`, `graphql-get`, `connect`, `connect-json`,
     /// `grpc-web`, `grpc-web-text`.
     pub fn name(self) -> &'static str {
         match self {
@@ -63,6 +68,7 @@ impl Protocol {
             Protocol::Grpc => "grpc",
             Protocol::Soap => "soap",
             Protocol::Graphql => "graphql",
+            Protocol::GraphqlGet => "graphql-get",
             Protocol::Connect => "connect",
             Protocol::ConnectJson => "connect-json",
             Protocol::GrpcWeb => "grpc-web",
@@ -79,6 +85,7 @@ impl Protocol {
             Protocol::Grpc => "PROTOBENCH_GRPC_ADDR",
             Protocol::Soap => "PROTOBENCH_SOAP_ADDR",
             Protocol::Graphql => "PROTOBENCH_GRAPHQL_ADDR",
+            Protocol::GraphqlGet => "PROTOBENCH_GRAPHQL_GET_ADDR",
             Protocol::Connect => "PROTOBENCH_CONNECT_ADDR",
             Protocol::ConnectJson => "PROTOBENCH_CONNECT_JSON_ADDR",
             Protocol::GrpcWeb => "PROTOBENCH_GRPC_WEB_ADDR",
@@ -119,14 +126,16 @@ impl Protocol {
             Protocol::Rest | Protocol::RestH2 | Protocol::ConnectJson => Encoding::Json,
             Protocol::Grpc | Protocol::Connect | Protocol::GrpcWeb | Protocol::GrpcWebText => Encoding::Protobuf,
             Protocol::Soap => Encoding::Xml,
-            Protocol::Graphql => Encoding::Graphql,
+            Protocol::Graphql | Protocol::GraphqlGet => Encoding::Graphql,
         }
     }
 
     /// The request's `Content-Type` (and a success response's media type).
     pub fn content_type(self) -> &'static str {
         match self {
-            Protocol::Rest | Protocol::RestH2 | Protocol::Graphql | Protocol::ConnectJson => "application/json",
+            Protocol::Rest | Protocol::RestH2 | Protocol::Graphql | Protocol::GraphqlGet | Protocol::ConnectJson => {
+                "application/json"
+            }
             Protocol::Grpc => "application/grpc",
             Protocol::Soap => "text/xml; charset=utf-8",
             Protocol::Connect => "application/proto",
@@ -163,7 +172,7 @@ impl fmt::Display for Protocol {
 /// A protocol name that is not one of the four.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown protocol {0:?}; valid protocols: rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web, grpc-web-text"
+    "unknown protocol {0:?}; valid protocols: rest, rest-h2, grpc, soap, graphql, graphql-get, connect, connect-json, grpc-web, grpc-web-text"
 )]
 pub struct UnknownProtocol(pub String);
 
@@ -190,6 +199,7 @@ mod tests {
             (Protocol::Grpc, true, b"h2", Encoding::Protobuf),
             (Protocol::Soap, false, b"http/1.1", Encoding::Xml),
             (Protocol::Graphql, false, b"http/1.1", Encoding::Graphql),
+            (Protocol::GraphqlGet, false, b"http/1.1", Encoding::Graphql),
             (Protocol::Connect, false, b"http/1.1", Encoding::Protobuf),
             (Protocol::ConnectJson, false, b"http/1.1", Encoding::Json),
             (Protocol::GrpcWeb, false, b"http/1.1", Encoding::Protobuf),
@@ -217,7 +227,7 @@ mod tests {
         let err = "http".parse::<Protocol>().unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown protocol \"http\"; valid protocols: rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web, grpc-web-text"
+            "unknown protocol \"http\"; valid protocols: rest, rest-h2, grpc, soap, graphql, graphql-get, connect, connect-json, grpc-web, grpc-web-text"
         );
         let envs: std::collections::BTreeSet<_> = Protocol::ALL.iter().map(|p| p.addr_env()).collect();
         assert_eq!(envs.len(), Protocol::ALL.len(), "one listener variable per protocol");

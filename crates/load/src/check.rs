@@ -35,7 +35,7 @@ impl Family {
             Protocol::Rest | Protocol::RestH2 => Family::Rest,
             Protocol::Grpc => Family::Grpc,
             Protocol::Soap => Family::Soap,
-            Protocol::Graphql => Family::Graphql,
+            Protocol::Graphql | Protocol::GraphqlGet => Family::Graphql,
             Protocol::Connect | Protocol::ConnectJson => Family::Connect,
             Protocol::GrpcWeb | Protocol::GrpcWebText => Family::GrpcWeb,
         }

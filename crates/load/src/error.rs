@@ -130,6 +130,15 @@ pub enum LoadError {
         /// could tell (a front-end's hint decides on this, not on the text).
         cause: Option<ConnectCause>,
     },
+    /// A `graphql-get` document could not be registered with the server
+    /// before the run (its answer to the registering POST).
+    #[error("cannot register the persisted query with {target}: {message}")]
+    Register {
+        /// The address.
+        target: String,
+        /// What the server answered, or why no answer came.
+        message: String,
+    },
     /// The TLS settings cannot be used.
     #[error("invalid TLS settings")]
     Tls(#[from] TlsError),

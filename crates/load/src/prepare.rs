@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use prost::Message as _;
+use protobench_contract::graphql::persisted::Persisted;
 use protobench_contract::{Dataset, HttpMethod, Operation, Protocol, workload};
 use protobench_model::load::{CustomCall, LoadPlan, TlsPlan, Validation};
 
@@ -140,7 +141,7 @@ pub(crate) fn contract_driver(
 
 /// A GraphQL-only workload's run (validated: the protocol is graphql): its
 /// document, and its expected data to compare as a value.
-fn graphql_only(
+async fn graphql_only(
     plan: &LoadPlan,
     g: &protobench_contract::graphql::GraphqlWorkload,
     endpoint: Endpoint,
@@ -151,7 +152,11 @@ fn graphql_only(
         .iter()
         .flat_map(|c| c.headers.iter().map(|h| (h.name.clone(), h.value.clone())))
         .collect();
-    let driver = web_driver(plan.protocol, endpoint, "", &g.request(), &extra)?;
+    let message = g.request();
+    if plan.protocol == Protocol::GraphqlGet {
+        register(endpoint.clone(), &message, &extra, register_timeout(plan)).await?;
+    }
+    let driver = web_driver(plan.protocol, endpoint, "", &message, &extra)?;
     let expected: serde_json::Value =
         serde_json::from_slice(&g.response(&Dataset::generate())).expect("our own JSON parses");
     let check = Check {
@@ -162,6 +167,79 @@ fn graphql_only(
         full: plan.validate == Validation::Full,
     };
     Ok(Prepared { driver, check, addr })
+}
+
+/// Registers a `graphql-get` document with the server before any measured
+/// call: one POST of the document with its hash (Apollo's registration),
+/// so each GET names it by the hash alone. The answer must be HTTP 200
+/// without GraphQL errors. Runs on a thread of its own, as drivers run on
+/// a single-threaded event loop (like `verify`).
+pub(crate) async fn register(
+    endpoint: Endpoint,
+    message: &[u8],
+    extra: &[(String, String)],
+    timeout: Duration,
+) -> Result<(), LoadError> {
+    let target = endpoint.addr.to_string();
+    let driver = registration_driver(endpoint, message, extra)?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("protobench-register".into())
+        .spawn(move || {
+            let answer = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Err(e) => Err(format!("cannot start a runtime: {e}")),
+                Ok(rt) => tokio::task::LocalSet::new().block_on(&rt, registered(&driver, timeout)),
+            };
+            let _ = tx.send(answer);
+        })
+        .map_err(LoadError::Thread)?;
+    let answer = rx
+        .await
+        .unwrap_or_else(|_| Err("the registering thread panicked".into()));
+    answer.map_err(|message| LoadError::Register { target, message })
+}
+
+/// How long the registration may take: a connection and a call.
+fn register_timeout(plan: &LoadPlan) -> Duration {
+    Duration::from_nanos(plan.connect_timeout_ns.saturating_add(plan.timeout_ns))
+}
+
+/// The POST that registers `message`'s document (a GraphQL request body).
+pub(crate) fn registration_driver(
+    endpoint: Endpoint,
+    message: &[u8],
+    extra: &[(String, String)],
+) -> Result<AnyDriver, LoadError> {
+    let persisted = Persisted::from_body(message).map_err(|e| LoadError::Input {
+        what: "the GraphQL request".into(),
+        source: e.into(),
+    })?;
+    web_driver(Protocol::Graphql, endpoint, "", &persisted.registration_body(), extra)
+}
+
+/// Makes the registering call; `Err` says what the server answered.
+pub(crate) async fn registered(driver: &AnyDriver, timeout: Duration) -> Result<(), String> {
+    let resp = match driver {
+        AnyDriver::Http1(d) => crate::verify::one(d, timeout).await?,
+        AnyDriver::Http2(d) => crate::verify::one(d.as_ref(), timeout).await?,
+    };
+    let body = resp.body.as_deref().unwrap_or_default();
+    if let Some(message) = crate::check::graphql_error(body) {
+        // The document is stored before it runs: an injected failure of
+        // the run does not undo the registration.
+        if message == protobench_contract::INJECTED_FAILURE {
+            return Ok(());
+        }
+        return Err(format!("HTTP {}, GraphQL error: {message}", resp.status));
+    }
+    if resp.status != 200 {
+        return Err(format!(
+            "HTTP {}: {}",
+            resp.status,
+            String::from_utf8_lossy(&body[..body.len().min(200)])
+        ));
+    }
+    Ok(())
 }
 
 /// The driver of a `graphql`, `connect`, `connect-json`, `grpc-web` or
@@ -176,6 +254,22 @@ pub(crate) fn web_driver(
     extra: &[(String, String)],
 ) -> Result<AnyDriver, LoadError> {
     let ct = protocol.content_type();
+    if protocol == Protocol::GraphqlGet {
+        // The document by its hash, registered before the run (`register`).
+        let persisted = Persisted::from_body(message).map_err(|e| LoadError::Input {
+            what: "the GraphQL request".into(),
+            source: e.into(),
+        })?;
+        let mut headers: Vec<(String, String)> = vec![("Accept".into(), ct.into())];
+        headers.extend_from_slice(extra);
+        return Ok(AnyDriver::Http1(Http1::new(
+            endpoint,
+            "GET",
+            &persisted.get_target(),
+            &headers,
+            &[],
+        )));
+    }
     let mut headers: Vec<(String, String)> = vec![("Content-Type".into(), ct.into())];
     let (path, body) = match protocol {
         Protocol::Graphql => {
@@ -228,7 +322,7 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
     if let Some(name) = &plan.workload
         && let Some(g) = protobench_contract::graphql::find(name)
     {
-        return graphql_only(plan, g, endpoint, addr);
+        return graphql_only(plan, g, endpoint, addr).await;
     }
     if let Some(name) = &plan.workload {
         let w = workload::find(name)
@@ -242,6 +336,9 @@ pub(crate) async fn prepare(plan: &LoadPlan) -> Result<Prepared, LoadError> {
             .iter()
             .flat_map(|c| c.headers.iter().map(|h| (h.name.clone(), h.value.clone())))
             .collect();
+        if plan.protocol == Protocol::GraphqlGet {
+            register(endpoint.clone(), &body, &extra, register_timeout(plan)).await?;
+        }
         let driver = contract_driver(plan.protocol, endpoint, w.operation, &body, &path, &extra)?;
         let message = w
             .operation

@@ -116,14 +116,23 @@ fn validate_call(plan: &LoadPlan) -> Result<(), PlanError> {
         // A GraphQL-only workload (contract/graphql/workloads.json) asks for
         // part of a message, which only GraphQL can.
         if protobench_contract::graphql::find(w).is_some() {
-            if p != Protocol::Graphql {
+            if !matches!(p, Protocol::Graphql | Protocol::GraphqlGet) {
                 return Err(PlanError::UnknownWorkload(format!(
-                    "workload {w:?} is GraphQL-only (it selects part of a message); use --protocol graphql"
+                    "workload {w:?} is GraphQL-only (it selects part of a message); use --protocol graphql or graphql-get"
                 )));
             }
         } else {
             return Err(PlanError::UnknownWorkload(protobench_contract::workload::unknown(w)));
         }
+    }
+    if p == Protocol::GraphqlGet
+        && let Some(w) = plan.workload.as_deref().and_then(protobench_contract::workload::find)
+        && protobench_contract::graphql::root(w.operation).mutation
+    {
+        return Err(PlanError::UnknownWorkload(format!(
+            "workload {:?} is a GraphQL mutation; graphql-get sends queries only (GET): use --protocol graphql",
+            w.name
+        )));
     }
     let custom = plan.custom.as_ref();
     if plan.workload.is_some() {

@@ -138,9 +138,18 @@ async fn verify_all(
                 let path = w.operation.rest_path(&request);
                 let driver =
                     prepare::contract_driver(protocol, endpoint.clone(), w.operation, &vector.request, &path, &[])?;
-                let response = match &driver {
-                    AnyDriver::Http1(d) => one(d, timeout).await,
-                    AnyDriver::Http2(d) => one(d.as_ref(), timeout).await,
+                let registered = if protocol == Protocol::GraphqlGet {
+                    let register = prepare::registration_driver(endpoint.clone(), &vector.request, &[])?;
+                    prepare::registered(&register, timeout)
+                        .await
+                        .map_err(|e| format!("registering the persisted query: {e}"))
+                } else {
+                    Ok(())
+                };
+                let response = match (&driver, registered) {
+                    (_, Err(e)) => Err(e),
+                    (AnyDriver::Http1(d), _) => one(d, timeout).await,
+                    (AnyDriver::Http2(d), _) => one(d.as_ref(), timeout).await,
                 };
                 match response {
                     Err(e) => Outcome::Error(e),
@@ -161,7 +170,7 @@ async fn verify_all(
     Ok(report)
 }
 
-async fn one<D: Driver>(driver: &D, timeout: Duration) -> Result<Response, String> {
+pub(crate) async fn one<D: Driver>(driver: &D, timeout: Duration) -> Result<Response, String> {
     let counters = Rc::new(ByteCounters::default());
     let fut = async {
         let mut conn = driver.connect(&counters).await.map_err(|e| e.message)?;

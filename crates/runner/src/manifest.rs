@@ -453,7 +453,7 @@ go = "1.22"
         let e = Manifest::parse(&text, Path::new("m.toml")).unwrap_err().to_string();
         assert_eq!(
             e,
-            "m.toml:5: protocols: unknown protocol `odata` (accepted: rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web, grpc-web-text)"
+            "m.toml:5: protocols: unknown protocol `odata` (accepted: rest, rest-h2, grpc, soap, graphql, graphql-get, connect, connect-json, grpc-web, grpc-web-text)"
         );
     }
 

@@ -352,7 +352,7 @@ fn broken_presets_name_file_line_key_and_accepted_values() {
         // unknown protocol lists the protocols
         (
             "servers = [\"rust\"]\nprotocols = [\"rest\", \"odata\"]\nworkloads = [\"inventory.xs\"]\n[load]\nconcurrency = 1\n",
-            "presets/t.toml:2:22: protocols[1]: unknown `odata` (accepted: rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web, grpc-web-text)",
+            "presets/t.toml:2:22: protocols[1]: unknown `odata` (accepted: rest, rest-h2, grpc, soap, graphql, graphql-get, connect, connect-json, grpc-web, grpc-web-text)",
         ),
         // unknown server lists the servers
         (
@@ -885,5 +885,35 @@ fn networks_are_a_matrix_dimension_outermost() {
         let plan = preset::resolve(&text, "presets/t.toml", &ctx()).unwrap();
         assert!(plan.points.iter().all(|p| p.network.is_none()), "{extra}");
         assert!(plan.groups.iter().all(|g| g.network.is_none()), "{extra}");
+    }
+}
+
+/// `graphql-get` is GET: a mutation workload cannot ride it, so the
+/// protocols preset skips those pairs with one note each and keeps the
+/// queries.
+#[test]
+fn protocols_preset_runs_only_queries_on_graphql_get() {
+    let plan = preset::load(&presets_dir().join("protocols.toml"), &shipped()).unwrap();
+    let on_get: Vec<&str> = plan
+        .points
+        .iter()
+        .filter(|p| p.protocol == Protocol::GraphqlGet && p.server == "rust")
+        .map(|p| p.workload.as_str())
+        .collect();
+    assert_eq!(on_get, ["inventory.s", "inventory.m"]);
+    for w in ["echo.8k", "grpcbench.complex"] {
+        let note = format!("`{w}` is a GraphQL mutation, which `graphql-get` (GET) cannot carry: skipped");
+        assert_eq!(plan.notes.iter().filter(|n| **n == note).count(), 1, "{:?}", plan.notes);
+        assert!(
+            plan.points
+                .iter()
+                .any(|p| p.protocol == Protocol::Graphql && p.workload == w)
+        );
+        assert!(
+            !plan
+                .points
+                .iter()
+                .any(|p| p.protocol == Protocol::GraphqlGet && p.workload == w)
+        );
     }
 }

@@ -173,7 +173,7 @@ headers = ["no colon"]
         "8:targets[0].protoset: no file ./missing.protoset (relative paths start at the preset's directory)",
         "9:targets[0].soap_action: applies only to protocol soap, not grpc",
         "10:targets[0].pid: must be a process ID (1 or more), found 0",
-        "13:targets[1].protocol: unknown `smtp` (accepted: rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web, grpc-web-text)",
+        "13:targets[1].protocol: unknown `smtp` (accepted: rest, rest-h2, grpc, soap, graphql, graphql-get, connect, connect-json, grpc-web, grpc-web-text)",
         "14:targets[1].url: `ftp://x` is not an http:// or https:// URL (host:port goes in `address`)",
         "15:targets[1].insecure: and targets[1].cacert cannot be used together",
         "16:targets[1].cacert: no file ./none.pem (relative paths start at the preset's directory)",

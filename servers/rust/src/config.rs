@@ -22,6 +22,9 @@ pub struct ServerConfig {
     pub soap: Option<SocketAddr>,
     /// `PROTOBENCH_GRAPHQL_ADDR`: GraphQL over HTTP/1.1.
     pub graphql: Option<SocketAddr>,
+    /// `PROTOBENCH_GRAPHQL_GET_ADDR`: GraphQL over HTTP/1.1, the same
+    /// handler (the client of `graphql-get` sends persisted queries by GET).
+    pub graphql_get: Option<SocketAddr>,
     /// `PROTOBENCH_CONNECT_ADDR`: Connect unary (either body; the client
     /// of `connect` sends protobuf).
     pub connect: Option<SocketAddr>,
@@ -181,6 +184,7 @@ impl Default for ServerConfig {
             grpc: None,
             soap: None,
             graphql: None,
+            graphql_get: None,
             connect: None,
             connect_json: None,
             grpc_web: None,
@@ -328,6 +332,7 @@ impl ServerConfig {
             Protocol::Grpc => self.grpc,
             Protocol::Soap => self.soap,
             Protocol::Graphql => self.graphql,
+            Protocol::GraphqlGet => self.graphql_get,
             Protocol::Connect => self.connect,
             Protocol::ConnectJson => self.connect_json,
             Protocol::GrpcWeb => self.grpc_web,
@@ -343,6 +348,7 @@ impl ServerConfig {
             Protocol::Grpc => &mut self.grpc,
             Protocol::Soap => &mut self.soap,
             Protocol::Graphql => &mut self.graphql,
+            Protocol::GraphqlGet => &mut self.graphql_get,
             Protocol::Connect => &mut self.connect,
             Protocol::ConnectJson => &mut self.connect_json,
             Protocol::GrpcWeb => &mut self.grpc_web,

@@ -1,5 +1,9 @@
 //! GraphQL (`contract/graphql/schema.graphql`) with async-graphql on axum:
-//! `POST /graphql`, a JSON body `{"query", "operationName", "variables"}`.
+//! `POST /graphql`, a JSON body `{"query", "operationName", "variables"}`,
+//! and `GET /graphql` with the same in the query string, where a document
+//! may be named by its SHA-256 (persisted queries, the `graphql-get`
+//! protocol: [`persisted`]). Each listener keeps at most
+//! [`persisted::CAPACITY`] documents, dropping the oldest.
 //!
 //! Every root field is one call of the contract: it is validated, gets the
 //! injected service time and the failure draw ([`Core`]), so a request with
@@ -16,7 +20,8 @@
 //! root field to multiply the response) is refused with a GraphQL error
 //! before it runs.
 
-use std::sync::Arc;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
 
 use async_graphql::{
     Context, EmptySubscription, Enum, ErrorExtensions, InputObject, InputValueError, InputValueResult, Object, Scalar,
@@ -29,6 +34,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use base64::Engine as _;
 use protobench_contract::Dataset;
+use protobench_contract::graphql::persisted;
 use protobench_contract::pb::{bench, helloworld};
 
 use crate::body::{self, BodyError};
@@ -57,20 +63,27 @@ pub(crate) fn schema(core: Arc<Core>) -> BenchSchema {
         .finish()
 }
 
-/// `POST /graphql`; other paths 404, other methods 405.
+/// `POST /graphql` and `GET /graphql` (persisted queries, or a query in
+/// the query string); other paths 404, other methods 405. Each router
+/// keeps its own store of persisted documents.
 pub(crate) fn router(core: Arc<Core>) -> Router {
     let schema = schema(core.clone());
+    let state = Served {
+        core,
+        schema,
+        store: Arc::new(Mutex::new(Store::default())),
+    };
     Router::new()
         .route(
             protobench_contract::graphql::PATH,
-            post(handle).fallback(|method: Method| async move {
+            post(handle).get(handle_get).fallback(|method: Method| async move {
                 let mut response = error(
                     StatusCode::METHOD_NOT_ALLOWED,
-                    &format!("method {method} is not allowed on /graphql; allowed: POST"),
+                    &format!("method {method} is not allowed on /graphql; allowed: GET, POST"),
                 );
                 response
                     .headers_mut()
-                    .insert(header::ALLOW, HeaderValue::from_static("POST"));
+                    .insert(header::ALLOW, HeaderValue::from_static("GET, POST"));
                 response
             }),
         )
@@ -78,16 +91,52 @@ pub(crate) fn router(core: Arc<Core>) -> Router {
             error(
                 StatusCode::NOT_FOUND,
                 &format!(
-                    "no operation at {method} {}; GraphQL is served at POST /graphql",
+                    "no operation at {method} {}; GraphQL is served at POST /graphql and GET /graphql",
                     uri.path()
                 ),
             )
         })
-        .with_state((core, schema))
+        .with_state(state)
 }
 
-async fn handle(State((core, schema)): State<(Arc<Core>, BenchSchema)>, request: Request) -> Response {
-    let _in_flight = core.enter();
+/// What a GraphQL listener's handlers share.
+#[derive(Clone)]
+struct Served {
+    core: Arc<Core>,
+    schema: BenchSchema,
+    store: Arc<Mutex<Store>>,
+}
+
+/// The persisted documents by hash, at most [`persisted::CAPACITY`]; when
+/// full the oldest is dropped (first in, first out).
+#[derive(Default)]
+struct Store {
+    documents: HashMap<String, Arc<str>>,
+    order: VecDeque<String>,
+}
+
+impl Store {
+    fn get(&self, hash: &str) -> Option<Arc<str>> {
+        self.documents.get(hash).cloned()
+    }
+
+    fn put(&mut self, hash: String, document: &str) {
+        if self.documents.contains_key(&hash) {
+            return;
+        }
+        if self.order.len() >= persisted::CAPACITY
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.documents.remove(&oldest);
+        }
+        self.order.push_back(hash.clone());
+        self.documents.insert(hash, document.into());
+    }
+}
+
+async fn handle(State(served): State<Served>, request: Request) -> Response {
+    let _in_flight = served.core.enter();
+    let core = &served.core;
     if !body::has_content_type(request.headers(), "application/json") {
         let found = body::content_type(request.headers());
         return error(
@@ -115,18 +164,136 @@ async fn handle(State((core, schema)): State<(Arc<Core>, BenchSchema)>, request:
             );
         }
     };
-    let response = schema.execute(request).await;
+    execute(&served, request, false).await
+}
+
+/// `GET /graphql?operationName=..&variables=..&extensions=..` (a persisted
+/// query by its hash), or with `query=` (the document itself).
+async fn handle_get(State(served): State<Served>, uri: axum::http::Uri) -> Response {
+    let _in_flight = served.core.enter();
+    match get_request(uri.query().unwrap_or("")) {
+        Ok(request) => execute(&served, request, true).await,
+        Err(message) => gql_error(StatusCode::BAD_REQUEST, &message),
+    }
+}
+
+/// A GET's query string as a GraphQL request (async-graphql's own reader
+/// expects `operation_name`, not GraphQL over HTTP's `operationName`).
+fn get_request(query_string: &str) -> Result<async_graphql::Request, String> {
+    let params = persisted::get_params(query_string)?;
+    let mut request = async_graphql::Request::new(params.query.unwrap_or_default());
+    if let Some(name) = params.operation_name {
+        request = request.operation_name(name);
+    }
+    let object = |name: &str, text: Option<String>| -> Result<Option<serde_json::Value>, String> {
+        let Some(text) = text else { return Ok(None) };
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(v @ serde_json::Value::Object(_)) => Ok(Some(v)),
+            Ok(_) => Err(format!("`{name}` must be a JSON object")),
+            Err(e) => Err(format!("`{name}` is not JSON: {e}")),
+        }
+    };
+    if let Some(v) = object("variables", params.variables)? {
+        request = request.variables(async_graphql::Variables::from_json(v));
+    }
+    if let Some(serde_json::Value::Object(map)) = object("extensions", params.extensions)? {
+        for (k, v) in map {
+            let v = Value::from_json(v).map_err(|e| format!("`extensions.{k}`: {e}"))?;
+            request.extensions.insert(k, v);
+        }
+    }
+    Ok(request)
+}
+
+/// Resolves a persisted query (docs/graphql-connect.md "Persisted queries
+/// over GET"), refuses a mutation sent by GET, and runs the request.
+async fn execute(served: &Served, mut request: async_graphql::Request, get: bool) -> Response {
+    if let Some(pq) = request.extensions.remove("persistedQuery") {
+        let hash = match persisted_hash(pq) {
+            Ok(hash) => hash,
+            Err(message) => return gql_error(StatusCode::BAD_REQUEST, &message),
+        };
+        let mut store = served.store.lock().unwrap_or_else(|e| e.into_inner());
+        if request.query.is_empty() {
+            match store.get(&hash) {
+                Some(document) => request.query = document.to_string(),
+                None => return json(StatusCode::OK, persisted::not_found_body()),
+            }
+        } else if persisted::hash(&request.query) != hash {
+            return gql_error(StatusCode::BAD_REQUEST, persisted::MISMATCH);
+        } else {
+            store.put(hash, &request.query);
+        }
+    } else if request.query.is_empty() {
+        return gql_error(
+            StatusCode::BAD_REQUEST,
+            "no query: expected a `query` or `extensions.persistedQuery.sha256Hash`",
+        );
+    }
+    if get && is_mutation(&request) {
+        let mut response = gql_error(StatusCode::METHOD_NOT_ALLOWED, "a mutation is only accepted by POST");
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return response;
+    }
+    let response = served.schema.execute(request).await;
     match serde_json::to_vec(&response) {
-        Ok(body) => (
-            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-            body,
-        )
-            .into_response(),
+        Ok(body) => json(StatusCode::OK, body),
         Err(e) => error(
             StatusCode::INTERNAL_SERVER_ERROR,
             &format!("cannot write the response: {e}"),
         ),
     }
+}
+
+/// The hash of `extensions.persistedQuery`, checked: version 1 and 64 hex
+/// digits.
+fn persisted_hash(pq: Value) -> Result<String, String> {
+    let pq = serde_json::to_value(pq).unwrap_or_default();
+    if pq.get("version").and_then(serde_json::Value::as_i64) != Some(1) {
+        return Err(format!(
+            "extensions.persistedQuery.version must be 1, found {}",
+            pq.get("version").map_or("nothing".into(), |v| v.to_string())
+        ));
+    }
+    match pq.get("sha256Hash").and_then(serde_json::Value::as_str) {
+        Some(h) if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) => Ok(h.to_ascii_lowercase()),
+        other => Err(format!(
+            "extensions.persistedQuery.sha256Hash must be 64 hex digits, found {}",
+            other.unwrap_or("nothing")
+        )),
+    }
+}
+
+/// Whether the operation the request runs is a mutation (a document that
+/// does not parse is left to the executor's error).
+fn is_mutation(request: &async_graphql::Request) -> bool {
+    use async_graphql::parser::types::{DocumentOperations, OperationType};
+    let Ok(document) = async_graphql::parser::parse_query(&request.query) else {
+        return false;
+    };
+    let ty = match (&document.operations, request.operation_name.as_deref()) {
+        (DocumentOperations::Single(op), _) => Some(op.node.ty),
+        (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| op.node.ty),
+        (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => ops.values().next().map(|op| op.node.ty),
+        (DocumentOperations::Multiple(_), None) => None,
+    };
+    ty == Some(OperationType::Mutation)
+}
+
+fn json(status: StatusCode, body: Vec<u8>) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body,
+    )
+        .into_response()
+}
+
+/// A GraphQL error answer: `{"errors":[{"message"}]}` with `status`.
+fn gql_error(status: StatusCode, message: &str) -> Response {
+    json(status, persisted::error_body(message, None))
 }
 
 /// A call error as a GraphQL error: the message says what was wrong, and

@@ -207,7 +207,7 @@ pub async fn start(config: ServerConfig, dataset: Arc<Dataset>) -> Result<Runnin
                 http::Version::Http2 { websocket: false },
                 grpc.take().expect("the grpc router is built when grpc has an address"),
             ),
-            Protocol::Graphql => (http::Version::Http1, graphql::router(core.clone())),
+            Protocol::Graphql | Protocol::GraphqlGet => (http::Version::Http1, graphql::router(core.clone())),
             Protocol::Connect | Protocol::ConnectJson => (http::Version::Http1, connect::router(core.clone())),
             // tonic-web turns gRPC-Web (binary or text) into gRPC for the
             // same tonic services and back, over HTTP/1.1.

@@ -61,7 +61,7 @@ async fn call_xs(protocol: Protocol, http: Option<&mut HttpConn>, grpc: Option<&
                 Err(())
             }
         },
-        Protocol::Graphql => {
+        Protocol::Graphql | Protocol::GraphqlGet => {
             let r = http
                 .unwrap()
                 .post_json("/graphql", &vector("inventory.xs", "request.graphql.json"))

@@ -188,9 +188,9 @@ async fn graphql_refuses_bad_input_cleanly() {
     common::assert_json_error(&r, 415);
     let r = c.post_json("/graphql", &vec![b' '; 5000]).await;
     common::assert_json_error(&r, 413);
-    let r = c.get("/graphql").await;
+    let r = c.send(Method::PUT, "/graphql", &[], Vec::new()).await;
     common::assert_json_error(&r, 405);
-    assert_eq!(r.header("allow"), "POST");
+    assert_eq!(r.header("allow"), "GET, POST");
     common::assert_json_error(&c.post_json("/nope", b"{}").await, 404);
     // GraphQL errors: a syntax error, an unknown field, an unknown file.
     let r = c.post_json("/graphql", br#"{"query":"{ inventoryS { "}"#).await;
@@ -337,5 +337,136 @@ async fn grpc_web_errors_are_grpc_statuses_in_the_trailer_frame() {
         .await;
     assert!(r.status.is_client_error(), "{}", r.status);
     assert_eq!(server.requests_served(), 0);
+    server.shutdown().await;
+}
+
+/// A GET of `target` on `conn`.
+async fn get(conn: &mut HttpConn, target: &str) -> common::HttpResponse {
+    conn.send(Method::GET, target, &[("accept", "application/json")], Vec::new())
+        .await
+}
+
+/// `graphql-get`: every query workload by its hash alone, unknown before
+/// the registering POST and exactly the vector after it; a document
+/// registered on one listener is that listener's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persisted_queries_by_get_answer_exactly_the_vectors() {
+    use graphql::persisted::{Persisted, not_found_body};
+    let server = common::start(common::config(&[Protocol::Graphql, Protocol::GraphqlGet], false)).await;
+    let mut c = HttpConn::open(&server, Protocol::GraphqlGet).await;
+    let not_found: serde_json::Value = serde_json::from_slice(&not_found_body()).unwrap();
+    let mut queries: Vec<(String, Vec<u8>, Vec<u8>)> = workload::ALL
+        .iter()
+        .filter(|w| !graphql::root(w.operation).mutation)
+        .map(|w| {
+            (
+                w.name.to_owned(),
+                vector(w.name, "request.graphql.json"),
+                vector(w.name, "response.graphql.json"),
+            )
+        })
+        .collect();
+    for g in graphql::WORKLOADS {
+        queries.push((
+            g.name.to_owned(),
+            graphql_vector(g.name, "request.json"),
+            graphql_vector(g.name, "response.json"),
+        ));
+    }
+    assert_eq!(queries.len(), 14, "9 REST GETs and 5 GraphQL-only workloads");
+    for (name, request, response) in &queries {
+        let p = Persisted::from_body(request).unwrap();
+        let target = p.get_target();
+        let r = get(&mut c, &target).await;
+        if name != "tasks.file-3m4" {
+            // (tasks.file-455k registered the same document)
+            assert_eq!(r.status, 200, "{name}: {}", r.text());
+            assert_eq!(r.json(), not_found, "{name}");
+        }
+        let r = c.post_json("/graphql", &p.registration_body()).await;
+        assert!(
+            r.status == 200 && r.body == *response,
+            "{name}: registering: {}",
+            r.text()
+        );
+        let r = get(&mut c, &target).await;
+        assert_eq!(r.status, 200, "{name}: {}", r.text());
+        assert_eq!(r.header("content-type"), "application/json");
+        assert!(r.body == *response, "{name}: bytes differ from the vector");
+    }
+    // The store is per listener: the graphql listener has none of these.
+    let mut other = HttpConn::open(&server, Protocol::Graphql).await;
+    let p = Persisted::from_body(&queries[0].1).unwrap();
+    assert_eq!(get(&mut other, &p.get_target()).await.json(), not_found);
+    // A plain GET with the document runs it (no hash, nothing stored).
+    let plain = format!(
+        "/graphql?query={}",
+        p.query.replace(' ', "%20").replace('{', "%7B").replace('}', "%7D")
+    );
+    let r = get(&mut other, &plain).await;
+    assert!(r.status == 200 && r.body == queries[0].2, "{}", r.text());
+    server.shutdown().await;
+}
+
+/// `graphql-get`'s refusals: a hash that is not the document's, a mutation
+/// by GET, malformed extensions, no document at all; and the store's bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persisted_queries_refuse_bad_input_and_keep_at_most_1000_documents() {
+    use graphql::persisted::{CAPACITY, MISMATCH, Persisted, extensions, not_found_body};
+    let server = common::start(common::config(&[Protocol::GraphqlGet], false)).await;
+    let mut c = HttpConn::open(&server, Protocol::GraphqlGet).await;
+    let message = |r: &common::HttpResponse| r.json()["errors"][0]["message"].as_str().unwrap_or_default().to_owned();
+    // A document whose hash is not the one given: refused, not stored.
+    let p = Persisted::from_body(&vector("inventory.xs", "request.graphql.json")).unwrap();
+    let mut wrong = serde_json::from_slice::<serde_json::Value>(&p.registration_body()).unwrap();
+    wrong["extensions"] = extensions(&"0".repeat(64));
+    let r = c.post_json("/graphql", wrong.to_string().as_bytes()).await;
+    assert_eq!(
+        (r.status.as_u16(), message(&r)),
+        (400, MISMATCH.to_owned()),
+        "{}",
+        r.text()
+    );
+    // A mutation by GET: 405, Allow: POST (its hash registered by POST first).
+    let m = Persisted::from_body(&vector("echo.1k", "request.graphql.json")).unwrap();
+    assert!(m.is_mutation());
+    assert_eq!(c.post_json("/graphql", &m.registration_body()).await.status, 200);
+    let r = get(&mut c, &m.get_target()).await;
+    assert_eq!(r.status, 405, "{}", r.text());
+    assert_eq!(r.header("allow"), "POST");
+    assert!(message(&r).contains("mutation"), "{}", r.text());
+    // Malformed: version 2, a short hash, extensions not JSON, nothing at all.
+    for (query, says) in [
+        (
+            "extensions=%7B%22persistedQuery%22%3A%7B%22version%22%3A2%2C%22sha256Hash%22%3A%22ab%22%7D%7D",
+            "version must be 1",
+        ),
+        (
+            "extensions=%7B%22persistedQuery%22%3A%7B%22version%22%3A1%2C%22sha256Hash%22%3A%22ab%22%7D%7D",
+            "64 hex digits",
+        ),
+        ("extensions=%7Bnope", "extensions"),
+        ("", "no query"),
+    ] {
+        let r = get(&mut c, &format!("/graphql?{query}")).await;
+        assert_eq!(r.status, 400, "{query}: {}", r.text());
+        assert!(message(&r).contains(says), "{query}: {}", r.text());
+    }
+    // The bound: 1,001 documents registered, the first is dropped, the
+    // others are kept.
+    let doc = |i: usize| format!(r#"{{"query":"query Q{i} {{ a{i}: inventoryS {{ serviceName }} }}"}}"#);
+    for i in 0..=CAPACITY {
+        let p = Persisted::from_body(doc(i).as_bytes()).unwrap();
+        let r = c.post_json("/graphql", &p.registration_body()).await;
+        assert_eq!(r.status, 200, "{i}: {}", r.text());
+    }
+    let not_found: serde_json::Value = serde_json::from_slice(&not_found_body()).unwrap();
+    let first = Persisted::from_body(doc(0).as_bytes()).unwrap();
+    assert_eq!(get(&mut c, &first.get_target()).await.json(), not_found);
+    for i in [1, CAPACITY / 2, CAPACITY] {
+        let p = Persisted::from_body(doc(i).as_bytes()).unwrap();
+        let r = get(&mut c, &p.get_target()).await;
+        assert!(r.json()["data"].is_object(), "{i}: {}", r.text());
+    }
     server.shutdown().await;
 }

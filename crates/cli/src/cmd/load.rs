@@ -127,7 +127,7 @@ pub(crate) struct Args {
     /// The target: a URL (http://, https:// mean rest; grpc://, grpcs:// mean grpc) or host:port.
     #[arg(value_name = "TARGET", required_unless_present = "target", conflicts_with = "target")]
     url: Option<String>,
-    /// rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web or grpc-web-text (default: from TARGET's scheme, or grpc with --call).
+    /// rest, rest-h2, grpc, soap, graphql, graphql-get, connect, connect-json, grpc-web or grpc-web-text (default: from TARGET's scheme, or grpc with --call).
     #[arg(long)]
     protocol: Option<String>,
     /// The target, as the positional TARGET.

@@ -37,6 +37,9 @@ pub(crate) struct Args {
     /// Serve `graphql` (POST /graphql, HTTP/1.1) on ADDR [env: PROTOBENCH_GRAPHQL_ADDR]
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     graphql: Option<SocketAddr>,
+    /// Serve `graphql-get` (the same GraphQL handler; persisted queries by GET) on ADDR [env: PROTOBENCH_GRAPHQL_GET_ADDR]
+    #[arg(long = "graphql-get", value_name = "ADDR", value_parser = parse_addr)]
+    graphql_get: Option<SocketAddr>,
     /// Serve `connect` (Connect unary, protobuf or JSON, HTTP/1.1) on ADDR [env: PROTOBENCH_CONNECT_ADDR]
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     connect: Option<SocketAddr>,
@@ -84,6 +87,7 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         (Protocol::Grpc, args.grpc),
         (Protocol::Soap, args.soap),
         (Protocol::Graphql, args.graphql),
+        (Protocol::GraphqlGet, args.graphql_get),
         (Protocol::Connect, args.connect),
         (Protocol::ConnectJson, args.connect_json),
         (Protocol::GrpcWeb, args.grpc_web),

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use protobench_contract::workload;
+use protobench_contract::{Protocol, workload};
 use protobench_load::LoadError;
 
 use super::load::{TlsArgs, positive_duration_arg};
@@ -22,7 +22,7 @@ use crate::exit::Exit;
     after_help = "Examples:\n  protobench verify --protocol rest --target http://127.0.0.1:8080\n  protobench verify --protocol grpc --target 127.0.0.1:50051 --workload inventory.s"
 )]
 pub(crate) struct Args {
-    /// rest, rest-h2, grpc, soap, graphql, connect, connect-json, grpc-web or grpc-web-text.
+    /// rest, rest-h2, grpc, soap, graphql, graphql-get, connect, connect-json, grpc-web or grpc-web-text.
     #[arg(long)]
     protocol: String,
     /// host:port of the server.
@@ -92,7 +92,19 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if args.workload.is_empty() {
-        workloads = workload::ALL.iter().collect();
+        // graphql-get carries queries only: the mutations are not its to verify.
+        workloads = workload::ALL
+            .iter()
+            .filter(|w| protocol != Protocol::GraphqlGet || !is_mutation(w))
+            .collect();
+    } else if protocol == Protocol::GraphqlGet
+        && let Some(w) = workloads.iter().find(|w| is_mutation(w))
+    {
+        eprintln!(
+            "error: workload {} is a GraphQL mutation; graphql-get sends queries only (GET): use --protocol graphql",
+            w.name
+        );
+        return Ok(ExitCode::from(Exit::Usage));
     }
     let dir = super::common::contract_dir();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -209,4 +221,9 @@ fn stream_checks(
         checks.extend(found);
     }
     Ok(checks)
+}
+
+/// Whether the workload's GraphQL operation is a mutation (a REST `POST`).
+fn is_mutation(w: &workload::Workload) -> bool {
+    protobench_contract::graphql::root(w.operation).mutation
 }

@@ -93,7 +93,7 @@ pub(super) fn expand(
                         .map_or(&[][..], |m| &m.streaming[..]);
                     add_stream_points(d, spec, streaming, &mut group, &mut points, notes);
                 }
-                None => add_points(d, &d.top.workloads, &mut group, &mut points),
+                None => add_points(d, &d.top.workloads, &mut group, &mut points, notes),
             }
             groups.push(group);
         }
@@ -116,7 +116,7 @@ pub(super) fn expand(
             points: vec![],
             network: None,
         };
-        add_points(d, &workloads, &mut group, &mut points);
+        add_points(d, &workloads, &mut group, &mut points, &mut Vec::new());
         groups.push(group);
     }
     (points, groups)
@@ -200,11 +200,26 @@ fn policies(protocol: Protocol, written: &[ConnectionPolicy]) -> Vec<ConnectionP
 }
 
 /// Adds the group's points: its protocols x workloads x concurrency x
-/// connections x rates.
-fn add_points(d: &Dimensions<'_>, workloads: &[String], group: &mut ServerGroup, points: &mut Vec<PointConfig>) {
+/// connections x rates. `graphql-get` carries queries only: a mutation
+/// workload is skipped on it with a note (once per preset).
+fn add_points(
+    d: &Dimensions<'_>,
+    workloads: &[String],
+    group: &mut ServerGroup,
+    points: &mut Vec<PointConfig>,
+    notes: &mut Vec<String>,
+) {
     let load = d.load;
     for protocol in group.protocols.clone() {
         for workload in workloads {
+            if protocol == Protocol::GraphqlGet && is_mutation(workload) {
+                let note =
+                    format!("`{workload}` is a GraphQL mutation, which `graphql-get` (GET) cannot carry: skipped");
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+                continue;
+            }
             for &conc in &load.concurrency {
                 let conns = policies(protocol, &load.connections);
                 for &policy in &conns {
@@ -235,6 +250,12 @@ fn add_points(d: &Dimensions<'_>, workloads: &[String], group: &mut ServerGroup,
             }
         }
     }
+}
+
+/// Whether a contract workload is a GraphQL mutation (a REST `POST`).
+fn is_mutation(workload: &str) -> bool {
+    protobench_contract::workload::find(workload)
+        .is_some_and(|w| protobench_contract::graphql::root(w.operation).mutation)
 }
 
 /// A `stream` preset's points: each workload over every transport that
