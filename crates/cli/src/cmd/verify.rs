@@ -81,31 +81,13 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(Exit::Usage));
         }
     };
-    let mut workloads = Vec::new();
-    for name in args.workload.iter().filter(|n| !n.starts_with("stream.")) {
-        match workload::find(name) {
-            Some(w) => workloads.push(w),
-            None => {
-                eprintln!("error: {}", workload::unknown(name));
-                return Ok(ExitCode::from(Exit::Usage));
-            }
+    let workloads = match chosen(protocol, &args.workload) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(Exit::Usage));
         }
-    }
-    if args.workload.is_empty() {
-        // graphql-get carries queries only: the mutations are not its to verify.
-        workloads = workload::ALL
-            .iter()
-            .filter(|w| protocol != Protocol::GraphqlGet || !is_mutation(w))
-            .collect();
-    } else if protocol == Protocol::GraphqlGet
-        && let Some(w) = workloads.iter().find(|w| is_mutation(w))
-    {
-        eprintln!(
-            "error: workload {} is a GraphQL mutation; graphql-get sends queries only (GET): use --protocol graphql",
-            w.name
-        );
-        return Ok(ExitCode::from(Exit::Usage));
-    }
+    };
     let dir = super::common::contract_dir();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -221,6 +203,30 @@ fn stream_checks(
         checks.extend(found);
     }
     Ok(checks)
+}
+
+/// The contract workloads to verify: those named (streams aside), or all
+/// of them; `graphql-get` carries queries only, so its default leaves the
+/// mutations out and a named one is refused.
+fn chosen(protocol: Protocol, names: &[String]) -> Result<Vec<&'static workload::Workload>, String> {
+    let mut workloads = Vec::new();
+    for name in names.iter().filter(|n| !n.starts_with("stream.")) {
+        workloads.push(workload::find(name).ok_or_else(|| workload::unknown(name))?);
+    }
+    if names.is_empty() {
+        workloads = workload::ALL
+            .iter()
+            .filter(|w| protocol != Protocol::GraphqlGet || !is_mutation(w))
+            .collect();
+    } else if protocol == Protocol::GraphqlGet
+        && let Some(w) = workloads.iter().find(|w| is_mutation(w))
+    {
+        return Err(format!(
+            "workload {} is a GraphQL mutation; graphql-get sends queries only (GET): use --protocol graphql",
+            w.name
+        ));
+    }
+    Ok(workloads)
 }
 
 /// Whether the workload's GraphQL operation is a mutation (a REST `POST`).
