@@ -4,6 +4,7 @@
 # self-signed certificate) and checks edge input only this stack is checked
 # on, the size limit's DOCTYPE case and SIGTERM, with bin/check (Go), curl
 # and grpcurl (a third-party gRPC client that works from server reflection),
+# a persisted GraphQL query over GET (graphql-get) with curl,
 # and the streaming operations, GraphQL, Connect and gRPC-Web with curl and
 # grpcurl (their bad input and limits are in go test). Every workload on
 # every protocol is scripts/verify-servers.sh go's (protobench verify, zeep,
@@ -76,9 +77,9 @@ if go test ./... >"$TMP/unit.out" 2>&1; then pass "go test ./..."; else cat "$TM
 # ---------------------------------------------------------------- server control
 ALL_ADDRS=(PROTOBENCH_REST_ADDR=127.0.0.1:0 PROTOBENCH_REST_H2_ADDR=127.0.0.1:0
 	PROTOBENCH_GRPC_ADDR=127.0.0.1:0 PROTOBENCH_SOAP_ADDR=127.0.0.1:0
-	PROTOBENCH_GRAPHQL_ADDR=127.0.0.1:0 PROTOBENCH_CONNECT_ADDR=127.0.0.1:0
+	PROTOBENCH_GRAPHQL_ADDR=127.0.0.1:0 PROTOBENCH_GRAPHQL_GET_ADDR=127.0.0.1:0 PROTOBENCH_CONNECT_ADDR=127.0.0.1:0
 	PROTOBENCH_CONNECT_JSON_ADDR=127.0.0.1:0 PROTOBENCH_GRPC_WEB_ADDR=127.0.0.1:0)
-LISTENERS=8
+LISTENERS=9
 TLS_ENV=()
 
 # start_server NAME VAR=VALUE...: starts bin/server with every protocol
@@ -100,12 +101,13 @@ start_server() {
 	GRPC=$(sed -nE 's/^listening protocol=grpc addr=([^ ]+) .*/\1/p' "$OUT")
 	SOAP=$(sed -nE 's/^listening protocol=soap addr=([^ ]+) .*/\1/p' "$OUT")
 	GRAPHQL=$(sed -nE 's/^listening protocol=graphql addr=([^ ]+) .*/\1/p' "$OUT")
+	GRAPHQL_GET=$(sed -nE 's/^listening protocol=graphql-get addr=([^ ]+) .*/\1/p' "$OUT")
 	CONNECT=$(sed -nE 's/^listening protocol=connect addr=([^ ]+) .*/\1/p' "$OUT")
 	CONNECT_JSON=$(sed -nE 's/^listening protocol=connect-json addr=([^ ]+) .*/\1/p' "$OUT")
 	GRPC_WEB=$(sed -nE 's/^listening protocol=grpc-web addr=([^ ]+) .*/\1/p' "$OUT")
-	if [ -n "$REST" ] && [ -n "$REST_H2" ] && [ -n "$GRPC" ] && [ -n "$SOAP" ] && [ -n "$GRAPHQL" ] &&
+	if [ -n "$REST" ] && [ -n "$REST_H2" ] && [ -n "$GRPC" ] && [ -n "$SOAP" ] && [ -n "$GRAPHQL" ] && [ -n "$GRAPHQL_GET" ] &&
 		[ -n "$CONNECT" ] && [ -n "$CONNECT_JSON" ] && [ -n "$GRPC_WEB" ]; then
-		pass "$name: server started ($REST $REST_H2 $GRPC $SOAP $GRAPHQL $CONNECT $CONNECT_JSON $GRPC_WEB)"
+		pass "$name: server started ($REST $REST_H2 $GRPC $SOAP $GRAPHQL $GRAPHQL_GET $CONNECT $CONNECT_JSON $GRPC_WEB)"
 	else
 		fail "$name: server did not start: $(cat "$OUT" "$TMP/$name.err" | head -c 500)"
 		return 1
@@ -134,7 +136,7 @@ stop_server() {
 	SERVER_PID=
 	# Nothing but the listening lines on stdout.
 	local lines
-	lines=$(grep -cvE '^listening protocol=(rest|rest-h2|grpc|soap|graphql|connect|connect-json|grpc-web) addr=127\.0\.0\.1:[0-9]+ tls=(true|false)$' "$OUT" || true)
+	lines=$(grep -cvE '^listening protocol=(rest|rest-h2|grpc|soap|graphql|graphql-get|connect|connect-json|grpc-web) addr=127\.0\.0\.1:[0-9]+ tls=(true|false)$' "$OUT" || true)
 	[ "$lines" = 0 ] && pass "$name: stdout holds only well-formed listening lines" || fail "$name: unexpected stdout: $(cat "$OUT")"
 }
 
@@ -191,7 +193,7 @@ EOF
 
 	if [ "$s" = https ]; then # the probe's tls phase checks rest, rest-h2, grpc and soap
 		local p a
-		for p in "GRAPHQL http/1.1" "CONNECT http/1.1" "CONNECT_JSON http/1.1" "GRPC_WEB http/1.1"; do
+		for p in "GRAPHQL http/1.1" "GRAPHQL_GET http/1.1" "CONNECT http/1.1" "CONNECT_JSON http/1.1" "GRPC_WEB http/1.1"; do
 			set -- $p
 			a=$(echo | openssl s_client -connect "${!1}" -alpn h2,http/1.1 2>/dev/null | sed -nE 's/^ALPN protocol: (.*)/\1/p')
 			[ "$a" = "$2" ] && pass "TLS ALPN $1 = $2" || fail "TLS ALPN $1 = '$a', want $2"
@@ -267,10 +269,33 @@ EOF
 
 	out=$(curl -sS "${tlsflag[@]}" -H 'Content-Type: application/json' -d '{"query":"{ integer { value } }"}' "$s://$GRAPHQL/graphql")
 	[ "$out" = '{"data":{"integer":{"value":2147483647}}}' ] && pass "curl GraphQL query" || fail "curl GraphQL query: $out"
+	graphql_get_checks "$s"
 	out=$(curl -sS "${tlsflag[@]}" -H 'Content-Type: application/json' -d '{}' "$s://$CONNECT_JSON/protobench.v1.Bench/GetInteger")
 	[ "$out" = '{"value":2147483647}' ] && pass "curl Connect JSON" || fail "curl Connect JSON: $out"
 	out=$(curl -sS "${tlsflag[@]}" -o /dev/null -w '%{http_code}' -H 'Content-Type: application/grpc-web-text' -d 'AAAAAAA=' "$s://$GRPC_WEB/protobench.v1.Bench/GetInteger")
 	[ "$out" = 415 ] && pass "gRPC-Web text (not served) -> 415" || fail "gRPC-Web text: $out"
+}
+
+# A persisted query with curl (graphql-get): unknown by its hash, registered
+# by POST on the graphql listener (one store for both), then found by GET;
+# a mutation by GET is 405. The rest is go test's (internal/graphql).
+graphql_get_checks() {
+	local s=$1 tlsflag=() out
+	[ "$s" = https ] && tlsflag=(-k)
+	local doc='query GetInteger { integer { value } }'
+	local ext="{\"persistedQuery\":{\"version\":1,\"sha256Hash\":\"$(printf '%s' "$doc" | sha256sum | cut -d' ' -f1)\"}}"
+	local get=(curl -sS "${tlsflag[@]}" -G --data-urlencode operationName=GetInteger --data-urlencode "extensions=$ext" "$s://$GRAPHQL_GET/graphql")
+	out=$("${get[@]}")
+	[ "$out" = '{"errors":[{"message":"PersistedQueryNotFound","extensions":{"code":"PERSISTED_QUERY_NOT_FOUND"}}]}' ] &&
+		pass "curl graphql-get unknown hash" || fail "curl graphql-get unknown hash: $out"
+	out=$(curl -sS "${tlsflag[@]}" -H 'Content-Type: application/json' -d "{\"query\":\"$doc\",\"extensions\":$ext}" "$s://$GRAPHQL/graphql")
+	[ "$out" = '{"data":{"integer":{"value":2147483647}}}' ] && pass "curl graphql POST registration" || fail "curl graphql POST registration: $out"
+	out=$("${get[@]}" -w ' %{http_code} %{content_type}' | tr -d '\n')
+	[ "$out" = '{"data":{"integer":{"value":2147483647}}} 200 application/json' ] &&
+		pass "curl graphql-get persisted query" || fail "curl graphql-get persisted query: $out"
+	out=$(curl -sS "${tlsflag[@]}" -G --data-urlencode 'query=mutation { echo(input: {payload: "x"}) { payload } }' -w ' %{http_code} %header{allow}' "$s://$GRAPHQL_GET/graphql" | tr -d '\n')
+	[ "$out" = '{"errors":[{"message":"a mutation is not run by GET; send it by POST"}]} 405 POST' ] &&
+		pass "curl graphql-get mutation -> 405" || fail "curl graphql-get mutation: $out"
 }
 
 # ---------------------------------------------------------------- runs

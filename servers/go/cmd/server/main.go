@@ -68,6 +68,8 @@ func run() error {
 		}
 	}
 
+	// One GraphQL executor and persisted-query store for both its listeners.
+	gq := graphql.New(c)
 	var services []*service
 	for _, proto := range core.Protocols {
 		addr, ok := cfg.Addrs[proto]
@@ -88,8 +90,8 @@ func run() error {
 				return err
 			}
 			svc = httpService(cfg, cert, h, false)
-		case core.ProtoGraphQL:
-			svc = httpService(cfg, cert, graphql.Handler(c), false)
+		case core.ProtoGraphQL, core.ProtoGraphQLGet:
+			svc = httpService(cfg, cert, gq.Handler(proto == core.ProtoGraphQLGet), false)
 		case core.ProtoConnect, core.ProtoConnectJSON, core.ProtoGRPCWeb:
 			flavor := grpcsrv.Connect
 			if proto == core.ProtoGRPCWeb {

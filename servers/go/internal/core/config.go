@@ -24,6 +24,7 @@ const (
 	ProtoSOAP   = "soap"
 	// Where the stack serves them (contract/README.md).
 	ProtoGraphQL     = "graphql"
+	ProtoGraphQLGet  = "graphql-get" // the graphql handler, with GET (persisted queries)
 	ProtoConnect     = "connect"
 	ProtoConnectJSON = "connect-json"
 	ProtoGRPCWeb     = "grpc-web"
@@ -31,7 +32,7 @@ const (
 
 // Protocols lists every protocol this server can serve, in the order of its
 // listening lines.
-var Protocols = []string{ProtoREST, ProtoRESTH2, ProtoGRPC, ProtoSOAP, ProtoGraphQL, ProtoConnect, ProtoConnectJSON, ProtoGRPCWeb}
+var Protocols = []string{ProtoREST, ProtoRESTH2, ProtoGRPC, ProtoSOAP, ProtoGraphQL, ProtoGraphQLGet, ProtoConnect, ProtoConnectJSON, ProtoGRPCWeb}
 
 // Config is the server's whole configuration, read only from the environment.
 type Config struct {
@@ -83,6 +84,7 @@ func FromEnv() (*Config, error) {
 		ProtoGRPC:        "PROTOBENCH_GRPC_ADDR",
 		ProtoSOAP:        "PROTOBENCH_SOAP_ADDR",
 		ProtoGraphQL:     "PROTOBENCH_GRAPHQL_ADDR",
+		ProtoGraphQLGet:  "PROTOBENCH_GRAPHQL_GET_ADDR",
 		ProtoConnect:     "PROTOBENCH_CONNECT_ADDR",
 		ProtoConnectJSON: "PROTOBENCH_CONNECT_JSON_ADDR",
 		ProtoGRPCWeb:     "PROTOBENCH_GRPC_WEB_ADDR",

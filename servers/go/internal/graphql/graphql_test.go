@@ -29,7 +29,7 @@ func gqlServer(t *testing.T, failureRate float64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(Handler(c))
+	srv := httptest.NewServer(New(c).Handler(false))
 	t.Cleanup(srv.Close)
 	return srv.URL + Path
 }
