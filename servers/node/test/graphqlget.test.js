@@ -3,8 +3,9 @@
 // (PB_TEST_TLS_CERT/KEY) TLS: every query workload with a GraphQL vector
 // (hash unknown, registered by POST, then run by its hash alone), the
 // refusals (wrong hash 400, mutation by GET 405, malformed parameters 400,
-// other methods 405), the store's bound (1,000 documents, oldest evicted)
-// and, with two cluster workers, a registration seen by every worker.
+// other methods 405), the store's bound (1,000 documents, oldest evicted),
+// with two cluster workers a registration seen by every worker, and the
+// service time and injected failures as on `graphql`.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -336,6 +337,33 @@ describe(`graphql-get with two cluster workers (${mode})`, () => {
           assert.deepEqual(JSON.parse(g.body), { data: { [`c${k}`]: { value: 2147483647 } } }, `GET ${n} after registration ${k}`);
         }
       }
+    } finally {
+      const r = await srv.stop();
+      assert.equal(r.code, 0, srv.stderr());
+    }
+  });
+});
+
+describe(`graphql-get: service time and injected failures as on graphql (${mode})`, () => {
+  it('a persisted query by GET waits the service time and fails as POST does', async () => {
+    const srv = await startServer({
+      PROTOBENCH_REST_ADDR: '', PROTOBENCH_REST_H2_ADDR: '', PROTOBENCH_GRPC_ADDR: '', PROTOBENCH_SOAP_ADDR: '',
+      PROTOBENCH_GRAPHQL_ADDR: '127.0.0.1:0', PROTOBENCH_GRAPHQL_GET_ADDR: '127.0.0.1:0',
+      PROTOBENCH_FAILURE_RATE: '1', PROTOBENCH_SERVICE_TIME: 'sleep:50ms',
+    });
+    try {
+      const q = 'query F { integer { value } }';
+      const e = ext(sha256(q));
+      const reg = await post(srv.addr['graphql-get'], { query: q, extensions: e });
+      const failed = JSON.parse(reg.body);
+      assert.equal(failed.errors[0].extensions.code, 'INJECTED_FAILURE', clip(reg.body));
+      const started = process.hrtime.bigint();
+      const r = await get(srv.addr['graphql-get'], { extensions: e });
+      const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      assert.ok(ms >= 49, `answered after ${ms} ms, before the 50 ms service time`);
+      assertJsonResponse(r, 200, 'injected failure');
+      const fromPost = await post(srv.addr.graphql, { query: q });
+      assert.ok(r.body.equals(fromPost.body), `${clip(r.body)} vs ${clip(fromPost.body)}`);
     } finally {
       const r = await srv.stop();
       assert.equal(r.code, 0, srv.stderr());
