@@ -64,6 +64,7 @@ export function loadConfig(env = process.env) {
   const addrs = {};
   for (const [proto, key] of [['rest', 'PROTOBENCH_REST_ADDR'], ['rest-h2', 'PROTOBENCH_REST_H2_ADDR'],
     ['grpc', 'PROTOBENCH_GRPC_ADDR'], ['soap', 'PROTOBENCH_SOAP_ADDR'], ['graphql', 'PROTOBENCH_GRAPHQL_ADDR'],
+    ['graphql-get', 'PROTOBENCH_GRAPHQL_GET_ADDR'],
     ['connect', 'PROTOBENCH_CONNECT_ADDR'], ['connect-json', 'PROTOBENCH_CONNECT_JSON_ADDR'],
     // not PROTOBENCH_GRPC_WEB_TEXT_ADDR: connect-es does not serve gRPC-Web's text form (README)
     ['grpc-web', 'PROTOBENCH_GRPC_WEB_ADDR']]) {

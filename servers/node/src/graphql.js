@@ -11,6 +11,14 @@
 // objects the other protocols serialize (graphql-js' default resolvers
 // read their properties).
 //
+// The same handler serves `graphql-get` on its own listener: GET
+// /graphql?operationName&variables&extensions, Apollo's automatic persisted
+// queries (APQ): a document registered with its SHA-256 (by POST, or by GET
+// with `query`) is then run by its hash alone; the bounded store is
+// src/apq.js, in front of graphql-http's executor (which has no APQ). A GET
+// with `query` and no hash runs too (GraphQL-over-HTTP's GET); a mutation by
+// GET is 405 (graphql-http's own check).
+//
 // Untrusted input: fastify's body limit (413) and JSON parser (400, 415),
 // a body that is not a GraphQL request 400 with the contract's JSON error,
 // and a document deeper than MAX_DEPTH or selecting more than
@@ -18,9 +26,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Fastify from 'fastify';
-import { buildSchema, GraphQLError, Kind, print, __InputValue } from 'graphql';
+import { buildSchema, getOperationAST, GraphQLError, Kind, parse, print, __InputValue } from 'graphql';
 import { createHandler } from 'graphql-http';
 import { repoRoot } from './config.js';
+import { documents, registerDocument, sha256Hex } from './apq.js';
 import { ApiError } from './errors.js';
 import { fastifyServerOptions, limitFastify, restErrorHandler, errorBody } from './rest.js';
 
@@ -184,39 +193,175 @@ function defaultsAsWritten() {
   field.resolve = (inputValue, ...rest) => (inputValue.astNode?.defaultValue ? print(inputValue.astNode.defaultValue) : printValue(inputValue, ...rest));
 }
 
-export function buildGraphql(config, _model, service) {
+const NOT_FOUND_BODY = '{"errors":[{"message":"PersistedQueryNotFound","extensions":{"code":"PERSISTED_QUERY_NOT_FOUND"}}]}';
+const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
+const GET_PARAMS = ['query', 'operationName', 'variables', 'extensions'];
+
+// An APQ refusal: the status and a GraphQL-style {"errors":[{"message"}]}.
+class Refusal {
+  constructor(status, message) {
+    this.status = status;
+    this.body = JSON.stringify({ errors: [{ message }] });
+  }
+}
+
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+// The hash of extensions.persistedQuery, null when the request is not a
+// persisted query, or a Refusal.
+function persistedHash(extensions) {
+  if (extensions === undefined || extensions === null) return null;
+  if (!isObject(extensions)) return new Refusal(400, `extensions must be a JSON object, got ${JSON.stringify(extensions).slice(0, 100)}`);
+  const pq = extensions.persistedQuery;
+  if (pq === undefined) return null;
+  if (!isObject(pq)) return new Refusal(400, 'extensions.persistedQuery must be a JSON object {"version":1,"sha256Hash":"<64 hex digits>"}');
+  if (pq.version !== 1) return new Refusal(400, `extensions.persistedQuery.version is ${JSON.stringify(pq.version) ?? 'missing'}; only version 1 is supported`);
+  if (typeof pq.sha256Hash !== 'string' || !SHA256_HEX.test(pq.sha256Hash)) {
+    return new Refusal(400, `extensions.persistedQuery.sha256Hash must be 64 hex digits (the SHA-256 of the document), got ${(JSON.stringify(pq.sha256Hash) ?? 'nothing').slice(0, 100)}`);
+  }
+  return pq.sha256Hash.toLowerCase();
+}
+
+// The query-string parameters of a GET, JSON ones decoded; or a Refusal.
+function getParams(url) {
+  const q = url.indexOf('?');
+  const search = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+  const out = {};
+  for (const name of GET_PARAMS) {
+    const all = search.getAll(name);
+    if (all.length > 1) return new Refusal(400, `the ${name} parameter is given ${all.length} times, expected at most once`);
+    if (all.length === 0 || all[0] === '') continue; // absent (an empty one too)
+    if (name === 'query' || name === 'operationName') {
+      out[name] = all[0];
+      continue;
+    }
+    try {
+      out[name] = JSON.parse(all[0]);
+    } catch (e) {
+      return new Refusal(400, `the ${name} parameter is not JSON (${e.message}); expected a JSON object`);
+    }
+  }
+  return out;
+}
+
+// Resolves a request's parameters against the persisted documents:
+// {params} to execute (query, operationName, variables) or a Refusal.
+// A document given with its hash is checked and registered first.
+async function resolvePersisted({ query, operationName, variables, extensions }, method) {
+  const hash = persistedHash(extensions);
+  if (hash instanceof Refusal) return hash;
+  if (variables !== undefined && variables !== null && !isObject(variables)) return new Refusal(400, `variables must be a JSON object, got ${JSON.stringify(variables).slice(0, 100)}`);
+  if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return new Refusal(400, 'operationName must be a string');
+  if (query !== undefined && query !== null && typeof query !== 'string') return new Refusal(400, 'query must be a string (the GraphQL document)');
+  const params = { operationName: operationName ?? undefined, variables: variables ?? undefined };
+  if (hash === null) {
+    if (typeof query !== 'string') return new Refusal(400, `a ${method} of ${GRAPHQL_PATH} needs extensions.persistedQuery.sha256Hash (a persisted query) or a query`);
+    return { params: { ...params, query } };
+  }
+  if (typeof query !== 'string') {
+    const stored = documents.get(hash);
+    if (stored === undefined) return { notFound: true };
+    return { params: { ...params, query: stored } };
+  }
+  if (sha256Hex(query) !== hash) return new Refusal(400, 'provided sha does not match query');
+  await register(hash, query, method, params.operationName);
+  return { params: { ...params, query } };
+}
+
+// Stores a registered document unless it cannot run here: one that does not
+// parse (the executor reports the syntax error) or a mutation sent by GET
+// (refused with 405).
+async function register(hash, query, method, operationName) {
+  if (documents.has(hash)) return;
+  let doc;
+  try {
+    doc = parse(query);
+  } catch {
+    return;
+  }
+  if (method === 'GET' && getOperationAST(doc, operationName)?.operation === 'mutation') return;
+  await registerDocument(hash, query);
+}
+
+// The GraphQL handler, built once per process and served by the `graphql`
+// and `graphql-get` listeners alike (one schema, executor and document
+// store).
+export function graphqlHandler(_config, _model, service) {
   defaultsAsWritten();
   const sdl = fs.readFileSync(path.join(repoRoot, 'contract', 'graphql', 'schema.graphql'), 'utf8');
   const schema = buildSchema(sdl);
   defineScalars(schema);
-  const handler = createHandler({ schema, rootValue: rootValue(service), validationRules: [limitRule], formatError });
+  return createHandler({
+    schema,
+    rootValue: rootValue(service),
+    validationRules: [limitRule],
+    formatError,
+    // parameters already resolved (a persisted query, a GET) come with the
+    // request; otherwise graphql-http reads the POST body itself
+    parseRequestParams: (req) => req.context?.params,
+  });
+}
 
+// Runs one request through graphql-http and writes the contract's answer.
+// `params` (resolved by resolvePersisted) or null: graphql-http reads the
+// POST body.
+async function execute(handler, request, reply, method, params) {
+  // The contract's answer is application/json, GraphQL errors with 200.
+  const headers = { ...request.headers, accept: 'application/json' };
+  const [body, init] = await handler({
+    method, url: request.url, headers, body: request.body ?? null, raw: request.raw, context: params ? { params } : null,
+  });
+  if (init.status === 200) {
+    // A request refused before it runs (syntax, validation) has no data;
+    // the contract's errors always carry "data": null.
+    const out = body.startsWith('{"errors"') && !body.includes('"data":') ? `${body.slice(0, -1)},"data":null}` : body;
+    return reply.code(200).type('application/json').send(out);
+  }
+  if (init.status === 405) {
+    // a mutation by GET (GraphQL-over-HTTP: mutations only over POST)
+    reply.header('allow', 'POST');
+    return reply.code(405).type('application/json').send(body);
+  }
+  let why = '';
+  try {
+    why = JSON.parse(body).errors[0].message;
+  } catch { /* no body */ }
+  return errorBody(reply, 400, `the body is not a GraphQL request ({"query", "operationName", "variables"})${why ? `: ${why}` : ''}`);
+}
+
+async function persisted(handler, request, reply, method, fields) {
+  const r = await resolvePersisted(fields, method);
+  if (r instanceof Refusal) return reply.code(r.status).type('application/json').send(r.body);
+  if (r.notFound) return reply.code(200).type('application/json').send(NOT_FOUND_BODY);
+  return execute(handler, request, reply, method, r.params);
+}
+
+// One GraphQL listener (`graphql` or `graphql-get`: the same routes) on
+// fastify with the REST listener's limits.
+export function buildGraphql(config, handler) {
   const app = limitFastify(Fastify(fastifyServerOptions(config, { http2: false })), config, { http2: false });
   app.removeContentTypeParser('text/plain');
   app.setErrorHandler(restErrorHandler);
-  app.setNotFoundHandler((request, reply) => errorBody(reply, 404, `no operation at ${request.method} ${request.url.split('?')[0].slice(0, 100)}; GraphQL is served at POST ${GRAPHQL_PATH}`));
+  app.setNotFoundHandler((request, reply) => errorBody(reply, 404, `no operation at ${request.method} ${request.url.split('?')[0].slice(0, 100)}; GraphQL is served at GET and POST ${GRAPHQL_PATH}`));
   app.post(GRAPHQL_PATH, async (request, reply) => {
-    // The contract's answer is application/json, GraphQL errors with 200.
-    const headers = { ...request.headers, accept: 'application/json' };
-    const [body, init] = await handler({ method: 'POST', url: request.url, headers, body: request.body, raw: request.raw, context: null });
-    if (init.status === 200) {
-      // A request refused before it runs (syntax, validation) has no data;
-      // the contract's errors always carry "data": null.
-      const out = body.startsWith('{"errors"') && !body.includes('"data":') ? `${body.slice(0, -1)},"data":null}` : body;
-      return reply.code(200).type('application/json').send(out);
+    const b = request.body;
+    // APQ by POST (a registration, or a hash alone); any other body as before
+    if (isObject(b) && isObject(b.extensions) && b.extensions.persistedQuery !== undefined) {
+      return persisted(handler, request, reply, 'POST', b);
     }
-    let why = '';
-    try {
-      why = JSON.parse(body).errors[0].message;
-    } catch { /* no body */ }
-    return errorBody(reply, 400, `the body is not a GraphQL request ({"query", "operationName", "variables"})${why ? `: ${why}` : ''}`);
+    return execute(handler, request, reply, 'POST', null);
+  });
+  app.get(GRAPHQL_PATH, { exposeHeadRoute: false }, async (request, reply) => {
+    const fields = getParams(request.url);
+    if (fields instanceof Refusal) return reply.code(fields.status).type('application/json').send(fields.body);
+    return persisted(handler, request, reply, 'GET', fields);
   });
   app.route({
-    method: app.supportedMethods.filter((m) => m !== 'POST'),
+    method: app.supportedMethods.filter((m) => m !== 'POST' && m !== 'GET'),
     url: GRAPHQL_PATH,
     onRequest: (request, reply) => {
-      reply.header('allow', 'POST');
-      errorBody(reply, 405, `method ${request.method} is not allowed on ${GRAPHQL_PATH}; allowed: POST`);
+      reply.header('allow', 'GET, POST');
+      errorBody(reply, 405, `method ${request.method} is not allowed on ${GRAPHQL_PATH}; allowed: GET, POST`);
     },
     handler: () => {},
   });

@@ -1,6 +1,7 @@
 // protobench reference server for Node.js: REST (fastify), REST over HTTP/2
 // (fastify, http2: true), gRPC (@grpc/grpc-js), SOAP (node-soap behind
-// fastify), GraphQL (graphql-js + graphql-http behind fastify), Connect and
+// fastify), GraphQL (graphql-js + graphql-http behind fastify; POST, and GET
+// for persisted queries on its own `graphql-get` listener), Connect and
 // gRPC-Web (connect-es on Node's http), with the
 // streaming operations on the REST and gRPC listeners, configured only by
 // the PROTOBENCH_* environment variables.
@@ -17,10 +18,13 @@ import { Service } from './service.js';
 import { buildRest } from './rest.js';
 import { buildGrpc, listenGrpc } from './grpc.js';
 import { buildSoap } from './soap.js';
+import { announceWorker, onPrimaryMessage, primaryRelay } from './apq.js';
 
 // Not `grpc-web-text`: connect-es does not serve it (src/connect.js).
 const CONNECT_PROTOCOLS = ['connect', 'connect-json', 'grpc-web'];
-const PROTOCOLS = ['rest', 'rest-h2', 'grpc', 'soap', 'graphql', ...CONNECT_PROTOCOLS];
+// `graphql-get` is the `graphql` handler on its own listener (src/graphql.js).
+const GRAPHQL_PROTOCOLS = ['graphql', 'graphql-get'];
+const PROTOCOLS = ['rest', 'rest-h2', 'grpc', 'soap', ...GRAPHQL_PROTOCOLS, ...CONNECT_PROTOCOLS];
 const DRAIN_MS = 10000;
 
 function fail(err) {
@@ -66,6 +70,7 @@ async function serve(config) {
   const listening = [];
   const closers = [];
   let connect = null;
+  let graphql = null;
   // Listeners are opened one after the other in a fixed order, so cluster
   // workers asking for port 0 all share the same sockets.
   for (const protocol of PROTOCOLS) {
@@ -94,7 +99,11 @@ async function serve(config) {
     } else {
       let app;
       if (protocol === 'soap') app = await buildSoap(config, model, service);
-      else if (protocol === 'graphql') app = (await import('./graphql.js')).buildGraphql(config, model, service);
+      else if (GRAPHQL_PROTOCOLS.includes(protocol)) {
+        const { graphqlHandler, buildGraphql } = await import('./graphql.js');
+        graphql ??= graphqlHandler(config, model, service);
+        app = buildGraphql(config, graphql);
+      }
       else app = buildRest(config, model, service, { http2: protocol === 'rest-h2' });
       await app.listen({ host: addr.host, port: addr.port, listenTextResolver: () => '' });
       // After listen, the only errors a listening server emits are accept
@@ -142,9 +151,12 @@ function primary(config) {
   let printed = false;
   const ready = new Set();
   let firstListening = null;
+  // persisted GraphQL documents registered in one worker reach every worker
+  const apq = primaryRelay();
   const spawn = () => {
     const w = cluster.fork();
     w.on('message', (msg) => {
+      if (apq.onMessage(w, msg)) return;
       if (msg && msg.type === 'listening') {
         ready.add(w.id);
         firstListening ??= msg.listening;
@@ -164,6 +176,7 @@ function primary(config) {
   for (let i = 0; i < config.workers; i++) spawn();
   cluster.on('exit', (w, code, signal) => {
     ready.delete(w.id);
+    apq.onExit(w);
     if (shuttingDown) {
       if (Object.keys(cluster.workers).length === 0) process.exit(0);
       return;
@@ -196,7 +209,11 @@ async function worker(config) {
   // The primary asks for shutdown over IPC; a signal sent to the whole
   // process group (Ctrl-C) reaches the worker directly.
   onSignals(stop);
-  process.on('message', (msg) => { if (msg && msg.type === 'shutdown') stop(); });
+  process.on('message', (msg) => {
+    if (onPrimaryMessage(msg)) return;
+    if (msg && msg.type === 'shutdown') stop();
+  });
+  announceWorker();
   try {
     s = await serve(config);
   } catch (e) {

@@ -44,7 +44,7 @@ export async function startServer(env = {}, { timeoutMs = 40000, wrap = [] } = {
   if (TLS) Object.assign(fullEnv, { PROTOBENCH_TLS_CERT: TLS.cert, PROTOBENCH_TLS_KEY: TLS.key });
   const expected = Object.entries({
     rest: 'PROTOBENCH_REST_ADDR', 'rest-h2': 'PROTOBENCH_REST_H2_ADDR', grpc: 'PROTOBENCH_GRPC_ADDR', soap: 'PROTOBENCH_SOAP_ADDR',
-    graphql: 'PROTOBENCH_GRAPHQL_ADDR', connect: 'PROTOBENCH_CONNECT_ADDR', 'connect-json': 'PROTOBENCH_CONNECT_JSON_ADDR', 'grpc-web': 'PROTOBENCH_GRPC_WEB_ADDR',
+    graphql: 'PROTOBENCH_GRAPHQL_ADDR', 'graphql-get': 'PROTOBENCH_GRAPHQL_GET_ADDR', connect: 'PROTOBENCH_CONNECT_ADDR', 'connect-json': 'PROTOBENCH_CONNECT_JSON_ADDR', 'grpc-web': 'PROTOBENCH_GRPC_WEB_ADDR',
   })
     .filter(([, k]) => fullEnv[k]).map(([p]) => p);
   const argv = [...wrap, process.execPath, 'src/server.js'];
@@ -67,7 +67,7 @@ export async function startServer(env = {}, { timeoutMs = 40000, wrap = [] } = {
         const line = stdout.slice(0, nl);
         stdout = stdout.slice(nl + 1);
         lines.push(line);
-        const m = /^listening protocol=(rest|rest-h2|grpc|soap|graphql|connect|connect-json|grpc-web) addr=(127\.0\.0\.1:\d+) tls=(true|false)$/.exec(line);
+        const m = /^listening protocol=(rest|rest-h2|grpc|soap|graphql|graphql-get|connect|connect-json|grpc-web) addr=(127\.0\.0\.1:\d+) tls=(true|false)$/.exec(line);
         if (!m) continue;
         addr[m[1]] = m[2];
         if (expected.every((p) => addr[p])) { clearTimeout(timer); resolve(); }

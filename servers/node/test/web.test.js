@@ -85,9 +85,13 @@ describe(`GraphQL, Connect and gRPC-Web (${mode})`, () => {
     assert.equal(r.status, 400);
     r = await gql(srv.addr.graphql, '{}', { 'content-type': 'text/plain' });
     assert.equal(r.status, 415);
-    r = await h1(srv.addr.graphql, { path: '/graphql' });
+    r = await h1(srv.addr.graphql, { method: 'PUT', path: '/graphql' });
     assert.equal(r.status, 405);
-    assert.equal(r.headers.allow, 'POST');
+    assert.equal(r.headers.allow, 'GET, POST');
+    // GET serves persisted queries (test/graphqlget.test.js); without a
+    // hash or a query it is a 400
+    r = await h1(srv.addr.graphql, { path: '/graphql' });
+    assert.equal(r.status, 400);
     r = await gql(srv.addr.graphql, { query: `{ integer { value } } # ${'x'.repeat(MAX_BYTES)}` });
     assert.equal(r.status, 413);
     r = await h1(srv.addr.graphql, { path: '/v1/echo' });
