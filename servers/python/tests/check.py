@@ -760,6 +760,14 @@ def stream_phases(quick: bool):
     run_phase("graphql-failure", {"PROTOBENCH_FAILURE_RATE": "1"},
               lambda s, c: gc.check_graphql_failure(check, s, c, "graphql-failure"), workers=1,
               protocols=("graphql",))
+    import graphql_get_checks as ggc
+
+    # two workers: a persisted query is found by whichever worker a connection reaches
+    run_phase("graphql-get", lim_env, lambda s, c: guard("graphql-get", ggc.check_graphql_get, check, s, c, CONTRACT, "graphql-get", limit),
+              workers=2, protocols=("graphql", "graphql-get"))
+    run_phase("graphql-get-failure", {"PROTOBENCH_FAILURE_RATE": "1"},
+              lambda s, c: guard("graphql-get-failure", ggc.check_graphql_get_failure, check, c, "graphql-get-failure"), workers=1,
+              protocols=("graphql-get",))
     run_phase("streams-timeouts", {"PROTOBENCH_IDLE_TIMEOUT": "2s", "PROTOBENCH_READ_TIMEOUT": "1s"},
               lambda s, c: sc.check_ws_timeouts(check, s, c, "streams-timeouts"), workers=1, protocols=("rest",))
     run_phase("streams-failure", {"PROTOBENCH_FAILURE_RATE": "1"},
@@ -772,6 +780,9 @@ def stream_phases(quick: bool):
         cert, key, ca = make_cert(pathlib.Path(d))
         run_phase("streams-tls", {**lim_env, "PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key}, main_phase,
                   workers=1, protocols=streaming, cafile=ca)
+        run_phase("graphql-get-tls", {"PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key},
+                  lambda s, c: guard("graphql-get-tls", ggc.check_graphql_get_tls, check, s, c, "graphql-get-tls"), workers=1,
+                  protocols=("graphql-get",), cafile=ca)
 
 
 def flask_phases(cert_dir_phase: bool):
