@@ -6,7 +6,8 @@ edge values FastAPI must accept, error texts for inputs the probe does not
 send, gRPC reflection (plus grpcurl when it is on PATH), the failure draw with
 two worker processes, SIGTERM, this stack's own variables, the streaming
 operations' bad input, limits and timeouts (stream_checks.py), the graphql
-listener's bad bodies, documents and limits (graphql_checks.py), the Flask
+listener's bad bodies, documents and limits (graphql_checks.py), the
+graphql-get listener's persisted queries (graphql_get_checks.py), the Flask
 variant (its answers byte for byte as FastAPI's, gunicorn's process model,
 the draw, service time and timeouts) and Berg's variants (uvicorn-workers,
 grpcio-sync with its draw, service time, idle timeouts and stream limit).
@@ -738,8 +739,9 @@ def main() -> int:
 def stream_phases(quick: bool):
     """The streaming operations (tests/stream_checks.py): bad input, limits,
     timeouts, the failure draw and the service time, on grpc, rest and rest-h2;
-    and the graphql listener's bad bodies, documents and limits
-    (tests/graphql_checks.py)."""
+    the graphql listener's bad bodies, documents and limits
+    (tests/graphql_checks.py); the graphql-get listener's persisted queries
+    (tests/graphql_get_checks.py)."""
     import stream_checks as sc
 
     limit = 4096
