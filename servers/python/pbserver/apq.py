@@ -6,7 +6,9 @@ the document. A client registers a document by sending it together with
 `extensions.persistedQuery.sha256Hash` (POST on either GraphQL listener, or
 GET with a `query` parameter on `graphql-get`), then sends the hash alone.
 
-The store is bounded at CAPACITY documents, in two levels:
+The store is bounded at CAPACITY documents and at `max_bytes` of document
+text (MAX_BYTES, or the request-size limit if larger: one document larger
+than the request-size limit cannot arrive), in two levels:
 - every worker process keeps an LRU cache (an OrderedDict) of at most
   CAPACITY documents; a hit moves the document to the end, the least
   recently used falls out first;
@@ -17,8 +19,8 @@ The store is bounded at CAPACITY documents, in two levels:
   registration is evicted; registering a known document again makes it the
   newest). A worker asks it only when its own cache misses.
 A document evicted from the shared file may still be served by a worker
-whose cache holds it; the memory bound (CAPACITY per worker, CAPACITY rows in
-the file) holds either way.
+whose cache holds it; the bound (per worker, and in the file) holds either
+way.
 """
 
 from __future__ import annotations
@@ -30,12 +32,17 @@ import sqlite3
 from collections import OrderedDict
 
 CAPACITY = 1000
+MAX_BYTES = 64 * 1024 * 1024
 NOT_FOUND = {"errors": [{"message": "PersistedQueryNotFound",
                          "extensions": {"code": "PERSISTED_QUERY_NOT_FOUND"}}]}
 HASH_MISMATCH = "provided sha does not match query"
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
-_SCHEMA = ("CREATE TABLE IF NOT EXISTS queries ("
-           "seq INTEGER PRIMARY KEY AUTOINCREMENT, hash TEXT NOT NULL UNIQUE, document TEXT NOT NULL)")
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS queries (seq INTEGER PRIMARY KEY AUTOINCREMENT, "
+           "hash TEXT NOT NULL UNIQUE, document TEXT NOT NULL, size INTEGER NOT NULL)")
+# the rows past the newest `capacity` or past `max_bytes` of documents, newest first
+_EVICT = ("DELETE FROM queries WHERE seq IN (SELECT seq FROM (SELECT seq, "
+          "ROW_NUMBER() OVER (ORDER BY seq DESC) AS n, SUM(size) OVER (ORDER BY seq DESC) AS total "
+          "FROM queries) WHERE n > ? OR total > ?)")
 
 
 class BadRequest(ValueError):
@@ -81,45 +88,52 @@ def create_shared(path: str) -> None:
 
 class Store:
     """One worker's view of the store: its LRU cache in front of the shared
-    file at `path` (None: the cache alone, as in a single-process test)."""
+    file at `path` (None: the cache alone), each holding at most `capacity`
+    documents and `max_bytes` of their UTF-8 text (a larger document is
+    not kept)."""
 
-    def __init__(self, path: str | None, capacity: int = CAPACITY):
+    def __init__(self, path: str | None, capacity: int = CAPACITY, max_bytes: int = MAX_BYTES):
         self.capacity = capacity
-        self.cache: OrderedDict[str, str] = OrderedDict()
+        self.max_bytes = max_bytes
+        self.cache: OrderedDict[str, tuple[str, int]] = OrderedDict()
+        self.cache_bytes = 0
         self.db = None
         if path is not None:
             self.db = sqlite3.connect(path, isolation_level=None, timeout=10.0)
             self.db.execute("PRAGMA synchronous=NORMAL")
 
     def get(self, h: str) -> str | None:
-        doc = self.cache.get(h)
-        if doc is not None:
+        entry = self.cache.get(h)
+        if entry is not None:
             self.cache.move_to_end(h)
-            return doc
+            return entry[0]
         if self.db is None:
             return None
         row = self.db.execute("SELECT document FROM queries WHERE hash = ?", (h,)).fetchone()
         if row is None:
             return None
-        self._remember(h, row[0])
+        self._remember(h, row[0], len(row[0].encode("utf-8")))
         return row[0]
 
     def put(self, h: str, doc: str) -> None:
-        self._remember(h, doc)
+        size = len(doc.encode("utf-8"))
+        self._remember(h, doc, size)
         if self.db is None:
             return
         self.db.execute("BEGIN IMMEDIATE")
         try:
-            self.db.execute("INSERT OR REPLACE INTO queries (hash, document) VALUES (?, ?)", (h, doc))
-            self.db.execute("DELETE FROM queries WHERE seq <= "
-                            "(SELECT seq FROM queries ORDER BY seq DESC LIMIT 1 OFFSET ?)", (self.capacity,))
+            self.db.execute("INSERT OR REPLACE INTO queries (hash, document, size) VALUES (?, ?, ?)", (h, doc, size))
+            self.db.execute(_EVICT, (self.capacity, self.max_bytes))
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
         self.db.execute("COMMIT")
 
-    def _remember(self, h: str, doc: str) -> None:
-        self.cache[h] = doc
-        self.cache.move_to_end(h)
-        while len(self.cache) > self.capacity:
-            self.cache.popitem(last=False)
+    def _remember(self, h: str, doc: str, size: int) -> None:
+        old = self.cache.pop(h, None)
+        if old is not None:
+            self.cache_bytes -= old[1]
+        self.cache[h] = (doc, size)
+        self.cache_bytes += size
+        while len(self.cache) > self.capacity or self.cache_bytes > self.max_bytes:
+            self.cache_bytes -= self.cache.popitem(last=False)[1][1]

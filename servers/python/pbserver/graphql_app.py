@@ -48,6 +48,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import AddValidationRules, MaskErrors, QueryDepthLimiter
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types.graphql import OperationType
@@ -649,7 +650,7 @@ def create_app(cfg: Config, get: bool = False):
     logging.getLogger("strawberry.execution").setLevel(logging.CRITICAL)
     schema = make_schema()
     context = {"data": Data(cfg)}
-    store = apq.Store(cfg.apq_store)
+    store = apq.Store(cfg.apq_store, max_bytes=max(apq.MAX_BYTES, cfg.max_request_bytes))
     limit = cfg.max_request_bytes
     methods = "GET, POST" if get else "POST"
 
@@ -669,7 +670,7 @@ def create_app(cfg: Config, get: bool = False):
             else:
                 store.put(h, query)
         elif query is None:
-            return _apq_error(400, "a GET needs a query parameter or extensions.persistedQuery "
+            return _apq_error(400, "the request has neither a query nor extensions.persistedQuery "
                                    "(a persisted query's sha256Hash)")
         try:
             result = await schema.execute(query, variable_values=variables, operation_name=name,
@@ -677,6 +678,8 @@ def create_app(cfg: Config, get: bool = False):
                                           allowed_operation_types=(OperationType.QUERY,) if by_get else None)
         except InvalidOperationTypeError as e:
             return _apq_error(405, f"{e.as_http_error_reason('GET')}: send them by POST", {"allow": "POST"})
+        except MissingQueryError:
+            return _apq_error(400, "query is empty")
         except CannotGetOperationTypeError as e:
             out = {"data": None, "errors": [{"message": e.as_http_error_reason()}]}
         except RecursionError:

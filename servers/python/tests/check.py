@@ -767,6 +767,8 @@ def stream_phases(quick: bool):
     # two workers: a persisted query is found by whichever worker a connection reaches
     run_phase("graphql-get", lim_env, lambda s, c: guard("graphql-get", ggc.check_graphql_get, check, s, c, CONTRACT, "graphql-get", limit),
               workers=2, protocols=("graphql", "graphql-get"))
+    if ONLY is None or "graphql-get-store" in ONLY:
+        guard("graphql-get-store", ggc.check_store, check, "graphql-get-store")
     run_phase("graphql-get-failure", {"PROTOBENCH_FAILURE_RATE": "1"},
               lambda s, c: guard("graphql-get-failure", ggc.check_graphql_get_failure, check, c, "graphql-get-failure"), workers=1,
               protocols=("graphql-get",))

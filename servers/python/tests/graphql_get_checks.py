@@ -20,6 +20,7 @@ import hashlib
 import http.client
 import json
 import pathlib
+import tempfile
 import urllib.parse
 
 J = {"Content-Type": "application/json"}
@@ -124,6 +125,12 @@ def check_rules(check, c, tag: str, limit: int):
     get("/graphql?variables=%7Bnope&query=" + urllib.parse.quote(q), "variables not JSON", 400, words="variables")
     get("/graphql", "neither hash nor query", 400, words="query")
     get("/graphql?operationName=GetInteger", "operationName alone", 400, words="query")
+    get("/graphql?query=", "empty query", 400, words="query")
+    for name, body in (("POST extensions without persistedQuery, no query", {"extensions": {}}),
+                       ("POST persistedQuery version 2", {"query": q, "extensions": ext(h, 2)})):
+        status, _, out = c.http("graphql-get", "POST", "/graphql", json.dumps(body).encode(), J)
+        msg = (parse(out).get("errors") or [{}])[0].get("message", "")
+        check(f"{tag} {name}: 400", status == 400 and ("query" in msg or "version" in msg), f"{status} {out[:200]!r}")
     get(get_path(query=q, extensions=ext(h)) + "&query=x", "query given twice", 400, words="query")
     get("/graphql?query=" + "x" * (limit + 1), "query string over the limit", 413)
     status, hdrs, out = c.http("graphql-get", "PUT", "/graphql", b"{}", J)
@@ -239,3 +246,56 @@ def check_graphql_get_tls(check, server, c, tag: str):
     status, _, out = c.http("graphql-get", "GET", get_path(extensions=ext(sha(q))))
     check(f"{tag} hash alone by GET after registration", status == 200
           and parse(out) == {"data": {"integer": {"value": 2147483647}}}, f"{status} {out[:200]!r}")
+
+
+def check_store(check, tag: str):
+    """pbserver/apq.py's store in process, small bounds: the workers' LRU
+    caches in front of one shared SQLite file evicting the oldest
+    registration, the byte budget, the extensions' checks."""
+    from pbserver import apq
+
+    docs = {k: f"query {k} {{ integer {{ value }} }}" for k in ("A", "B", "C", "D")}
+    hs = {k: sha(d) for k, d in docs.items()}
+    with tempfile.TemporaryDirectory() as d:
+        path = str(pathlib.Path(d) / "q.sqlite3")
+        apq.create_shared(path)
+        a, b = apq.Store(path, capacity=3), apq.Store(path, capacity=3)
+        for k in "ABC":
+            a.put(hs[k], docs[k])
+        check(f"{tag} registered in one worker, found by another", b.get(hs["A"]) == docs["A"])
+        a.put(hs["A"], docs["A"])  # registered again: the newest in the file
+        a.put(hs["D"], docs["D"])
+        fresh = apq.Store(path, capacity=3)
+        got = {k: fresh.get(hs[k]) is not None for k in "ABCD"}
+        check(f"{tag} file keeps the 3 most recently registered", got == {"A": True, "B": False, "C": True, "D": True},
+              repr(got))
+        check(f"{tag} a worker's cache still serves what the file evicted", b.get(hs["A"]) == docs["A"])
+        big = "query Big { " + "integer { value } " * 10 + "}"
+        small = apq.Store(path, capacity=3, max_bytes=100)
+        small.put(sha(big), big)
+        check(f"{tag} a document over the byte budget is not kept", small.get(sha(big)) is None
+              and apq.Store(path).get(sha(big)) is None)
+    lru = apq.Store(None, capacity=3)
+    for k in "ABC":
+        lru.put(hs[k], docs[k])
+    lru.get(hs["A"])  # A used: B is now the least recently used
+    lru.put(hs["D"], docs["D"])
+    got = {k: lru.get(hs[k]) is not None for k in "ABCD"}
+    check(f"{tag} cache evicts the least recently used", got == {"A": True, "B": False, "C": True, "D": True},
+          repr(got))
+    budget = apq.Store(None, capacity=10, max_bytes=2 * len(docs["A"]))
+    for k in "ABC":
+        budget.put(hs[k], docs[k])
+    got = {k: budget.get(hs[k]) is not None for k in "ABC"}
+    check(f"{tag} cache evicts past its byte budget", got == {"A": False, "B": True, "C": True}, repr(got))
+    check(f"{tag} hash in capitals accepted, lowercased",
+          apq.persisted_hash(ext(hs["A"].upper())) == hs["A"])
+    for name, bad in (("version true", {"persistedQuery": {"version": True, "sha256Hash": hs["A"]}}),
+                      ("version \"1\"", {"persistedQuery": {"version": "1", "sha256Hash": hs["A"]}}),
+                      ("hash of 65 digits", ext(hs["A"] + "0"))):
+        try:
+            apq.persisted_hash(bad)
+            ok = False
+        except apq.BadRequest:
+            ok = True
+        check(f"{tag} {name} refused", ok)
