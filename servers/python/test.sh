@@ -2,7 +2,8 @@
 # Builds the Python server if needed, then runs tests/check.py: what only
 # this stack is checked on (lxml/spyne's faults, edge values, error texts,
 # reflection, the draw with two workers, SIGTERM, its own variables, the
-# streaming operations' bad input, limits and timeouts), the Flask variant and
+# streaming operations' bad input, limits and timeouts, graphql's bad input and
+# graphql-get's persisted queries), the Flask variant and
 # Berg's variants, uvicorn-workers and grpcio-sync. Every workload on every
 # protocol and variant is scripts/verify-servers.sh's (protobench verify,
 # zeep, ghz, schemathesis); bad input, the server limits, TLS, the failure

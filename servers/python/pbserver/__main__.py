@@ -4,17 +4,22 @@ Binds every configured listener (so port 0 resolves once), starts
 PROTOBENCH_WORKERS worker processes per protocol (PROTOBENCH_PYTHON_REST_WORKERS
 for `rest` when set; multiprocessing "spawn", as uvicorn --workers does), prints one `listening ...` line per protocol once all
 its workers accept connections, and on SIGTERM/SIGINT stops the workers
-(each drains for up to 10 s) and exits 0.
+(each drains for up to 10 s) and exits 0. With a GraphQL listener it also
+creates the persisted queries' file the GraphQL workers share (apq.py), in a
+temporary directory removed at exit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import queue
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 
 from .config import PROTOCOLS, Config, ConfigError, load
@@ -57,6 +62,7 @@ class Supervisor:
         self.procs: list[tuple[str, multiprocessing.Process]] = []
         self.sockets: dict[str, socket.socket] = {}
         self.stopping = False
+        self.apq_dir: str | None = None
 
     def _on_signal(self, signum, frame):
         self.stopping = True
@@ -64,6 +70,13 @@ class Supervisor:
     def start(self) -> None:
         from .worker import worker_main
 
+        if "graphql" in self.cfg.addrs or "graphql-get" in self.cfg.addrs:
+            from . import apq
+
+            self.apq_dir = tempfile.mkdtemp(prefix="pbserver-apq-")
+            path = os.path.join(self.apq_dir, "persisted-queries.sqlite3")
+            apq.create_shared(path)
+            self.cfg = dataclasses.replace(self.cfg, apq_store=path)
         for proto in PROTOCOLS:
             if proto not in self.cfg.addrs:
                 continue
@@ -134,6 +147,8 @@ class Supervisor:
                 p.join(1.0)
         for sock in self.sockets.values():
             sock.close()
+        if self.apq_dir is not None:
+            shutil.rmtree(self.apq_dir, ignore_errors=True)
 
 
 def main() -> int:

@@ -8,13 +8,14 @@ from dataclasses import dataclass
 
 from . import SERVER_DIR
 
-PROTOCOLS = ("rest", "rest-h2", "grpc", "soap", "graphql")
+PROTOCOLS = ("rest", "rest-h2", "grpc", "soap", "graphql", "graphql-get")
 _ADDR_VARS = {
     "rest": "PROTOBENCH_REST_ADDR",
     "rest-h2": "PROTOBENCH_REST_H2_ADDR",
     "grpc": "PROTOBENCH_GRPC_ADDR",
     "soap": "PROTOBENCH_SOAP_ADDR",
     "graphql": "PROTOBENCH_GRAPHQL_ADDR",
+    "graphql-get": "PROTOBENCH_GRAPHQL_GET_ADDR",
 }
 _UNITS_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
@@ -47,6 +48,9 @@ class Config:
     rest_workers: int | None = None  # PROTOBENCH_PYTHON_REST_WORKERS (None: `workers`)
     rest_json: str = "pydantic"  # PROTOBENCH_PYTHON_REST_JSON
     grpc_impl: str = "aio"  # PROTOBENCH_PYTHON_GRPC
+    # not a variable: the persisted queries' file shared by the GraphQL
+    # workers, set by the supervisor (apq.py)
+    apq_store: str | None = None
 
     @property
     def tls(self) -> bool:

@@ -29,6 +29,7 @@ import logging
 import math
 from enum import Enum
 from typing import NewType, Optional
+from urllib.parse import parse_qsl
 
 import strawberry
 from graphql import (
@@ -47,8 +48,12 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from strawberry.exceptions import MissingQueryError
 from strawberry.extensions import AddValidationRules, MaskErrors, QueryDepthLimiter
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types.graphql import OperationType
 
+from . import apq
 from .common import (
     INJECTED_FAILURE,
     INTEGER_VALUE,
@@ -538,11 +543,25 @@ def _error(status: int, message: str, headers=None) -> JSONResponse:
     return JSONResponse({"code": status, "message": message}, status_code=status, headers=headers)
 
 
+def _json(out, status: int = 200, headers=None) -> Response:
+    return Response(json.dumps(out, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(),
+                    status_code=status, media_type="application/json", headers=headers)
+
+
+def _apq_error(status: int, message: str, headers=None) -> Response:
+    """The persisted queries' refusals: a GraphQL-style `errors` body."""
+    return _json({"errors": [{"message": message}]}, status, headers)
+
+
 NOT_A_REQUEST = 'the body is not a GraphQL request ({"query", "operationName", "variables"})'
+GET_PARAMS = ("query", "operationName", "variables", "extensions")
+MAX_GET_PARAMS = 16
 
 
-def _graphql_request(body: bytes) -> tuple[str, Optional[str], Optional[dict]]:
-    """(query, operationName, variables), or raises ValueError saying what is wrong."""
+def _graphql_request(body: bytes) -> tuple:
+    """(query, operationName, variables, extensions) of a POST body, or
+    raises ValueError saying what is wrong. `query` may be absent only
+    when `extensions` is given (a persisted query's hash alone)."""
     try:
         obj = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -550,7 +569,8 @@ def _graphql_request(body: bytes) -> tuple[str, Optional[str], Optional[dict]]:
     if not isinstance(obj, dict):
         raise ValueError(f"{NOT_A_REQUEST}: not a JSON object")
     query = obj.get("query")
-    if not isinstance(query, str):
+    extensions = obj.get("extensions")
+    if not isinstance(query, str) and (query is not None or extensions is None):
         raise ValueError(f"{NOT_A_REQUEST}: query must be a string")
     name = obj.get("operationName")
     if name is not None and not isinstance(name, str):
@@ -558,9 +578,47 @@ def _graphql_request(body: bytes) -> tuple[str, Optional[str], Optional[dict]]:
     variables = obj.get("variables")
     if variables is not None and not isinstance(variables, dict):
         raise ValueError(f"{NOT_A_REQUEST}: variables must be an object or null")
-    if has_surrogate(query) or _has_surrogate(variables):
+    if has_surrogate(query or "") or _has_surrogate(variables):
         raise ValueError(f"{NOT_A_REQUEST}: a string is not valid Unicode")
-    return query, name, variables
+    return query, name, variables, extensions
+
+
+def _get_request(raw: bytes) -> tuple:
+    """(query, operationName, variables, extensions) of a GET's query string
+    (form encoding, `+` or `%20` for a space, any order), or raises
+    apq.BadRequest naming the parameter that is wrong."""
+    try:
+        pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, encoding="utf-8", errors="strict",
+                          max_num_fields=MAX_GET_PARAMS)
+    except UnicodeDecodeError:
+        raise apq.BadRequest("the query string is not UTF-8") from None
+    except ValueError:
+        raise apq.BadRequest(f"the query string has more than {MAX_GET_PARAMS} parameters") from None
+    params: dict[str, str] = {}
+    for key, value in pairs:
+        if key in GET_PARAMS:
+            if key in params:
+                raise apq.BadRequest(f"parameter {key} is given more than once")
+            params[key] = value
+    variables = _json_param(params, "variables")
+    extensions = _json_param(params, "extensions")
+    if _has_surrogate(variables):
+        raise apq.BadRequest("parameter variables: a string is not valid Unicode")
+    return params.get("query"), params.get("operationName") or None, variables, extensions
+
+
+def _json_param(params: dict, key: str):
+    """The JSON object in parameter `key`, or None when it is absent."""
+    text = params.get(key)
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise apq.BadRequest(f"parameter {key} is not JSON") from None
+    if not isinstance(value, dict):
+        raise apq.BadRequest(f"parameter {key} must be a JSON object")
+    return value
 
 
 def _has_surrogate(v) -> bool:
@@ -584,18 +642,67 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def create_app(cfg: Config):
+def create_app(cfg: Config, get: bool = False):
+    """The handler of `graphql` (POST) and, with `get`, of `graphql-get`
+    (GET and POST): the same schema, executor, limits and store."""
     # strawberry logs every GraphQL error (an injected failure, a refused
     # document) at ERROR on stderr; they are the client's answers here.
     logging.getLogger("strawberry.execution").setLevel(logging.CRITICAL)
     schema = make_schema()
     context = {"data": Data(cfg)}
+    store = apq.Store(cfg.apq_store, max_bytes=max(apq.MAX_BYTES, cfg.max_request_bytes))
     limit = cfg.max_request_bytes
+    methods = "GET, POST" if get else "POST"
+
+    async def execute(query, name, variables, extensions, by_get: bool) -> Response:
+        """The persisted query rules (apq.py), then strawberry's execution."""
+        try:
+            h = apq.persisted_hash(extensions)
+        except apq.BadRequest as e:
+            return _apq_error(400, str(e))
+        if h is not None:
+            if query is None:
+                query = store.get(h)
+                if query is None:
+                    return _json(apq.NOT_FOUND)
+            elif apq.sha256_hex(query) != h:
+                return _apq_error(400, apq.HASH_MISMATCH)
+            else:
+                store.put(h, query)
+        elif query is None:
+            return _apq_error(400, "the request has neither a query nor extensions.persistedQuery "
+                                   "(a persisted query's sha256Hash)")
+        try:
+            result = await schema.execute(query, variable_values=variables, operation_name=name,
+                                          context_value=context,
+                                          allowed_operation_types=(OperationType.QUERY,) if by_get else None)
+        except InvalidOperationTypeError as e:
+            return _apq_error(405, f"{e.as_http_error_reason('GET')}: send them by POST", {"allow": "POST"})
+        except MissingQueryError:
+            return _apq_error(400, "query is empty")
+        except CannotGetOperationTypeError as e:
+            out = {"data": None, "errors": [{"message": e.as_http_error_reason()}]}
+        except RecursionError:
+            out = {"data": None, "errors": [{"message": "the document is nested too deeply"}]}
+        else:
+            out = {"data": result.data}
+            if result.errors:
+                out = {"errors": [e.formatted for e in result.errors], "data": result.data}
+        return _json(out)
 
     async def graphql(request: Request) -> Response:
+        if get and request.method == "GET":
+            raw = request.scope.get("query_string", b"")
+            if len(raw) > limit:
+                return _error(413, f"query string too large: more than {limit} bytes")
+            try:
+                params = _get_request(raw)
+            except apq.BadRequest as e:
+                return _apq_error(400, str(e))
+            return await execute(*params, by_get=True)
         if request.method != "POST":
-            return _error(405, f"method {request.method} is not allowed on {PATH}; allowed: POST",
-                          headers={"allow": "POST"})
+            return _error(405, f"method {request.method} is not allowed on {PATH}; allowed: {methods}",
+                          headers={"allow": methods})
         if not is_json(request.headers.get("content-type")):
             return _error(415, f"content type {request.headers.get('content-type', '(none)')[:100]} is not "
                                "supported; expected application/json")
@@ -603,24 +710,14 @@ def create_app(cfg: Config):
         if body is None:
             return _error(413, f"request body too large: more than {limit} bytes")
         try:
-            query, name, variables = _graphql_request(body)
+            params = _graphql_request(body)
         except ValueError as e:
             return _error(400, str(e))
-        try:
-            result = await schema.execute(query, variable_values=variables, operation_name=name,
-                                          context_value=context)
-        except RecursionError:
-            out = {"data": None, "errors": [{"message": "the document is nested too deeply"}]}
-        else:
-            out = {"data": result.data}
-            if result.errors:
-                out = {"errors": [e.formatted for e in result.errors], "data": result.data}
-        return Response(json.dumps(out, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(),
-                        media_type="application/json")
+        return await execute(*params, by_get=False)
 
     async def not_found(request: Request) -> Response:
         return _error(404, f"no operation at {request.method} {request.url.path[:100]}; "
-                           f"GraphQL is served at POST {PATH}")
+                           f"GraphQL is served at {methods.replace(', ', ' and ')} {PATH}")
 
     from .rest import DeclaredLengthLimit
 

@@ -48,9 +48,9 @@ def worker_main(proto: str, index: int, cfg: Config, endpoint, ready, parent_pid
             from . import soap
             _run_uvicorn(soap.create_app(cfg), cfg, endpoint, on_ready, alpn="http/1.1",
                          timeout_body=(b"text/plain; charset=utf-8", b"request timeout"))
-        elif proto == "graphql":
+        elif proto in ("graphql", "graphql-get"):
             from . import graphql_app, rest
-            _run_uvicorn(graphql_app.create_app(cfg), cfg, endpoint, on_ready, alpn="http/1.1",
+            _run_uvicorn(graphql_app.create_app(cfg, get=proto == "graphql-get"), cfg, endpoint, on_ready, alpn="http/1.1",
                          timeout_body=(b"application/json", rest.REQUEST_TIMEOUT_BODY))
         elif proto == "rest-h2":
             from . import rest

@@ -6,7 +6,8 @@ edge values FastAPI must accept, error texts for inputs the probe does not
 send, gRPC reflection (plus grpcurl when it is on PATH), the failure draw with
 two worker processes, SIGTERM, this stack's own variables, the streaming
 operations' bad input, limits and timeouts (stream_checks.py), the graphql
-listener's bad bodies, documents and limits (graphql_checks.py), the Flask
+listener's bad bodies, documents and limits (graphql_checks.py), the
+graphql-get listener's persisted queries (graphql_get_checks.py), the Flask
 variant (its answers byte for byte as FastAPI's, gunicorn's process model,
 the draw, service time and timeouts) and Berg's variants (uvicorn-workers,
 grpcio-sync with its draw, service time, idle timeouts and stream limit).
@@ -738,8 +739,9 @@ def main() -> int:
 def stream_phases(quick: bool):
     """The streaming operations (tests/stream_checks.py): bad input, limits,
     timeouts, the failure draw and the service time, on grpc, rest and rest-h2;
-    and the graphql listener's bad bodies, documents and limits
-    (tests/graphql_checks.py)."""
+    the graphql listener's bad bodies, documents and limits
+    (tests/graphql_checks.py); the graphql-get listener's persisted queries
+    (tests/graphql_get_checks.py)."""
     import stream_checks as sc
 
     limit = 4096
@@ -760,6 +762,16 @@ def stream_phases(quick: bool):
     run_phase("graphql-failure", {"PROTOBENCH_FAILURE_RATE": "1"},
               lambda s, c: gc.check_graphql_failure(check, s, c, "graphql-failure"), workers=1,
               protocols=("graphql",))
+    import graphql_get_checks as ggc
+
+    # two workers: a persisted query is found by whichever worker a connection reaches
+    run_phase("graphql-get", lim_env, lambda s, c: guard("graphql-get", ggc.check_graphql_get, check, s, c, CONTRACT, "graphql-get", limit),
+              workers=2, protocols=("graphql", "graphql-get"))
+    if ONLY is None or "graphql-get-store" in ONLY:
+        guard("graphql-get-store", ggc.check_store, check, "graphql-get-store")
+    run_phase("graphql-get-failure", {"PROTOBENCH_FAILURE_RATE": "1"},
+              lambda s, c: guard("graphql-get-failure", ggc.check_graphql_get_failure, check, c, "graphql-get-failure"), workers=1,
+              protocols=("graphql-get",))
     run_phase("streams-timeouts", {"PROTOBENCH_IDLE_TIMEOUT": "2s", "PROTOBENCH_READ_TIMEOUT": "1s"},
               lambda s, c: sc.check_ws_timeouts(check, s, c, "streams-timeouts"), workers=1, protocols=("rest",))
     run_phase("streams-failure", {"PROTOBENCH_FAILURE_RATE": "1"},
@@ -772,6 +784,9 @@ def stream_phases(quick: bool):
         cert, key, ca = make_cert(pathlib.Path(d))
         run_phase("streams-tls", {**lim_env, "PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key}, main_phase,
                   workers=1, protocols=streaming, cafile=ca)
+        run_phase("graphql-get-tls", {"PROTOBENCH_TLS_CERT": cert, "PROTOBENCH_TLS_KEY": key},
+                  lambda s, c: guard("graphql-get-tls", ggc.check_graphql_get_tls, check, s, c, "graphql-get-tls"), workers=1,
+                  protocols=("graphql-get",), cafile=ca)
 
 
 def flask_phases(cert_dir_phase: bool):
