@@ -57,11 +57,4 @@ public final class PersistedQueryStore implements PersistedQueryCache {
         }
         return CompletableFuture.completedFuture(entry);
     }
-
-    /** How many documents are stored. */
-    public int size() {
-        synchronized (lru) {
-            return lru.size();
-        }
-    }
 }
