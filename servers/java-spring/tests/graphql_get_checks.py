@@ -116,6 +116,16 @@ def check_encodings(check, ep):
         check(f"graphql-get: hash-only GET registered on graphql ({label})",
               r.status_code == 200 and r.json() == {"data": {"integer": {"value": 2147483647}}},
               f"{r.status_code} {r.text[:200]}")
+    for listener in ep.post_urls:
+        r = ep.post({"extensions": apq(text)}, listener=listener)
+        r2 = ep.post({"query": "", "extensions": apq(text)}, listener=listener)
+        check(f"{listener}: hash-only POST (no query, and an empty one) answers a stored document",
+              r.status_code == 200 and r.json() == {"data": {"integer": {"value": 2147483647}}}
+              and r2.status_code == 200 and r2.json() == r.json(), f"{r.status_code} {r.text[:200]} {r2.text[:200]}")
+        unknown = f"query NeverStored{listener.replace('-', '')} {{ integer {{ value }} }}"
+        r = ep.post({"extensions": apq(unknown)}, listener=listener)
+        check(f"{listener}: hash-only POST of an unknown hash is PersistedQueryNotFound",
+              r.status_code == 200 and r.json() == NOT_FOUND, f"{r.status_code} {r.text[:200]}")
     other = "query PlusSpaces { integers { values } }"
     r = ep.get_raw(f"query={quote_plus(other)}&extensions={quote_plus(json.dumps(apq(other)))}")
     check("graphql-get: GET registering with query and hash (+ for spaces) runs it",

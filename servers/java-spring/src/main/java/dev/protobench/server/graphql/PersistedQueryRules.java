@@ -157,8 +157,9 @@ public final class PersistedQueryRules implements WebGraphQlInterceptor {
             return new Refusal(400, "extensions.persistedQuery.sha256Hash: expected 64 hex digits "
                     + "(the SHA-256 of the document)", null);
         }
+        // no document: Spring's PersistedQueryMarker for a hash-only POST, ours for a hash-only GET
         String document = request.getDocument();
-        if (!PersistedQuerySupport.PERSISTED_QUERY_MARKER.equals(document)
+        if (!document.isBlank() && !PersistedQuerySupport.PERSISTED_QUERY_MARKER.equals(document)
                 && !sha256Hex(document).equalsIgnoreCase(hash)) {
             return HASH_MISMATCH;
         }
