@@ -1,6 +1,7 @@
 package dev.protobench.server.web;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -12,6 +13,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Enumeration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -28,7 +30,7 @@ public final class GraphQlGetRequests {
     public static final String GET_ATTRIBUTE = "dev.protobench.graphql.get";
 
     private static final JsonMapper JSON = JsonMapper.builder()
-            .enable(com.fasterxml.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
 
     private GraphQlGetRequests() {
     }
@@ -88,13 +90,13 @@ public final class GraphQlGetRequests {
         }
         if (node == null || !node.isObject()) {
             throw new IllegalArgumentException(name + ": expected a JSON object, found "
-                    + (node == null ? "nothing" : node.getNodeType().toString().toLowerCase(java.util.Locale.ROOT)));
+                    + (node == null ? "nothing" : node.getNodeType().toString().toLowerCase(Locale.ROOT)));
         }
         return node;
     }
 
     /** A GraphQL-over-HTTP error answer: {"errors":[{"message": ...}]}. */
-    public static void errors(HttpServletResponse response, int status, String message) throws IOException {
+    private static void errors(HttpServletResponse response, int status, String message) throws IOException {
         byte[] body = JSON.writeValueAsBytes(Map.of("errors", List.of(Map.of("message", message))));
         response.setStatus(status);
         response.setContentType("application/json");
