@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks what only the java-spring protobench server can get wrong, clear text and TLS: Spring's
 own error cases, grpcurl through reflection, the streaming operations' and GraphQL's bad input and
-limits (stream_checks.py, graphql_checks.py), grpc-java's idle handling, a bad address, SIGTERM.
+limits (stream_checks.py, graphql_checks.py), persisted queries over GET on the graphql-get
+listener (graphql_get_checks.py), grpc-java's idle handling, a bad address, SIGTERM.
 Every workload on every protocol, clear and TLS, is scripts/verify-servers.sh's (protobench
 verify, zeep, ghz, schemathesis); bad input, the contract's error statuses, the size limit, HTTP/2
 floods, idle, stalled and trickled connections, TLS (ALPN, handshakes, the stream limit), gRPC
@@ -321,6 +322,16 @@ def check_closed(name, sock, timeout_s, send=b"", must_contain=None, earliest=No
         sock.close()
 
 
+def check_graphql_get_alpn(server):
+    """The graphql-get listener is HTTP/1.1: offered h2 and http/1.1, its TLS ALPN picks http/1.1."""
+    host, port = server.addrs["graphql-get"].rsplit(":", 1)
+    ctx = ssl.create_default_context(cafile=CERT)
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    with ctx.wrap_socket(socket.create_connection((host, int(port)), timeout=10), server_hostname="localhost") as s:
+        check("tls graphql-get: ALPN http/1.1 (h2 offered too)", s.selected_alpn_protocol() == "http/1.1",
+              str(s.selected_alpn_protocol()))
+
+
 def check_grpc_idle(server, label):
     """grpc-java's own idle handling (the probe checks stalled and trickled requests, TLS handshakes,
     idle connections and the stream limit): a connection that sends the preface and no SETTINGS is
@@ -375,12 +386,17 @@ def main():
     finally:
         s.stop("clear")
 
-    section("TLS: Spring-specific errors, grpcurl")
-    s = Server({"PROTOBENCH_TLS_CERT": CERT, "PROTOBENCH_TLS_KEY": KEY})
+    section("TLS: Spring-specific errors, grpcurl, graphql-get")
+    import graphql_get_checks
+    s = Server({"PROTOBENCH_TLS_CERT": CERT, "PROTOBENCH_TLS_KEY": KEY},
+               protocols=("rest", "rest-h2", "soap", "grpc", "graphql-get"))
     try:
         check("tls listening lines say tls=true", s.tls is True)
         check_rest_errors(s, "tls")
         check_grpcurl(s, "tls")
+        check_graphql_get_alpn(s)
+        with http_client(s, "graphql-get") as c:
+            graphql_get_checks.check_graphql_get_tls(check, s, c)
     finally:
         s.stop("tls")
 
@@ -406,9 +422,11 @@ def main():
     import stream_checks
     limit = 65536
     s = Server({"PROTOBENCH_MAX_REQUEST_BYTES": str(limit), "PROTOBENCH_IDLE_TIMEOUT": "2s"},
-               protocols=("rest", "grpc", "graphql"))
+               protocols=("rest", "grpc", "graphql", "graphql-get"))
     try:
         graphql_checks.check_graphql(check, s, limit)
+        with http_client(s, "graphql-get") as c:
+            graphql_get_checks.check_graphql_get(check, s, c, limit)
         stream_checks.check_websocket(check, s, limit, 2)
         stream_checks.check_sse_and_poll(check, s)
         ch = grpc_channel(s)
@@ -416,9 +434,11 @@ def main():
         ch.close()
     finally:
         s.stop("streams")
-    s = Server({"PROTOBENCH_FAILURE_RATE": "1"}, protocols=("rest", "grpc", "graphql"))
+    s = Server({"PROTOBENCH_FAILURE_RATE": "1"}, protocols=("rest", "grpc", "graphql", "graphql-get"))
     try:
         graphql_checks.check_graphql_injected_failure(check, s)
+        with http_client(s, "graphql-get") as c:
+            graphql_get_checks.check_graphql_get_injected_failure(check, s, c)
         ch = grpc_channel(s)
         stream_checks.check_injected_failure(check, s, ch)
         ch.close()

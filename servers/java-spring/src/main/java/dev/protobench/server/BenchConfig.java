@@ -22,6 +22,8 @@ public final class BenchConfig {
         REST_H2("rest-h2", "PROTOBENCH_REST_H2_ADDR"),
         SOAP("soap", "PROTOBENCH_SOAP_ADDR"),
         GRAPHQL("graphql", "PROTOBENCH_GRAPHQL_ADDR"),
+        /** The graphql handler on a listener of its own that also takes persisted queries by GET. */
+        GRAPHQL_GET("graphql-get", "PROTOBENCH_GRAPHQL_GET_ADDR"),
         GRPC("grpc", "PROTOBENCH_GRPC_ADDR");
 
         public final String wireName;
@@ -34,6 +36,11 @@ public final class BenchConfig {
 
         public boolean isHttpServlet() {
             return this != GRPC;
+        }
+
+        /** Whether the listener serves the GraphQL handler at /graphql. */
+        public boolean isGraphQl() {
+            return this == GRAPHQL || this == GRAPHQL_GET;
         }
     }
 

@@ -20,7 +20,14 @@ import graphql.GraphqlErrorBuilder;
 import java.util.Base64;
 import java.util.Locale;
 import java.util.Map;
+import graphql.execution.preparsed.PreparsedDocumentProvider;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.boot.autoconfigure.graphql.GraphQlSourceBuilderCustomizer;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.Order;
+import org.springframework.graphql.server.WebGraphQlResponse;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.graphql.execution.DataFetcherExceptionResolver;
@@ -71,7 +78,32 @@ public class GraphQlConfig {
     @Bean
     @ConditionalOnWebApplication
     public GraphQlHttpHandler graphQlHttpHandler(WebGraphQlHandler handler) {
-        return new GraphQlHttpHandler(handler, new MappingJackson2HttpMessageConverter(JsonMapper.builder().build()));
+        return new GraphQlHttpHandler(handler, new MappingJackson2HttpMessageConverter(JsonMapper.builder().build())) {
+            /** A persisted-query answer (PersistedQueryRules) has its own status. */
+            @Override
+            protected HttpStatus selectResponseStatus(WebGraphQlResponse response, MediaType mediaType) {
+                Integer status = PersistedQueryRules.statusOf(response);
+                return status != null ? HttpStatus.valueOf(status) : super.selectResponseStatus(response, mediaType);
+            }
+        };
+    }
+
+    /**
+     * Persisted queries (Apollo's APQ): graphql-java's ApolloPersistedQuerySupport over a store
+     * of at most 1,000 documents, least recently used evicted (PersistedQueryStore).
+     */
+    @Bean
+    public GraphQlSourceBuilderCustomizer persistedQueries() {
+        PreparsedDocumentProvider provider =
+                PersistedQueryRules.documentProvider(new PersistedQueryStore(PersistedQueryStore.MAX_DOCUMENTS));
+        return builder -> builder.configureGraphQl(graphQl -> graphQl.preparsedDocumentProvider(provider));
+    }
+
+    /** Runs first (outermost), so that its answers are not given "data": null by dataNullOnErrors. */
+    @Bean
+    @Order(Ordered.HIGHEST_PRECEDENCE)
+    public WebGraphQlInterceptor persistedQueryRules() {
+        return new PersistedQueryRules();
     }
 
     /** Errors of a root field: injected failure, invalid input, unknown file. */

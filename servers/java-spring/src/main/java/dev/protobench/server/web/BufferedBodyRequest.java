@@ -7,7 +7,7 @@ import jakarta.servlet.http.HttpServletRequestWrapper;
 import java.io.ByteArrayInputStream;
 
 /** A request whose body has already been read (bounded) into memory. */
-public final class BufferedBodyRequest extends HttpServletRequestWrapper {
+public class BufferedBodyRequest extends HttpServletRequestWrapper {
     private final byte[] body;
 
     public BufferedBodyRequest(HttpServletRequest request, byte[] body) {

@@ -15,12 +15,15 @@ import org.springframework.web.filter.OncePerRequestFilter;
 /**
  * Runs first on every HTTP request, before any parsing:
  * - keeps each path on its protocol's listener(s): /soap only on the soap listener, /graphql only
- *   on the graphql listener, /v1/... only on the rest and rest-h2 listeners (404 otherwise);
+ *   on the graphql and graphql-get listeners, /v1/... only on the rest and rest-h2 listeners (404
+ *   otherwise);
  * - enforces PROTOBENCH_MAX_REQUEST_BYTES (413), from Content-Length or, for a body without one
  *   (chunked HTTP/1.1, HTTP/2), by reading at most limit + 1 bytes;
  * - on /soap: methods other than POST and GET ?wsdl get 405, a POST whose content type is not
  *   text/xml gets 415.
- * - on /graphql: methods other than POST get 405, a content type other than application/json 415.
+ * - on /graphql: methods other than POST (graphql-get: GET and POST) get 405, a POST whose content
+ *   type is not application/json 415; a GET on graphql-get goes on as the POST it stands for
+ *   (GraphQlGetRequests).
  * REST's 404/405/415 come from Spring MVC (RestErrors).
  */
 public final class ProtocolGuardFilter extends OncePerRequestFilter {
@@ -39,14 +42,16 @@ public final class ProtocolGuardFilter extends OncePerRequestFilter {
         boolean soapPath = "/soap".equals(path);
         boolean soapListener = protocol == Protocol.SOAP;
         String method = request.getMethod();
-        boolean graphqlListener = protocol == Protocol.GRAPHQL;
+        boolean graphqlListener = protocol != null && protocol.isGraphQl();
+        boolean graphqlGet = protocol == Protocol.GRAPHQL_GET && "GET".equals(method);
         if (soapPath != soapListener || "/graphql".equals(path) != graphqlListener) {
             error(response, 404, "not found");
             return;
         }
-        if (graphqlListener && !"POST".equals(method)) {
-            response.setHeader("Allow", "POST");
-            error(response, 405, "method " + method + " is not allowed on /graphql; allowed: POST");
+        if (graphqlListener && !"POST".equals(method) && !graphqlGet) {
+            String allowed = protocol == Protocol.GRAPHQL_GET ? "GET, POST" : "POST";
+            response.setHeader("Allow", allowed);
+            error(response, 405, "method " + method + " is not allowed on /graphql; allowed: " + allowed);
             return;
         }
         if (soapListener) {
@@ -78,7 +83,12 @@ public final class ProtocolGuardFilter extends OncePerRequestFilter {
             error(response, 415, "unsupported content type: use text/xml");
             return;
         }
-        if (graphqlListener && !isMime(request.getContentType(), "application/json")) {
+        if (graphqlGet) {
+            request = GraphQlGetRequests.asPost(request, response);
+            if (request == null) {
+                return;
+            }
+        } else if (graphqlListener && !isMime(request.getContentType(), "application/json")) {
             error(response, 415, "content type " + request.getContentType()
                     + " is not supported; expected application/json");
             return;
