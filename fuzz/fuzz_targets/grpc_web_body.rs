@@ -1,7 +1,9 @@
 //! gRPC-Web response bodies (protobench-contract's `grpc_web`, as the
 //! engine unwraps a server's `grpc-web` and `grpc-web-text` responses):
-//! the first byte picks binary or text; a body that parses, framed again,
-//! parses to the same messages and trailers.
+//! the first byte picks binary or text (and the size of the pieces the
+//! engine's `Deframer` reads it in); a body that parses, framed again,
+//! parses to the same messages and trailers, and the `Deframer` reading it
+//! as it arrives finds the same.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -22,6 +24,16 @@ fuzz_target!(|data: &[u8]| {
     let Ok(parsed) = grpc_web::parse(&raw) else {
         return;
     };
+    let text = pick & 1 == 1;
+    let mut deframer = grpc_web::Deframer::new(text, Some(1 << 20));
+    for piece in body.chunks(usize::from(pick >> 1) + 1) {
+        deframer.feed(piece).expect("what parse reads, the deframer reads");
+    }
+    let done = deframer.finish().expect("what parse reads, the deframer finishes");
+    assert_eq!(done.messages as usize, parsed.messages.len());
+    assert_eq!(done.message_bytes, parsed.messages.iter().map(|m| m.len()).sum::<usize>());
+    assert_eq!(done.first, parsed.messages.first().copied());
+    assert_eq!(done.trailers, grpc_web::Parsed { messages: vec![], ..parsed.clone() });
     let mut again = Vec::new();
     for m in &parsed.messages {
         again.extend_from_slice(&grpc_web::frame(m));

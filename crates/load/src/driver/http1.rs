@@ -14,6 +14,8 @@ use protobench_model::load::ErrorKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::net::{Counted, Endpoint, Stream};
+use protobench_contract::grpc_web::Deframer;
+
 use super::{ByteCounters, CallError, Driver, Keep, MAX_KEPT_BODY, Response, body_too_large};
 
 /// The HTTP/1.1 driver.
@@ -70,41 +72,59 @@ impl Http1 {
     }
 }
 
-/// Turns a gRPC-Web response into what the gRPC driver returns: the
-/// message without its frame, the status from the trailer frame (or from
-/// the headers of a trailers-only response), the number of messages. A
-/// response that is not gRPC-Web (another content type) keeps its content
-/// type so that the check names it; `keep_body`: whether the caller asked
-/// for the body.
-pub(crate) fn unwrap_grpc_web(mut resp: Response, text: bool, keep_body: bool) -> Result<Response, CallError> {
-    let ct = resp.content_type.as_deref().unwrap_or("");
-    if resp.status != 200 || !ct.starts_with("application/grpc-web") {
-        if resp.content_type.is_none() {
-            resp.content_type = Some(String::new());
+/// Where a response body's bytes go as they are read.
+enum Sink {
+    /// Counted only.
+    Drop,
+    /// Kept; `asked`: the caller asked for it (past [`MAX_KEPT_BODY`] the
+    /// call fails), else it is kept for an error status's message and
+    /// dropped past that size.
+    Keep { body: BytesMut, asked: bool },
+    /// A gRPC-Web body, deframed as it arrives: only its trailer frame
+    /// (and its first message, when asked for) is kept, so a large
+    /// response costs no copy (as gRPC's over HTTP/2).
+    Web(Box<Deframer>),
+}
+
+impl Sink {
+    fn take(&mut self, data: &[u8]) -> Result<(), CallError> {
+        match self {
+            Sink::Drop => Ok(()),
+            Sink::Keep { body, asked } => {
+                let len = body.len() + data.len();
+                if len <= MAX_KEPT_BODY {
+                    body.extend_from_slice(data);
+                } else if *asked {
+                    return Err(body_too_large(len, false));
+                } else {
+                    *self = Sink::Drop;
+                }
+                Ok(())
+            }
+            Sink::Web(d) => d.feed(data).map_err(invalid_web),
         }
-        return Ok(resp);
     }
-    let body = resp.body.take().unwrap_or_default();
-    // The kept message is a slice of the body (or of its decoded text),
-    // not a copy.
-    let raw = if text {
-        Bytes::from(
-            protobench_contract::grpc_web::from_text(&body).map_err(|e| CallError::new(ErrorKind::WrongResponse, e))?,
-        )
-    } else {
-        body
-    };
-    let parsed = protobench_contract::grpc_web::parse(&raw)
-        .map_err(|e| CallError::new(ErrorKind::WrongResponse, format!("invalid gRPC-Web body: {e}")))?;
-    if parsed.has_trailers {
-        let code = parsed.trailer("grpc-status").and_then(|c| c.parse().ok());
+}
+
+fn invalid_web(e: String) -> CallError {
+    CallError::new(ErrorKind::WrongResponse, format!("invalid gRPC-Web body: {e}"))
+}
+
+/// Fills in what the gRPC driver returns from a deframed gRPC-Web body:
+/// the status from the trailer frame (or from the headers of a
+/// trailers-only response), the messages and their bytes, the first
+/// message when kept.
+fn web_status(resp: &mut Response, body: &Deframer) -> Result<(), CallError> {
+    let done = body.finish().map_err(invalid_web)?;
+    if done.trailers.has_trailers {
+        let code = done.trailers.trailer("grpc-status").and_then(|c| c.parse().ok());
         let Some(code) = code else {
             return Err(CallError::new(
                 ErrorKind::WrongResponse,
                 "a gRPC-Web trailer frame without a valid grpc-status",
             ));
         };
-        let message = parsed.trailer("grpc-message").unwrap_or("");
+        let message = done.trailers.trailer("grpc-message").unwrap_or("");
         resp.grpc = Some(super::GrpcStatus {
             code,
             message: super::grpc::percent_decode(message.as_bytes()),
@@ -115,14 +135,10 @@ pub(crate) fn unwrap_grpc_web(mut resp: Response, text: bool, keep_body: bool) -
             "a gRPC-Web response with neither a trailer frame nor a grpc-status header",
         ));
     }
-    resp.grpc_messages = parsed.messages.len() as u32;
-    resp.body_len = parsed.messages.iter().map(|m| m.len()).sum();
-    if keep_body {
-        resp.body = parsed.messages.first().map(|m| raw.slice_ref(m));
-    } else {
-        resp.content_type = None;
-    }
-    Ok(resp)
+    resp.grpc_messages = done.messages;
+    resp.body_len = done.message_bytes;
+    resp.body = done.first.map(Bytes::copy_from_slice);
+    Ok(())
 }
 
 impl Driver for Http1 {
@@ -138,16 +154,11 @@ impl Driver for Http1 {
     }
 
     async fn call(&self, conn: &mut Conn, keep: Keep) -> Result<Response, CallError> {
-        // gRPC-Web's status is in the body's trailer frame: always read.
-        let read = if self.grpc_web.is_some() { Keep::All } else { keep };
-        let result = exchange(conn, &self.request, read).await;
+        let result = exchange(conn, &self.request, keep, self.grpc_web).await;
         if result.is_err() {
             conn.usable = false;
         }
-        match self.grpc_web {
-            Some(text) => unwrap_grpc_web(result?, text, keep == Keep::All),
-            None => result,
-        }
+        result
     }
 
     fn share(&self, _conn: &Conn) -> Option<Conn> {
@@ -313,7 +324,12 @@ async fn fill(conn: &mut Conn) -> Result<usize, CallError> {
     Ok(n)
 }
 
-async fn exchange(conn: &mut Conn, request: &[u8], keep: Keep) -> Result<Response, CallError> {
+/// One call: writes the request, reads the response. `web`: a gRPC-Web
+/// call (`Some(true)`: text), whose body is deframed as it arrives when it
+/// is gRPC-Web (another answer is kept whole, for the check to name it).
+// Longer than the ~120-line guide: one read of a response, head then body
+// in its three framings, sharing the connection's buffer and the sink.
+async fn exchange(conn: &mut Conn, request: &[u8], keep: Keep, web: Option<bool>) -> Result<Response, CallError> {
     conn.io
         .write_all(request)
         .await
@@ -349,28 +365,49 @@ async fn exchange(conn: &mut Conn, request: &[u8], keep: Keep) -> Result<Respons
         BodyLength::Chunked | BodyLength::UntilClose => None,
     };
     let keep_body = keep.body_of(announced);
-    let keep = keep_body || !(200..300).contains(&head.status);
+    let is_web = web.is_some()
+        && head.status == 200
+        && head
+            .content_type
+            .as_ref()
+            .is_some_and(|r| conn.buf[r.clone()].starts_with(b"application/grpc-web"));
+    let mut sink = match web {
+        Some(text) if is_web => Sink::Web(Box::new(Deframer::new(text, keep_body.then_some(MAX_KEPT_BODY)))),
+        // Not gRPC-Web: kept whole, for the check to name what it is.
+        Some(_) => Sink::Keep {
+            body: BytesMut::new(),
+            asked: true,
+        },
+        None if keep_body || !(200..300).contains(&head.status) => Sink::Keep {
+            body: BytesMut::new(),
+            asked: keep_body,
+        },
+        None => Sink::Drop,
+    };
     let content_type = match head.content_type {
-        Some(range) if keep => Some(String::from_utf8_lossy(&conn.buf[range]).into_owned()),
+        Some(range) if matches!(sink, Sink::Keep { .. }) || (is_web && keep_body) => {
+            Some(String::from_utf8_lossy(&conn.buf[range]).into_owned())
+        }
+        // a gRPC-Web caller names a missing content type as ""
+        None if web.is_some() && !is_web => Some(String::new()),
         _ => None,
     };
     conn.buf.advance(head.head_len);
-    let mut body = if keep { Some(BytesMut::new()) } else { None };
     let body_len = match head.body {
         BodyLength::Fixed(len) => {
-            if len > MAX_KEPT_BODY && body.is_some() {
+            if len > MAX_KEPT_BODY
+                && let Sink::Keep { asked, .. } = sink
+            {
                 // Refused before a byte of it is read.
-                if keep_body {
+                if asked {
                     return Err(body_too_large(len, true));
                 }
-                body = None;
+                sink = Sink::Drop;
             }
             let mut got = 0;
             loop {
                 let take = conn.buf.len().min(len - got);
-                if let Some(b) = body.as_mut() {
-                    b.extend_from_slice(&conn.buf[..take]);
-                }
+                sink.take(&conn.buf[..take])?;
                 conn.buf.advance(take);
                 got += take;
                 if got == len {
@@ -386,12 +423,12 @@ async fn exchange(conn: &mut Conn, request: &[u8], keep: Keep) -> Result<Respons
             }
             len
         }
-        BodyLength::Chunked => read_chunked(conn, &mut body, keep_body).await?,
+        BodyLength::Chunked => read_chunked(conn, &mut sink).await?,
         BodyLength::UntilClose => {
             let mut got = 0;
             loop {
                 got += conn.buf.len();
-                keep_more(&mut body, &conn.buf, keep_body)?;
+                sink.take(&conn.buf)?;
                 conn.buf.clear();
                 if fill(conn).await? == 0 {
                     break;
@@ -404,35 +441,24 @@ async fn exchange(conn: &mut Conn, request: &[u8], keep: Keep) -> Result<Respons
     if head.close {
         conn.usable = false;
     }
-    Ok(Response {
+    let mut resp = Response {
         status: head.status,
         content_type,
-        body: body.map(BytesMut::freeze),
+        body: None,
         body_len,
         grpc: head.grpc,
         grpc_messages: 0,
-    })
-}
-
-/// Adds `data` to the kept body (if one is kept) within [`MAX_KEPT_BODY`]:
-/// past it, a body asked for (`asked`) fails the call, and one kept only for
-/// an error status is dropped.
-fn keep_more(body: &mut Option<BytesMut>, data: &[u8], asked: bool) -> Result<(), CallError> {
-    let Some(b) = body.as_mut() else { return Ok(()) };
-    let len = b.len() + data.len();
-    if len <= MAX_KEPT_BODY {
-        b.extend_from_slice(data);
-        return Ok(());
+    };
+    match sink {
+        Sink::Drop => {}
+        Sink::Keep { body, .. } => resp.body = Some(body.freeze()),
+        Sink::Web(d) => web_status(&mut resp, &d)?,
     }
-    if asked {
-        return Err(body_too_large(len, false));
-    }
-    *body = None;
-    Ok(())
+    Ok(resp)
 }
 
 /// Reads a chunked body; returns its decoded length.
-async fn read_chunked(conn: &mut Conn, body: &mut Option<BytesMut>, asked: bool) -> Result<usize, CallError> {
+async fn read_chunked(conn: &mut Conn, sink: &mut Sink) -> Result<usize, CallError> {
     let bad = |what: &str| CallError::new(ErrorKind::Other, format!("invalid HTTP/1.1 response: {what}"));
     let mut total = 0;
     loop {
@@ -492,7 +518,7 @@ async fn read_chunked(conn: &mut Conn, body: &mut Option<BytesMut>, asked: bool)
             }
             let take = conn.buf.len().min(left);
             let data = take.min(left.saturating_sub(2));
-            keep_more(body, &conn.buf[..data], asked)?;
+            sink.take(&conn.buf[..data])?;
             conn.buf.advance(take);
             left -= take;
         }
@@ -558,17 +584,28 @@ mod tests {
 
     #[test]
     fn a_kept_body_past_its_limit_fails_if_asked_for_and_is_dropped_if_not() {
-        let mut body = Some(BytesMut::from(&vec![0u8; MAX_KEPT_BODY - 1][..]));
-        keep_more(&mut body, b"a", true).expect("up to the limit");
-        assert_eq!(body.as_ref().map(BytesMut::len), Some(MAX_KEPT_BODY));
-        let err = keep_more(&mut body, b"b", true).expect_err("past the limit");
+        let kept = |sink: &Sink| match sink {
+            Sink::Keep { body, .. } => Some(body.len()),
+            _ => None,
+        };
+        let mut sink = Sink::Keep {
+            body: BytesMut::from(&vec![0u8; MAX_KEPT_BODY - 1][..]),
+            asked: true,
+        };
+        sink.take(b"a").expect("up to the limit");
+        assert_eq!(kept(&sink), Some(MAX_KEPT_BODY));
+        let err = sink.take(b"b").expect_err("past the limit");
         assert_eq!(err.kind, ErrorKind::WrongResponse);
         assert!(err.message.contains("MAX_KEPT_BODY"), "{err}");
         // Kept only for an error status: dropped, and the call goes on.
-        keep_more(&mut body, b"b", false).expect("not asked for");
-        assert!(body.is_none());
-        keep_more(&mut body, b"c", false).expect("nothing kept");
-        assert!(body.is_none());
+        let mut sink = Sink::Keep {
+            body: BytesMut::from(&vec![0u8; MAX_KEPT_BODY][..]),
+            asked: false,
+        };
+        sink.take(b"b").expect("not asked for");
+        assert!(matches!(sink, Sink::Drop));
+        sink.take(b"c").expect("nothing kept");
+        assert!(matches!(sink, Sink::Drop));
     }
 
     #[test]
