@@ -4,7 +4,7 @@
 # machine's load, unlike calls/s (see docs/dev/callgrind.md).
 #
 #   bench/callgrind.sh [--n1 1000] [--n2 5000] [--rate 200] [--workload tasks.int]
-#                      [--protocols rest,rest-h2,grpc,soap,graphql,connect,connect-json,grpc-web,grpc-web-text] [--no-server]
+#                      [--protocols rest,rest-h2,grpc,soap,graphql,graphql-get,connect,connect-json,grpc-web,grpc-web-text] [--no-server]
 #                      [--concurrency 1] [--connections M] [--tls] [--profile] [--peers]
 #                      [--keep DIR] [--no-build]
 #
@@ -163,14 +163,14 @@ elif [ "$CONCURRENCY" = 1 ]; then
 fi
 SERVE_ALL=(serve --workers 1 --rest 127.0.0.1:0 --rest-h2 127.0.0.1:0 --grpc 127.0.0.1:0 --soap 127.0.0.1:0
   ${TLS_SERVE[@]+"${TLS_SERVE[@]}"})
-# The other protocols' listeners only when asked for (graphql, connect,
+# The other protocols' listeners only when asked for (graphql, graphql-get, connect,
 # connect-json, grpc-web, grpc-web-text): the default figures stay those
 # of a server with the four.
 LISTENERS=4
 for p in ${PROTOCOLS//,/ }; do
   case "$p" in
     rest | rest-h2 | grpc | soap) ;;
-    graphql | connect | connect-json | grpc-web | grpc-web-text) SERVE_ALL+=("--$p" 127.0.0.1:0); LISTENERS=$((LISTENERS + 1)) ;;
+    graphql | graphql-get | connect | connect-json | grpc-web | grpc-web-text) SERVE_ALL+=("--$p" 127.0.0.1:0); LISTENERS=$((LISTENERS + 1)) ;;
     *) echo "unknown protocol $p" >&2; exit 2 ;;
   esac
 done

@@ -83,7 +83,7 @@ enum Sink {
     /// A gRPC-Web body, deframed as it arrives: only its trailer frame
     /// (and its first message, when asked for) is kept, so a large
     /// response costs no copy (as gRPC's over HTTP/2).
-    Web(Box<Deframer>),
+    Web(Deframer),
 }
 
 impl Sink {
@@ -372,7 +372,7 @@ async fn exchange(conn: &mut Conn, request: &[u8], keep: Keep, web: Option<bool>
             .as_ref()
             .is_some_and(|r| conn.buf[r.clone()].starts_with(b"application/grpc-web"));
     let mut sink = match web {
-        Some(text) if is_web => Sink::Web(Box::new(Deframer::new(text, keep_body.then_some(MAX_KEPT_BODY)))),
+        Some(text) if is_web => Sink::Web(Deframer::new(text, keep_body.then_some(MAX_KEPT_BODY))),
         // Not gRPC-Web: kept whole, for the check to name what it is.
         Some(_) => Sink::Keep {
             body: BytesMut::new(),
