@@ -220,8 +220,8 @@ pub(crate) fn registration_driver(
 /// Makes the registering call; `Err` says what the server answered.
 pub(crate) async fn registered(driver: &AnyDriver, timeout: Duration) -> Result<(), String> {
     let resp = match driver {
-        AnyDriver::Http1(d) => crate::verify::one(d, timeout).await?,
-        AnyDriver::Http2(d) => crate::verify::one(d.as_ref(), timeout).await?,
+        AnyDriver::Http1(d) => crate::driver::one(d, timeout).await?,
+        AnyDriver::Http2(d) => crate::driver::one(d.as_ref(), timeout).await?,
     };
     let body = resp.body.as_deref().unwrap_or_default();
     if let Some(message) = crate::check::graphql_error(body) {

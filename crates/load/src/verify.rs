@@ -4,7 +4,6 @@
 //! (`items[3].unitPrice`), never whole bodies.
 
 use std::path::Path;
-use std::rc::Rc;
 use std::time::Duration;
 
 use protobench_contract::{Encoding, Message, Protocol, Workload, vectors};
@@ -14,7 +13,7 @@ use serde_json::Value;
 use crate::LoadError;
 use crate::check::Family;
 use crate::diff::{first_difference, short};
-use crate::driver::{ByteCounters, Driver, Keep, Response};
+use crate::driver::Response;
 use crate::prepare::{self, AnyDriver};
 
 /// What verify found for one workload.
@@ -148,8 +147,8 @@ async fn verify_all(
                 };
                 let response = match (&driver, registered) {
                     (_, Err(e)) => Err(e),
-                    (AnyDriver::Http1(d), _) => one(d, timeout).await,
-                    (AnyDriver::Http2(d), _) => one(d.as_ref(), timeout).await,
+                    (AnyDriver::Http1(d), _) => crate::driver::one(d, timeout).await,
+                    (AnyDriver::Http2(d), _) => crate::driver::one(d.as_ref(), timeout).await,
                 };
                 match response {
                     Err(e) => Outcome::Error(e),
@@ -168,21 +167,6 @@ async fn verify_all(
         });
     }
     Ok(report)
-}
-
-pub(crate) async fn one<D: Driver>(driver: &D, timeout: Duration) -> Result<Response, String> {
-    let counters = Rc::new(ByteCounters::default());
-    let fut = async {
-        let mut conn = driver.connect(&counters).await.map_err(|e| e.message)?;
-        driver.call(&mut conn, Keep::All).await.map_err(|e| e.message)
-    };
-    match tokio::time::timeout(timeout, fut).await {
-        Ok(r) => r,
-        Err(_) => Err(format!(
-            "no response within {}",
-            protobench_model::format::fmt_duration(timeout)
-        )),
-    }
 }
 
 fn fail(found: impl Into<String>, expected: impl Into<String>) -> Outcome {

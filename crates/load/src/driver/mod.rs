@@ -19,6 +19,7 @@ pub(crate) mod net;
 
 use std::cell::Cell;
 use std::rc::Rc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use protobench_model::load::ErrorKind;
@@ -197,4 +198,21 @@ pub(crate) trait Driver: 'static {
     /// Whether `conn` can take another call (false after `Connection: close`,
     /// a GOAWAY or a broken stream).
     fn is_usable(&self, conn: &Self::Conn) -> bool;
+}
+
+/// One call on a new connection, its body kept, within `timeout` (verify's
+/// calls, and `graphql-get`'s registration); `Err` says what went wrong.
+pub(crate) async fn one<D: Driver>(driver: &D, timeout: Duration) -> Result<Response, String> {
+    let counters = Rc::new(ByteCounters::default());
+    let fut = async {
+        let mut conn = driver.connect(&counters).await.map_err(|e| e.message)?;
+        driver.call(&mut conn, Keep::All).await.map_err(|e| e.message)
+    };
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(r) => r,
+        Err(_) => Err(format!(
+            "no response within {}",
+            protobench_model::format::fmt_duration(timeout)
+        )),
+    }
 }
