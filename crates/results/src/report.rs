@@ -197,10 +197,10 @@ pub fn judgements(run: &RunRecord) -> Vec<Judgement> {
     protobench_model::findings::judge(&findings, &run.aggregates(), &conditions(run))
 }
 
-/// For a run measured `--until-decided`: per claim, the round after which
-/// its direction was first decided (judged again on the repetitions of
-/// the rounds so far), `None` while undecided; empty for other runs.
-pub fn decided_after(run: &RunRecord) -> Vec<Option<u32>> {
+/// For a run measured `--until-decided`: per claim, whether its direction
+/// was decided after each round (judged again on the repetitions of the
+/// rounds so far); empty for other runs.
+fn decided_by_round(run: &RunRecord) -> Vec<Vec<bool>> {
     use protobench_model::findings::Direction;
     let Some(rule) = run.plan.get("until_decided") else {
         return Vec::new();
@@ -208,39 +208,76 @@ pub fn decided_after(run: &RunRecord) -> Vec<Option<u32>> {
     let number = |k: &str| rule.get(k).and_then(serde_json::Value::as_u64).unwrap_or(0) as u32;
     let (first, round) = (number("first").max(1), number("round").max(1));
     let claims = protobench_model::findings::stored(run).map_or(0, |f| f.len());
-    let mut out: Vec<Option<u32>> = vec![None; claims];
-    let (mut n, mut reps) = (1, first);
+    let mut out: Vec<Vec<bool>> = vec![Vec::new(); claims];
+    let mut reps = first;
     while reps <= run.repetitions {
         let mut so_far = run.clone();
         so_far.measurements.retain(|m| m.repetition <= reps);
-        for (i, j) in judgements(&so_far).iter().enumerate() {
-            if out[i].is_none() && matches!(j.direction, Direction::Holds | Direction::DoesNotHold) {
-                out[i] = Some(n);
-            }
+        for (i, j) in judgements(&so_far).iter().enumerate().take(claims) {
+            out[i].push(matches!(j.direction, Direction::Holds | Direction::DoesNotHold));
         }
-        (n, reps) = (n + 1, reps + round);
+        reps += round;
     }
     out
 }
 
+/// For a run measured `--until-decided`: per claim, the round from which
+/// its direction stayed decided to the end (judged again on the
+/// repetitions of the rounds so far), `None` when it ended undecided;
+/// empty for other runs. A claim decided early and undecided again after a
+/// later round counts from the round it was decided again.
+pub fn decided_after(run: &RunRecord) -> Vec<Option<u32>> {
+    decided_by_round(run).iter().map(|r| stayed_decided_from(r)).collect()
+}
+
+/// The first round (from 1) of the unbroken run of decided rounds that
+/// reaches the last one; `None` when the last round left it undecided.
+fn stayed_decided_from(rounds: &[bool]) -> Option<u32> {
+    match rounds.iter().rposition(|decided| !decided) {
+        None if rounds.is_empty() => None,
+        None => Some(1),
+        Some(i) if i + 1 == rounds.len() => None,
+        Some(i) => Some(i as u32 + 2),
+    }
+}
+
+/// `#3 undecided`, or `#3 undecided (decided after round 2, 4 only)` for
+/// a claim some rounds decided but the last did not.
+fn undecided_part(claim: usize, rounds: &[bool]) -> String {
+    let decided: Vec<String> = rounds
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d)
+        .map(|(r, _)| (r + 1).to_string())
+        .collect();
+    if decided.is_empty() {
+        format!("#{claim} undecided")
+    } else {
+        format!("#{claim} undecided (decided after round {} only)", decided.join(", "))
+    }
+}
+
 /// `until decided: ... #1 round 2, #2 round 1, #3 undecided` (runs measured
-/// `--until-decided`), or `None`.
+/// `--until-decided`), or `None`. A claim that ended undecided after being
+/// decided says in which rounds it was.
 pub fn decided_after_line(run: &RunRecord) -> Option<String> {
     use protobench_model::findings::Direction;
-    let after = decided_after(run);
-    if after.is_empty() {
+    let history = decided_by_round(run);
+    if history.is_empty() {
         return None;
     }
+    let after = decided_after(run);
     // Claims no round could decide say why, not "undecided".
     let now = judgements(run);
     let parts: Vec<String> = after
         .iter()
         .zip(&now)
+        .zip(&history)
         .enumerate()
-        .map(|(i, (a, j))| match (a, j.direction) {
+        .map(|(i, ((a, j), rounds))| match (a, j.direction) {
             (Some(r), _) => format!("#{} round {r}", i + 1),
             (None, d @ (Direction::NotMeasured | Direction::NotReproducible)) => format!("#{} {}", i + 1, d.name()),
-            (None, _) => format!("#{} undecided", i + 1),
+            (None, _) => undecided_part(i + 1, rounds),
         })
         .collect();
     Some(format!(
@@ -766,4 +803,26 @@ pub fn compare_table(rows: &[Comparison]) -> String {
         ]);
     }
     table.render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 29: a claim decided in one round can be undecided again after
+    /// the next; the report then names the rounds that decided it instead
+    /// of a round it did not stay decided from.
+    #[test]
+    fn a_claim_counts_from_the_round_it_stayed_decided_from() {
+        assert_eq!(stayed_decided_from(&[]), None);
+        assert_eq!(stayed_decided_from(&[true]), Some(1));
+        assert_eq!(stayed_decided_from(&[false, true]), Some(2));
+        assert_eq!(stayed_decided_from(&[true, false, true, true]), Some(3));
+        assert_eq!(stayed_decided_from(&[true, false]), None);
+        assert_eq!(undecided_part(2, &[false, false]), "#2 undecided");
+        assert_eq!(
+            undecided_part(4, &[true, false, true, false]),
+            "#4 undecided (decided after round 1, 3 only)"
+        );
+    }
 }
