@@ -230,7 +230,7 @@ async fn execute(served: &Served, mut request: async_graphql::Request, get: bool
             "no query: expected a `query` or `extensions.persistedQuery.sha256Hash`",
         );
     }
-    if get && is_mutation(&request) {
+    if get && is_mutation(&mut request) {
         let mut response = gql_error(StatusCode::METHOD_NOT_ALLOWED, "a mutation is only accepted by POST");
         response
             .headers_mut()
@@ -267,13 +267,15 @@ fn persisted_hash(pq: Value) -> Result<String, String> {
 }
 
 /// Whether the operation the request runs is a mutation (a document that
-/// does not parse is left to the executor's error).
-fn is_mutation(request: &async_graphql::Request) -> bool {
+/// does not parse is left to the executor's error). The parse is kept in
+/// the request, so the executor does not parse the document again.
+fn is_mutation(request: &mut async_graphql::Request) -> bool {
     use async_graphql::parser::types::{DocumentOperations, OperationType};
-    let Ok(document) = async_graphql::parser::parse_query(&request.query) else {
+    let name = request.operation_name.clone();
+    let Ok(document) = request.parsed_query() else {
         return false;
     };
-    let ty = match (&document.operations, request.operation_name.as_deref()) {
+    let ty = match (&document.operations, name.as_deref()) {
         (DocumentOperations::Single(op), _) => Some(op.node.ty),
         (DocumentOperations::Multiple(ops), Some(name)) => ops.get(name).map(|op| op.node.ty),
         (DocumentOperations::Multiple(ops), None) if ops.len() == 1 => ops.values().next().map(|op| op.node.ty),
