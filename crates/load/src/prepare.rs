@@ -182,20 +182,10 @@ pub(crate) async fn register(
 ) -> Result<(), LoadError> {
     let target = endpoint.addr.to_string();
     let driver = registration_driver(endpoint, message, extra)?;
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("protobench-register".into())
-        .spawn(move || {
-            let answer = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Err(e) => Err(format!("cannot start a runtime: {e}")),
-                Ok(rt) => tokio::task::LocalSet::new().block_on(&rt, registered(&driver, timeout)),
-            };
-            let _ = tx.send(answer);
-        })
-        .map_err(LoadError::Thread)?;
-    let answer = rx
-        .await
-        .unwrap_or_else(|_| Err("the registering thread panicked".into()));
+    let answer = crate::driver::on_own_thread("protobench-register", move || async move {
+        registered(&driver, timeout).await
+    })
+    .await?;
     answer.map_err(|message| LoadError::Register { target, message })
 }
 
@@ -210,11 +200,16 @@ pub(crate) fn registration_driver(
     message: &[u8],
     extra: &[(String, String)],
 ) -> Result<AnyDriver, LoadError> {
-    let persisted = Persisted::from_body(message).map_err(|e| LoadError::Input {
+    let persisted = persisted(message)?;
+    web_driver(Protocol::Graphql, endpoint, "", &persisted.registration_body(), extra)
+}
+
+/// The persisted form (hash and parameters) of a GraphQL request body.
+fn persisted(message: &[u8]) -> Result<Persisted, LoadError> {
+    Persisted::from_body(message).map_err(|e| LoadError::Input {
         what: "the GraphQL request".into(),
         source: e.into(),
-    })?;
-    web_driver(Protocol::Graphql, endpoint, "", &persisted.registration_body(), extra)
+    })
 }
 
 /// Makes the registering call; `Err` says what the server answered.
@@ -256,10 +251,7 @@ pub(crate) fn web_driver(
     let ct = protocol.content_type();
     if protocol == Protocol::GraphqlGet {
         // The document by its hash, registered before the run (`register`).
-        let persisted = Persisted::from_body(message).map_err(|e| LoadError::Input {
-            what: "the GraphQL request".into(),
-            source: e.into(),
-        })?;
+        let persisted = persisted(message)?;
         let mut headers: Vec<(String, String)> = vec![("Accept".into(), ct.into())];
         headers.extend_from_slice(extra);
         return Ok(AnyDriver::Http1(Http1::new(

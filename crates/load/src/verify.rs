@@ -95,24 +95,11 @@ pub async fn verify(
         crate::driver::net::Endpoint::new(addr, parsed.authority.clone(), tls.as_ref(), protocol.alpn_ids())?;
     let workloads: Vec<&'static Workload> = workloads.to_vec();
     let dir = contract_dir.to_owned();
-    let (tx, rx) = tokio::sync::oneshot::channel();
     // Drivers run on a single-threaded event loop of their own.
-    std::thread::Builder::new()
-        .name("protobench-verify".into())
-        .spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
-            let report = match rt {
-                Err(e) => Err(LoadError::Thread(e)),
-                Ok(rt) => {
-                    let local = tokio::task::LocalSet::new();
-                    local.block_on(&rt, verify_all(protocol, endpoint, &workloads, &dir, timeout))
-                }
-            };
-            let _ = tx.send(report);
-        })
-        .map_err(LoadError::Thread)?;
-    rx.await
-        .unwrap_or_else(|_| Err(LoadError::Thread(std::io::Error::other("verify thread panicked"))))
+    crate::driver::on_own_thread("protobench-verify", move || async move {
+        verify_all(protocol, endpoint, &workloads, &dir, timeout).await
+    })
+    .await?
 }
 
 async fn verify_all(

@@ -200,6 +200,36 @@ pub(crate) trait Driver: 'static {
     fn is_usable(&self, conn: &Self::Conn) -> bool;
 }
 
+/// Runs the future `make` builds on a thread of its own, on a
+/// current-thread runtime inside a `LocalSet` (drivers share their state
+/// through `Rc`s, so their futures are not `Send`), and hands its output
+/// back to the caller's runtime: verify's calls and `graphql-get`'s
+/// registration. `name` names the thread.
+pub(crate) async fn on_own_thread<T, F, Fut>(name: &str, make: F) -> Result<T, crate::LoadError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = T>,
+{
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let answer = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map(|rt| tokio::task::LocalSet::new().block_on(&rt, make()));
+            let _ = tx.send(answer);
+        })
+        .map_err(crate::LoadError::Thread)?;
+    match rx.await {
+        Ok(answer) => answer.map_err(crate::LoadError::Thread),
+        Err(_) => Err(crate::LoadError::Thread(std::io::Error::other(format!(
+            "the thread {name} panicked"
+        )))),
+    }
+}
+
 /// One call on a new connection, its body kept, within `timeout` (verify's
 /// calls, and `graphql-get`'s registration); `Err` says what went wrong.
 pub(crate) async fn one<D: Driver>(driver: &D, timeout: Duration) -> Result<Response, String> {

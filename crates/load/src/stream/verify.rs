@@ -95,33 +95,18 @@ pub async fn verify_streams(
     let tls = tls.cloned().or_else(|| parsed.https.then(TlsPlan::default));
     let endpoint = Endpoint::new(addr, parsed.authority.clone(), tls.as_ref(), protocol.alpn_ids())?;
     let checks = checks.to_vec();
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name("protobench-verify-streams".into())
-        .spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
-            let report = match rt {
-                Err(e) => Err(LoadError::Thread(e)),
-                Ok(rt) => {
-                    let local = tokio::task::LocalSet::new();
-                    Ok(local.block_on(&rt, async {
-                        let mut verdicts = Vec::new();
-                        for check in &checks {
-                            let outcome = verify_one(protocol, &endpoint, check, &dataset, timeout).await;
-                            verdicts.push(WorkloadVerdict {
-                                workload: check.label(),
-                                outcome,
-                            });
-                        }
-                        VerifyReport { verdicts }
-                    }))
-                }
-            };
-            let _ = tx.send(report);
-        })
-        .map_err(LoadError::Thread)?;
-    rx.await
-        .unwrap_or_else(|_| Err(LoadError::Thread(std::io::Error::other("verify thread panicked"))))
+    crate::driver::on_own_thread("protobench-verify-streams", move || async move {
+        let mut verdicts = Vec::new();
+        for check in &checks {
+            let outcome = verify_one(protocol, &endpoint, check, &dataset, timeout).await;
+            verdicts.push(WorkloadVerdict {
+                workload: check.label(),
+                outcome,
+            });
+        }
+        VerifyReport { verdicts }
+    })
+    .await
 }
 
 async fn verify_one(
