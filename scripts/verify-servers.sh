@@ -104,7 +104,7 @@ for s in "${servers[@]}"; do
       if [ -z "$addr" ]; then echo "FAIL $s $p $mode: no listening line"; tail -20 "$log"; failed=$((failed+1)); continue; fi
       stream_args=(); carried=""
       for t in $streaming; do
-        case "$p:$t" in grpc:grpc | rest:websocket | rest:sse | rest:poll) carried="${carried:+$carried,}$t" ;; esac
+        case "$p:$t" in grpc:grpc | rest:websocket | rest:sse | rest:poll | connect:connect) carried="${carried:+$carried,}$t" ;; esac
       done
       [ -n "$carried" ] && stream_args=(--stream "$carried")
       if out=$(timeout 300 "$pb" verify --protocol "$p" --target "$addr" "${tls_args[@]}" "${stream_args[@]}" 2>&1); then
@@ -156,17 +156,18 @@ for s in "${servers[@]}"; do
       fi
     done
     # Stock clients on the streams (contract/tests/stream_check.py: grpcurl,
-    # curl -N, Python websockets), judged against contract/stream-vectors.
+    # buf curl, curl -N, Python websockets), judged against contract/stream-vectors.
     sc_args=()
     for t in $streaming; do
       case $t in
         grpc) [ -n "$grpc_addr" ] && sc_args+=(--grpc "$grpc_addr") ;;
         sse | websocket) a=$(listener_addr rest); [ -n "$a" ] && sc_args+=("--$t" "$a") ;;
+        connect) a=$(listener_addr connect); [ -n "$a" ] && sc_args+=(--connect "$a") ;;
       esac
     done
     if [ ${#sc_args[@]} -gt 0 ]; then
       if out=$(timeout 300 python3 "$root/contract/tests/stream_check.py" "${sc_args[@]}" ${ca:+--cacert "${ca[0]}"} 2>&1); then
-        echo "ok   $s streams $mode (grpcurl, curl -N, websockets: $(echo "$out" | grep -c '^ok') checks)"; passed=$((passed+1))
+        echo "ok   $s streams $mode (grpcurl, buf curl, curl -N, websockets: $(echo "$out" | grep -c '^ok') checks)"; passed=$((passed+1))
       else
         echo "FAIL $s streams $mode (stock clients)"; echo "$out" | grep -v '^ok' | head -10; failed=$((failed+1))
       fi

@@ -4,6 +4,9 @@ judged against the contract's stream vectors (contract/stream-vectors):
 - grpcurl, from the .proto files (no server reflection needed), reads the
   server-streaming Subscribe at rate 0 and at 1,000 events/s, and a
   subscription over the limit must fail with InvalidArgument;
+- buf curl reads Connect's server-streaming Subscribe the same way (HTTP/1.1,
+  `application/connect+proto`), and refuses the subscription over the limit
+  with invalid_argument;
 - curl -N reads the SSE subscription (ids 1..N, every event, the end event);
 - Python's websockets runs the echo stream in text and binary frames
   (ws_echo.py, beside this file).
@@ -13,7 +16,7 @@ the first event's by the vector's offsets exactly, at rate 0 never decrease
 (contract/README.md, "Checking a received stream"). Everything else is
 compared by value with the vector's canonical JSON.
 
-Usage: stream_check.py [--grpc HOST:PORT] [--sse HOST:PORT] [--websocket HOST:PORT] [--cacert CA.pem]
+Usage: stream_check.py [--grpc HOST:PORT] [--connect HOST:PORT] [--sse HOST:PORT] [--websocket HOST:PORT] [--cacert CA.pem]
 With --cacert the clients use TLS and name the server `localhost`. Prints one
 `ok ...` line per check and exits 0; otherwise prints `FAIL ...` lines and
 exits 1 (2 when a client is missing). Each client run is bounded (60 s).
@@ -74,35 +77,60 @@ def request_of(workload):
     return (VECTORS / workload / "request.jsonl").read_text().splitlines()[0]
 
 
+def parse_json_seq(text):
+    """The JSON values printed one after another (grpcurl's and buf's stream output)."""
+    decoder, values, i = json.JSONDecoder(), [], 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i == len(text):
+            return values
+        value, i = decoder.raw_decode(text, i)
+        values.append(value)
+
+
+def subscribe_checks(name, call, invalid):
+    """Subscribe at rate 0 and at 1,000 events/s, each judged against its
+    vector, and one over the limit refused. `call(request_json)` is the
+    client's command line for one subscription; `invalid` is what it prints
+    on stderr for the InvalidArgument refusal."""
+    failures = []
+    for workload in ["stream.sub.1k", "stream.sub.1k.r1000"]:
+        out = run(call(request_of(workload)))
+        if out.returncode != 0:
+            failures.append(f"{name} {workload}: exit {out.returncode}: {out.stderr.strip()[:300]}")
+            continue
+        events = parse_json_seq(out.stdout)
+        why = judge_feed(workload, events)
+        if why:
+            failures.append(f"{name} {workload}: {why}")
+        else:
+            print(f"ok   {name} Subscribe {workload} ({len(events)} events)")
+    out = run(call('{"count":2000000}'))
+    if out.returncode == 0 or invalid not in out.stderr:
+        failures.append(f"{name} count 2000000: expected {invalid}, got exit {out.returncode}: {out.stderr.strip()[:200]}")
+    else:
+        print(f"ok   {name} Subscribe count 2000000: {invalid}")
+    return failures
+
+
 def grpcurl_checks(grpcurl, addr, ca):
     host = f"localhost:{addr.rsplit(':', 1)[1]}" if ca else addr
     base = [grpcurl, "-import-path", str(CONTRACT / "proto"), "-proto", "protobench/v1/stream.proto", "-emit-defaults"]
     base += ["-cacert", ca] if ca else ["-plaintext"]
-    failures = []
-    for workload in ["stream.sub.1k", "stream.sub.1k.r1000"]:
-        out = run(base + ["-d", request_of(workload), host, "protobench.v1.Streams/Subscribe"])
-        if out.returncode != 0:
-            failures.append(f"grpcurl {workload}: exit {out.returncode}: {out.stderr.strip()[:300]}")
-            continue
-        decoder, text, events, i = json.JSONDecoder(), out.stdout, [], 0
-        while True:
-            while i < len(text) and text[i].isspace():
-                i += 1
-            if i == len(text):
-                break
-            event, i = decoder.raw_decode(text, i)
-            events.append(event)
-        why = judge_feed(workload, events)
-        if why:
-            failures.append(f"grpcurl {workload}: {why}")
-        else:
-            print(f"ok   grpcurl Subscribe {workload} ({len(events)} events)")
-    out = run(base + ["-d", '{"count":2000000}', host, "protobench.v1.Streams/Subscribe"])
-    if out.returncode == 0 or "InvalidArgument" not in out.stderr:
-        failures.append(f"grpcurl count 2000000: expected InvalidArgument, got exit {out.returncode}: {out.stderr.strip()[:200]}")
-    else:
-        print("ok   grpcurl Subscribe count 2000000: InvalidArgument")
-    return failures
+    return subscribe_checks("grpcurl", lambda request: base + ["-d", request, host, "protobench.v1.Streams/Subscribe"], "InvalidArgument")
+
+
+def buf_checks(buf, addr, ca):
+    """Connect's server streaming (HTTP/1.1, application/connect+proto) by buf curl."""
+    url = f"https://localhost:{addr.rsplit(':', 1)[1]}" if ca else f"http://{addr}"
+    base = [buf, "curl", "--protocol", "connect", "--schema", str(CONTRACT / "proto"), "--emit-defaults"]
+    base += ["--cacert", ca] if ca else []
+    return subscribe_checks(
+        "buf curl --protocol connect",
+        lambda request: base + ["-d", request, f"{url}/protobench.v1.Streams/Subscribe"],
+        "invalid_argument",
+    )
 
 
 def parse_sse(body):
@@ -181,6 +209,7 @@ def websocket_checks(addr, ca):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grpc", help="HOST:PORT of the grpc listener")
+    parser.add_argument("--connect", help="HOST:PORT of the connect listener (Connect's server streaming)")
     parser.add_argument("--sse", help="HOST:PORT of the listener serving SSE (rest)")
     parser.add_argument("--websocket", help="HOST:PORT of the listener serving WebSocket (rest)")
     parser.add_argument("--cacert", help="CA of the server's certificate (TLS)")
@@ -193,6 +222,13 @@ def main():
             print("stream_check: grpcurl not found (scripts/setup.sh installs it)", file=sys.stderr)
             sys.exit(2)
         failures += grpcurl_checks(grpcurl, args.grpc, args.cacert)
+    if args.connect:
+        gopath = subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True, check=False).stdout.strip()
+        buf = shutil.which("buf") or os.path.join(gopath or os.path.expanduser("~/go"), "bin", "buf")
+        if not os.access(buf, os.X_OK):
+            print("stream_check: buf not found (scripts/setup.sh installs it)", file=sys.stderr)
+            sys.exit(2)
+        failures += buf_checks(buf, args.connect, args.cacert)
     if args.sse:
         curl = shutil.which("curl")
         if not curl:

@@ -26,6 +26,8 @@ fn serve(tls: bool) -> (Server, Vec<(String, String)>, Option<String>) {
         "127.0.0.1:0",
         "--grpc",
         "127.0.0.1:0",
+        "--connect",
+        "127.0.0.1:0",
     ];
     if tls {
         args.push("--tls");
@@ -39,7 +41,7 @@ fn serve(tls: bool) -> (Server, Vec<(String, String)>, Option<String>) {
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let (mut addrs, mut cert) = (Vec::new(), None);
-    while addrs.len() < 3 {
+    while addrs.len() < 4 {
         let line = lines.next().expect("serve prints its listeners").unwrap();
         let field = |name: &str| line.split(' ').find_map(|kv| kv.strip_prefix(name)).map(str::to_owned);
         if line.starts_with("generated certificate") {
@@ -141,6 +143,7 @@ fn verify_checks_the_streaming_operations_clear_and_tls() {
             ("grpc", "grpc", 10),
             ("rest", "websocket,sse,poll", 26),
             ("rest-h2", "sse,poll", 6),
+            ("connect", "connect", 5),
         ] {
             let mut args = vec![
                 "verify",
@@ -215,7 +218,31 @@ fn flags_that_do_not_fit_a_stream_are_refused_by_name() {
         ),
         (
             vec!["verify", "--protocol", "grpc", "--target", target, "--stream", "pigeon"],
-            "error: --stream: unknown streaming transport `pigeon` (accepted: grpc, websocket, sse, poll)\n",
+            "error: --stream: unknown streaming transport `pigeon` (accepted: grpc, websocket, sse, poll, connect)\n",
+        ),
+        (
+            vec![
+                "load",
+                "--protocol",
+                "connect",
+                target,
+                "--workload",
+                "stream.upload.1k",
+            ],
+            "error: the engine does not drive Upload over --stream connect yet (it drives Subscribe)\n",
+        ),
+        (
+            vec![
+                "load",
+                "--protocol",
+                "rest",
+                target,
+                "--workload",
+                "stream.sub.1k",
+                "--stream",
+                "connect",
+            ],
+            "error: --stream connect runs on --protocol connect, not rest\n",
         ),
     ] {
         let o = protobench(&args);

@@ -128,24 +128,31 @@ pub enum StreamTransport {
     Sse,
     /// Plain REST `GET` on the `rest` and `rest-h2` listeners: polling.
     Poll,
+    /// Connect's streams on the `connect` listener (HTTP/1.1, enveloped
+    /// messages, errors in the end-of-stream message): the subscription,
+    /// the upload and the poll; not the echo stream (bidirectional needs
+    /// HTTP/2).
+    Connect,
 }
 
 impl StreamTransport {
     /// Every transport, in contract order.
-    pub const ALL: [StreamTransport; 4] = [
+    pub const ALL: [StreamTransport; 5] = [
         StreamTransport::Grpc,
         StreamTransport::WebSocket,
         StreamTransport::Sse,
         StreamTransport::Poll,
+        StreamTransport::Connect,
     ];
 
-    /// Its name in manifests: `grpc`, `websocket`, `sse`, `poll`.
+    /// Its name in manifests: `grpc`, `websocket`, `sse`, `poll`, `connect`.
     pub fn name(self) -> &'static str {
         match self {
             StreamTransport::Grpc => "grpc",
             StreamTransport::WebSocket => "websocket",
             StreamTransport::Sse => "sse",
             StreamTransport::Poll => "poll",
+            StreamTransport::Connect => "connect",
         }
     }
 
@@ -157,6 +164,7 @@ impl StreamTransport {
             StreamTransport::WebSocket => &[O::EchoStream, O::Subscribe, O::Upload],
             StreamTransport::Sse => &[O::Subscribe],
             StreamTransport::Poll => &[O::Poll],
+            StreamTransport::Connect => &[O::Subscribe, O::Upload, O::Poll],
         }
     }
 }

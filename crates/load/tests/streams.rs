@@ -5,8 +5,8 @@
 //!   and one TLS connection per stream (ping-pong); WebSocket with text
 //!   (JSON) and binary (protobuf) frames, clear and TLS;
 //! - subscriptions: gRPC server streaming, WebSocket, SSE over HTTP/1.1
-//!   and HTTP/2: every event counted, in order, latency from the server's
-//!   stamp;
+//!   and HTTP/2, Connect server streaming: every event counted, in order,
+//!   latency from the server's stamp;
 //! - the stall: the server pauses a 1,000 events/s subscription for 1 s
 //!   in a 10 s stream, and the per-message p99 comes out near 900 ms;
 //! - a server that drops or swaps an event ends the stream as
@@ -43,10 +43,10 @@ fn certificate() -> &'static TlsFiles {
     })
 }
 
-/// The Rust server on 127.0.0.1 port 0 for rest, rest-h2 and grpc.
+/// The Rust server on 127.0.0.1 port 0 for rest, rest-h2, grpc and connect.
 async fn server(tls: bool, fault: Option<FeedFault>) -> RunningServer {
     let mut config = ServerConfig::default();
-    for p in [Protocol::Rest, Protocol::RestH2, Protocol::Grpc] {
+    for p in [Protocol::Rest, Protocol::RestH2, Protocol::Grpc, Protocol::Connect] {
         config.set_addr(p, Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0))));
     }
     config.workers = 2;
@@ -175,7 +175,7 @@ async fn websocket_echo_text_and_binary_frames_clear_and_tls() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn subscriptions_over_grpc_websocket_and_sse_on_both_http_versions() {
+async fn subscriptions_over_grpc_websocket_sse_on_both_http_versions_and_connect() {
     let s = server(false, None).await;
     for (protocol, transport, frames) in [
         (Protocol::Grpc, StreamTransport::Grpc, Frames::Text),
@@ -183,6 +183,7 @@ async fn subscriptions_over_grpc_websocket_and_sse_on_both_http_versions() {
         (Protocol::Rest, StreamTransport::WebSocket, Frames::Text),
         (Protocol::Rest, StreamTransport::Sse, Frames::Text),
         (Protocol::RestH2, StreamTransport::Sse, Frames::Text),
+        (Protocol::Connect, StreamTransport::Connect, Frames::Text),
     ] {
         let mut p = plan(&s, protocol, transport, "stream.sub.1k");
         p.frames = frames;
@@ -242,6 +243,7 @@ async fn a_dropped_or_swapped_event_ends_the_stream_as_a_wrong_message() {
         for (protocol, transport) in [
             (Protocol::Grpc, StreamTransport::Grpc),
             (Protocol::Rest, StreamTransport::Sse),
+            (Protocol::Connect, StreamTransport::Connect),
         ] {
             let p = plan(&s, protocol, transport, "stream.sub.tiny");
             let r = go(p).await;
@@ -275,6 +277,7 @@ async fn an_injected_failure_is_each_stream_s_final_status() {
     let mut config = ServerConfig::default();
     config.set_addr(Protocol::Grpc, Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0))));
     config.set_addr(Protocol::Rest, Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0))));
+    config.set_addr(Protocol::Connect, Some(std::net::SocketAddr::from(([127, 0, 0, 1], 0))));
     config.failure_rate = 1.0;
     let s = protobench_server::start(config, dataset()).await.unwrap();
     let mut p = plan(&s, Protocol::Grpc, StreamTransport::Grpc, "stream.echo.64b");
@@ -291,6 +294,12 @@ async fn an_injected_failure_is_each_stream_s_final_status() {
         "{:?}",
         r.ends
     );
+    // Connect says a streaming call's error in its end-of-stream message
+    // (HTTP 200): `unavailable`, gRPC's 14, with no event before it.
+    let r = go(plan(&s, Protocol::Connect, StreamTransport::Connect, "stream.sub.tiny")).await;
+    assert_eq!((r.streams.failed, r.messages_received), (1, 0), "{:?}", r.ends);
+    assert_eq!((r.ends[0].kind, r.ends[0].code), (StreamEndKind::GrpcStatus, Some(14)));
+    assert_eq!(r.ends[0].sample, "connect error unavailable: injected failure");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -349,6 +358,7 @@ async fn verify_passes_every_streaming_check_of_the_rust_server_clear_and_tls() 
                 &[StreamTransport::Sse, StreamTransport::Poll][..],
                 5 + 1,
             ),
+            (Protocol::Connect, &[StreamTransport::Connect][..], 5),
         ] {
             let report = verify(&s, protocol, transports).await;
             assert_eq!(report.verdicts.len(), checks, "{protocol}: {:?}", report.verdicts);

@@ -13,7 +13,9 @@
 //! Connect unary is plain HTTP, so this small handler maps it onto the same
 //! operations as every other protocol ([`Core::respond`]). Not served: Connect's GET form of
 //! idempotent calls, compression (`Content-Encoding` other than `identity`
-//! is `unimplemented`), streaming and `Connect-Timeout-Ms`.
+//! is `unimplemented`) and `Connect-Timeout-Ms`. Server streaming (the
+//! subscription) is in [`crate::connect_stream`]; the other streams are not
+//! served.
 
 use std::sync::Arc;
 
@@ -22,68 +24,15 @@ use axum::extract::{Path, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use protobench_contract::stream::StreamOperation;
 use protobench_contract::{Encoding, Message, Operation};
 
 use crate::body::{self, BodyError};
-use crate::core::{CallError, Core, INJECTED_FAILURE};
+use crate::connect_code::{Code, JSON, code_of, connect_error, connect_error_with_status};
+use crate::core::Core;
 
 /// `application/proto`: a protobuf body.
 pub(crate) const PROTO: &str = "application/proto";
-/// `application/json`: a canonical JSON body.
-pub(crate) const JSON: &str = "application/json";
-
-/// Connect's error codes used here, with the HTTP status each maps to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Code {
-    InvalidArgument,
-    NotFound,
-    ResourceExhausted,
-    Unimplemented,
-    Unavailable,
-    DeadlineExceeded,
-    Unknown,
-}
-
-impl Code {
-    fn name(self) -> &'static str {
-        match self {
-            Code::InvalidArgument => "invalid_argument",
-            Code::NotFound => "not_found",
-            Code::ResourceExhausted => "resource_exhausted",
-            Code::Unimplemented => "unimplemented",
-            Code::Unavailable => "unavailable",
-            Code::DeadlineExceeded => "deadline_exceeded",
-            Code::Unknown => "unknown",
-        }
-    }
-
-    fn status(self) -> StatusCode {
-        match self {
-            Code::InvalidArgument => StatusCode::BAD_REQUEST,
-            Code::NotFound => StatusCode::NOT_FOUND,
-            Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
-            Code::Unimplemented => StatusCode::NOT_IMPLEMENTED,
-            Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-            Code::DeadlineExceeded => StatusCode::GATEWAY_TIMEOUT,
-            Code::Unknown => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-}
-
-/// A Connect error response.
-pub(crate) fn connect_error(code: Code, message: &str) -> Response {
-    connect_error_with_status(code, code.status(), message)
-}
-
-fn connect_error_with_status(code: Code, status: StatusCode, message: &str) -> Response {
-    let body = serde_json::json!({ "code": code.name(), "message": message });
-    (
-        status,
-        [(header::CONTENT_TYPE, HeaderValue::from_static(JSON))],
-        body.to_string(),
-    )
-        .into_response()
-}
 
 /// Every `/<service>/<method>` path; other methods than POST 405.
 pub(crate) fn router(core: Arc<Core>) -> Router {
@@ -118,6 +67,9 @@ async fn handle(
 ) -> Response {
     let _in_flight = core.enter();
     let path = format!("/{service}/{method}");
+    if path == StreamOperation::Subscribe.grpc_path() {
+        return crate::connect_stream::subscribe(core.clone(), request).await;
+    }
     let Some(op) = Operation::from_grpc_path(&path) else {
         return connect_error(Code::Unimplemented, &format!("no method {path}"));
     };
@@ -179,8 +131,9 @@ async fn handle(
             };
             ([(header::CONTENT_TYPE, HeaderValue::from_static(media))], body).into_response()
         }
-        Err(CallError::Invalid(m)) => connect_error(Code::InvalidArgument, &m),
-        Err(CallError::NotFound(m)) => connect_error(Code::NotFound, &m),
-        Err(CallError::Injected) => connect_error(Code::Unavailable, INJECTED_FAILURE),
+        Err(err) => {
+            let (code, message) = code_of(err);
+            connect_error(code, &message)
+        }
     }
 }

@@ -40,6 +40,8 @@ use tokio::task::JoinHandle;
 mod body;
 pub mod config;
 mod connect;
+mod connect_code;
+mod connect_stream;
 mod core;
 mod feed;
 mod graphql;

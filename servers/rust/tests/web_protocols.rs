@@ -1,7 +1,8 @@
 //! GraphQL, Connect (protobuf and JSON) and gRPC-Web (binary and text):
 //! every workload, clear text and TLS, exactly the contract's response
 //! (GraphQL byte for byte with its vector; Connect and gRPC-Web with the
-//! protobuf and JSON vectors they reuse), and clean errors for bad input.
+//! protobuf and JSON vectors they reuse), and clean errors for bad input;
+//! Connect's server streaming (the subscription) and its refusals.
 
 mod common;
 
@@ -468,5 +469,141 @@ async fn persisted_queries_refuse_bad_input_and_keep_at_most_1000_documents() {
         let r = get(&mut c, &p.get_target()).await;
         assert!(r.json()["data"].is_object(), "{i}: {}", r.text());
     }
+    server.shutdown().await;
+}
+
+/// The envelopes of a Connect stream's body: (flags, message).
+fn envelopes(mut body: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    while !body.is_empty() {
+        let len = u32::from_be_bytes(body[1..5].try_into().unwrap()) as usize;
+        out.push((body[0], body[5..5 + len].to_vec()));
+        body = &body[5 + len..];
+    }
+    out
+}
+
+fn enveloped(flags: u8, message: &[u8]) -> Vec<u8> {
+    let mut out = vec![flags];
+    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    out.extend_from_slice(message);
+    out
+}
+
+/// A stream that ended at once with a Connect error: its code and message.
+fn stream_error(r: &common::HttpResponse) -> (String, String) {
+    assert_eq!(r.status, 200, "{}", r.text());
+    let all = envelopes(&r.body);
+    assert_eq!(all.len(), 1, "only the end-of-stream message: {all:?}");
+    assert_eq!(all[0].0, 0x02);
+    let end: serde_json::Value = serde_json::from_slice(&all[0].1).unwrap();
+    (
+        end["error"]["code"].as_str().unwrap().to_owned(),
+        end["error"]["message"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_server_streaming_sends_the_feed_then_the_end_of_stream_message() {
+    use prost::Message as _;
+    use protobench_contract::pb::bench::{FeedEvent, SubscribeRequest};
+    let mut config = common::config(&[Protocol::Connect], false);
+    config.max_request_bytes = 4096;
+    let server = common::start(config).await;
+    let mut c = HttpConn::open(&server, Protocol::Connect).await;
+    let path = "/protobench.v1.Streams/Subscribe";
+    let proto = [("content-type", "application/connect+proto")];
+    let request = SubscribeRequest {
+        count: 3,
+        items: 2,
+        rate: 0,
+    };
+    // Protobuf: three events in order, then `{}`.
+    let r = c
+        .send(Method::POST, path, &proto, enveloped(0, &request.encode_to_vec()))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.header("content-type"), "application/connect+proto");
+    let all = envelopes(&r.body);
+    assert_eq!(all.len(), 4, "{all:?}");
+    for (i, (flags, message)) in all[..3].iter().enumerate() {
+        let event = FeedEvent::decode(&message[..]).unwrap();
+        assert_eq!((*flags, event.seq, event.items.len()), (0, i as u32 + 1, 2));
+    }
+    assert_eq!(all[3], (0x02, b"{}".to_vec()));
+    // JSON: the same feed as canonical JSON.
+    let json = [("content-type", "application/connect+json")];
+    let r = c
+        .send(Method::POST, path, &json, enveloped(0, br#"{"count":2,"items":1}"#))
+        .await;
+    assert_eq!(r.header("content-type"), "application/connect+json");
+    let all = envelopes(&r.body);
+    assert_eq!(all.len(), 3, "{all:?}");
+    let event: serde_json::Value = serde_json::from_slice(&all[1].1).unwrap();
+    assert_eq!(event["seq"], 2);
+    // Refusals: errors in the end-of-stream message (HTTP 200), no event.
+    for (body, code, says) in [
+        (vec![0, 0, 0], "invalid_argument", "expected one enveloped message"),
+        (enveloped(1, b"x"), "invalid_argument", "compressed"),
+        (
+            enveloped(0, &[0xff, 0xff]),
+            "invalid_argument",
+            "undecodable SubscribeRequest",
+        ),
+        (
+            enveloped(
+                0,
+                &SubscribeRequest {
+                    count: 2_000_000,
+                    items: 1,
+                    rate: 0,
+                }
+                .encode_to_vec(),
+            ),
+            "invalid_argument",
+            "count is 2000000",
+        ),
+        (vec![0; 5000], "resource_exhausted", "limit of 4096"),
+    ] {
+        let r = c.send(Method::POST, path, &proto, body).await;
+        let (found, message) = stream_error(&r);
+        assert_eq!(found, code, "{message}");
+        assert!(message.contains(says), "{message}");
+    }
+    let r = c
+        .send(
+            Method::POST,
+            path,
+            &[
+                ("content-type", "application/connect+proto"),
+                ("connect-content-encoding", "gzip"),
+            ],
+            enveloped(0, &request.encode_to_vec()),
+        )
+        .await;
+    assert_eq!(stream_error(&r).0, "unimplemented");
+    // Not Connect's streaming media type: an HTTP refusal.
+    let r = c
+        .send(
+            Method::POST,
+            path,
+            &[("content-type", "application/proto")],
+            request.encode_to_vec(),
+        )
+        .await;
+    assert_eq!(
+        connect_error(&r, 415, "unknown"),
+        "content type \"application/proto\" is not supported for a stream; expected application/connect+proto or application/connect+json"
+    );
+    server.shutdown().await;
+
+    let mut config = common::config(&[Protocol::Connect], false);
+    config.failure_rate = 1.0;
+    let server = common::start(config).await;
+    let mut c = HttpConn::open(&server, Protocol::Connect).await;
+    let r = c
+        .send(Method::POST, path, &proto, enveloped(0, &request.encode_to_vec()))
+        .await;
+    assert_eq!(stream_error(&r), ("unavailable".into(), "injected failure".into()));
     server.shutdown().await;
 }

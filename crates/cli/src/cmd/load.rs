@@ -140,8 +140,9 @@ pub(crate) struct Args {
     #[arg(long, short = 'c', default_value_t = 10)]
     concurrency: u32,
     /// Streaming workloads (stream.*): how the stream is carried: grpc,
-    /// websocket or sse (default: grpc on --protocol grpc; on rest and
-    /// rest-h2 websocket for echo streams, sse for subscriptions).
+    /// websocket, sse, poll or connect (default: grpc on --protocol grpc,
+    /// connect on connect; on rest and rest-h2 websocket for echo streams,
+    /// sse for subscriptions, poll for polling).
     #[arg(long, value_name = "TRANSPORT")]
     stream: Option<String>,
     /// Streaming workloads: streams open at once (each replaced when it

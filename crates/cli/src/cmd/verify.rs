@@ -34,7 +34,7 @@ pub(crate) struct Args {
     #[arg(long)]
     workload: Vec<String>,
     /// Also check the streaming operations carried by these transports
-    /// (grpc, websocket, sse; comma-separated): every streaming workload
+    /// (grpc, websocket, sse, poll, connect; comma-separated): every streaming workload
     /// each carries, or those named by --workload (message count, order,
     /// content, the clean end and the status).
     #[arg(long, value_name = "TRANSPORT", value_delimiter = ',')]

@@ -8,6 +8,7 @@
 //! | `grpc` | `grpc` | echo (bidi), subscribe (server streaming) | [`grpc`] on the `h2` crate |
 //! | `websocket` | `rest` (HTTP/1.1) | echo, subscribe; text (JSON) or binary (protobuf) frames | [`ws`] on `tokio-tungstenite` |
 //! | `sse` | `rest`, `rest-h2` | subscribe | [`sse`]: hyper's HTTP/1.1 client, or an `h2` stream |
+//! | `connect` | `connect` (HTTP/1.1) | subscribe (server streaming) | [`connect`]: hyper's HTTP/1.1 client, enveloped protobuf |
 //!
 //! [`session`] holds the schedule (echo) and the receipt (subscription),
 //! written once over two small traits each transport implements.
@@ -17,6 +18,7 @@
 //! them (connect time is then not in any stream's set-up); otherwise every
 //! stream opens its own connection, inside its set-up.
 
+mod connect;
 mod grpc;
 mod open;
 mod poll;
@@ -35,7 +37,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use protobench_contract::pb::bench::SubscribeRequest;
 use protobench_contract::stream::workload::{self as stream_workload, Plan as WorkloadPlan, StreamWorkload};
-use protobench_contract::stream::{self as contract_stream, MAX_STREAM_MESSAGES, StreamOperation};
+use protobench_contract::stream::{MAX_STREAM_MESSAGES, StreamOperation};
 use protobench_model::hdr::EncodedHistogram;
 use protobench_model::load::{EndReason, Environment, Protocol};
 use protobench_model::stream::{STREAM_SCHEMA_VERSION, StreamEndKind, StreamPlan, StreamResult, StreamTransport};
@@ -90,11 +92,12 @@ pub(crate) fn probe_plan(protocol: Protocol, transport: StreamTransport, workloa
 }
 
 /// The transport a streaming workload takes on `protocol` when none is
-/// named: gRPC's streams on `grpc`; on `rest` and `rest-h2` WebSocket for
+/// named: gRPC's streams on `grpc`, Connect's on `connect`; on `rest` and `rest-h2` WebSocket for
 /// the echo stream (and upload), SSE for the subscription, polling for poll.
 pub fn default_transport(protocol: Protocol, op: StreamOperation) -> StreamTransport {
     match (protocol, op) {
         (Protocol::Grpc, _) => StreamTransport::Grpc,
+        (Protocol::Connect, _) => StreamTransport::Connect,
         (_, StreamOperation::Subscribe) => StreamTransport::Sse,
         (_, StreamOperation::Poll) => StreamTransport::Poll,
         _ => StreamTransport::WebSocket,
@@ -117,6 +120,7 @@ pub fn validate_stream(plan: &StreamPlan) -> Result<&'static StreamWorkload, Pla
         StreamTransport::Grpc => &[Protocol::Grpc],
         StreamTransport::WebSocket => &[Protocol::Rest],
         StreamTransport::Sse | StreamTransport::Poll => &[Protocol::Rest, Protocol::RestH2],
+        StreamTransport::Connect => &[Protocol::Connect],
     };
     if !listeners.contains(&plan.protocol) {
         let names: Vec<&str> = listeners.iter().map(|p| p.name()).collect();
@@ -146,7 +150,7 @@ pub fn validate_stream(plan: &StreamPlan) -> Result<&'static StreamWorkload, Pla
             StreamOperation::Subscribe,
             StreamOperation::Upload,
         ],
-        StreamTransport::Sse => &[StreamOperation::Subscribe],
+        StreamTransport::Sse | StreamTransport::Connect => &[StreamOperation::Subscribe],
         StreamTransport::Poll => &[StreamOperation::Poll],
     };
     if !driven.contains(&op) {
@@ -389,18 +393,7 @@ fn shared_of(plan: StreamPlan, endpoint: Endpoint, workload: &'static StreamWork
         }
         _ => 0,
     };
-    let path = match (plan.transport, op) {
-        (StreamTransport::Grpc, op) => op.grpc_path().to_owned(),
-        (StreamTransport::WebSocket, StreamOperation::EchoStream) => contract_stream::WS_ECHO_PATH.to_owned(),
-        (StreamTransport::WebSocket, StreamOperation::Upload) => contract_stream::WS_UPLOAD_PATH.to_owned(),
-        (StreamTransport::WebSocket, _) => contract_stream::WS_SUBSCRIBE_PATH.to_owned(),
-        (StreamTransport::Poll, _) => contract_stream::POLL_PATH.to_owned(),
-        (_, _) => format!(
-            "{}?{}",
-            contract_stream::SSE_PATH,
-            contract_stream::subscribe_query(&subscribe)
-        ),
-    };
+    let path = open::path(plan.transport, op, &subscribe);
     let poll = first_poll(workload, &subscribe, plan.poll_interval_ns);
     Shared {
         poll,

@@ -7,13 +7,13 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 use protobench_contract::pb::bench::{FeedEvent, PollRequest, StreamMessage, SubscribeRequest, UploadSummary};
-use protobench_contract::stream::StreamOperation;
+use protobench_contract::stream::{self as contract_stream, StreamOperation};
 use protobench_model::load::Protocol;
 use protobench_model::stream::{Frames, StreamEndKind, StreamTransport};
 
 use super::record::Outcome;
 use super::session::{MessageSink, MessageSource};
-use super::{grpc, poll, sse, ws};
+use super::{connect, grpc, poll, sse, ws};
 use crate::driver::ByteCounters;
 use crate::driver::net::Endpoint;
 
@@ -64,6 +64,7 @@ pub(crate) enum AnySource {
     Ws(ws::WsSource),
     Sse(sse::SseSource),
     Poll(poll::PollSource),
+    Connect(connect::ConnectSource),
 }
 
 impl MessageSource<StreamMessage> for AnySource {
@@ -71,7 +72,7 @@ impl MessageSource<StreamMessage> for AnySource {
         match self {
             AnySource::Grpc(s) => s.next().await,
             AnySource::Ws(s) => s.next().await,
-            AnySource::Sse(_) | AnySource::Poll(_) => {
+            AnySource::Sse(_) | AnySource::Poll(_) | AnySource::Connect(_) => {
                 Err(Outcome::new(StreamEndKind::WrongMessage, "a feed carries no echo"))
             }
         }
@@ -83,7 +84,7 @@ impl MessageSource<UploadSummary> for AnySource {
         match self {
             AnySource::Grpc(s) => s.next().await,
             AnySource::Ws(s) => s.next().await,
-            AnySource::Sse(_) | AnySource::Poll(_) => Err(Outcome::new(
+            AnySource::Sse(_) | AnySource::Poll(_) | AnySource::Connect(_) => Err(Outcome::new(
                 StreamEndKind::WrongMessage,
                 "a feed carries no upload summary",
             )),
@@ -98,6 +99,7 @@ impl MessageSource<FeedEvent> for AnySource {
             AnySource::Ws(s) => s.next().await,
             AnySource::Sse(s) => s.next().await,
             AnySource::Poll(s) => s.next().await,
+            AnySource::Connect(s) => s.next().await,
         }
     }
 }
@@ -108,6 +110,33 @@ pub(crate) struct Opened {
     pub(crate) sink: Option<AnySink>,
     pub(crate) source: AnySource,
     pub(crate) requests: u64,
+}
+
+/// A stream that only receives (a subscription), its one request sent.
+fn feed(source: AnySource) -> Opened {
+    Opened {
+        sink: None,
+        source,
+        requests: 1,
+    }
+}
+
+/// The path a stream is opened on: the gRPC path (gRPC and Connect), the
+/// WebSocket path of the operation, polling's path, or SSE's path with
+/// the subscription in its query.
+pub(crate) fn path(transport: StreamTransport, op: StreamOperation, subscribe: &SubscribeRequest) -> String {
+    match (transport, op) {
+        (StreamTransport::Grpc | StreamTransport::Connect, op) => op.grpc_path().to_owned(),
+        (StreamTransport::WebSocket, StreamOperation::EchoStream) => contract_stream::WS_ECHO_PATH.to_owned(),
+        (StreamTransport::WebSocket, StreamOperation::Upload) => contract_stream::WS_UPLOAD_PATH.to_owned(),
+        (StreamTransport::WebSocket, _) => contract_stream::WS_SUBSCRIBE_PATH.to_owned(),
+        (StreamTransport::Poll, _) => contract_stream::POLL_PATH.to_owned(),
+        (StreamTransport::Sse, _) => format!(
+            "{}?{}",
+            contract_stream::SSE_PATH,
+            contract_stream::subscribe_query(subscribe)
+        ),
+    }
 }
 
 /// Opens a stream: on `conn` (a shared HTTP/2 connection) or on a
@@ -147,12 +176,9 @@ pub(crate) async fn open_stream(
             }
             if !is_grpc {
                 let body = grpc::head(response, grpc::Kind::EventStream).await?;
-                let source = AnySource::Sse(sse::SseSource::new(sse::Body::H2(grpc::H2Body(body))));
-                return Ok(Opened {
-                    sink: None,
-                    source,
-                    requests: 1,
-                });
+                return Ok(feed(AnySource::Sse(sse::SseSource::new(sse::Body::H2(grpc::H2Body(
+                    body,
+                ))))));
             }
             if echo {
                 // A gRPC server may hold its response head until it has a
@@ -168,12 +194,8 @@ pub(crate) async fn open_stream(
                 });
             }
             sink.send_frame(grpc::frame(t.subscribe), true).await?;
-            let source = AnySource::Grpc(grpc::GrpcSource::new(grpc::head(response, grpc::Kind::Grpc).await?));
-            Ok(Opened {
-                sink: None,
-                source,
-                requests: 1,
-            })
+            let body = grpc::head(response, grpc::Kind::Grpc).await?;
+            Ok(feed(AnySource::Grpc(grpc::GrpcSource::new(body))))
         }
         StreamTransport::WebSocket => {
             let socket = ws::open(t.endpoint, counters, t.path).await?;
@@ -196,11 +218,7 @@ pub(crate) async fn open_stream(
         }
         StreamTransport::Sse => {
             let body = sse::open_h1(t.endpoint, counters, t.path).await?;
-            Ok(Opened {
-                sink: None,
-                source: AnySource::Sse(sse::SseSource::new(body)),
-                requests: 1,
-            })
+            Ok(feed(AnySource::Sse(sse::SseSource::new(body))))
         }
         StreamTransport::Poll => {
             let poller = match (t.protocol.is_http2(), conn) {
@@ -218,6 +236,10 @@ pub(crate) async fn open_stream(
                 source: AnySource::Poll(source),
                 requests: 0,
             })
+        }
+        StreamTransport::Connect => {
+            let body = connect::open_h1(t.endpoint, counters, t.path, t.subscribe).await?;
+            Ok(feed(AnySource::Connect(connect::ConnectSource::new(body))))
         }
         StreamTransport::Grpc => Err(Outcome::new(
             StreamEndKind::Broken,

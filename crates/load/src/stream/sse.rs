@@ -33,14 +33,14 @@ fn status(code: u16) -> Outcome {
     )
 }
 
-/// The body of an SSE response, as either version carries it.
+/// The body of an SSE response (or of a Connect stream), as either version carries it.
 pub(crate) enum Body {
     H1(Incoming),
     H2(H2Body),
 }
 
 impl Body {
-    async fn chunk(&mut self) -> Result<Option<Bytes>, Outcome> {
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, Outcome> {
         match self {
             Body::H2(body) => body.chunk().await,
             Body::H1(body) => loop {

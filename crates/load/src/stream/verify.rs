@@ -120,17 +120,7 @@ async fn verify_one(
     let workload = check.workload;
     let op = workload.operation();
     let subscribe = workload.subscribe_request().unwrap_or_default();
-    let path = match (check.transport, op) {
-        (StreamTransport::Grpc, op) => op.grpc_path().to_owned(),
-        (StreamTransport::WebSocket, StreamOperation::EchoStream) => contract_stream::WS_ECHO_PATH.to_owned(),
-        (StreamTransport::WebSocket, StreamOperation::Upload) => contract_stream::WS_UPLOAD_PATH.to_owned(),
-        (StreamTransport::WebSocket, _) => contract_stream::WS_SUBSCRIBE_PATH.to_owned(),
-        _ => format!(
-            "{}?{}",
-            contract_stream::SSE_PATH,
-            contract_stream::subscribe_query(&subscribe)
-        ),
-    };
+    let path = open::path(check.transport, op, &subscribe);
     let target = open::Target {
         protocol,
         transport: check.transport,

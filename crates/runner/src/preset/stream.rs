@@ -28,6 +28,7 @@ pub(super) fn listener(t: StreamTransport) -> Protocol {
     match t {
         StreamTransport::Grpc => Protocol::Grpc,
         StreamTransport::WebSocket | StreamTransport::Sse | StreamTransport::Poll => Protocol::Rest,
+        StreamTransport::Connect => Protocol::Connect,
     }
 }
 
