@@ -469,7 +469,9 @@ go = "1.22"
         let text = GO.replace("start_timeout_s = 20", "start_timeout_s = 20\nstreaming = [\"quic\"]");
         let e = Manifest::parse(&text, Path::new("m.toml")).unwrap_err().to_string();
         assert!(
-            e.ends_with("streaming: unknown streaming transport `quic` (accepted: grpc, websocket, sse, poll, connect)"),
+            e.ends_with(
+                "streaming: unknown streaming transport `quic` (accepted: grpc, websocket, sse, poll, connect)"
+            ),
             "{e}"
         );
         assert_eq!(Manifest::builtin().streaming, StreamTransport::ALL);
