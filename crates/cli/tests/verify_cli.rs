@@ -58,12 +58,20 @@ fn check_all(tls: bool) {
             "{protocol} tls={tls}:\n{out}{}",
             String::from_utf8_lossy(&o.stderr)
         );
-        // graphql-get verifies the queries (it carries no mutation)
+        // graphql-get verifies the queries (it carries no mutation); both
+        // GraphQL protocols add the GraphQL-only workloads.
+        let graphql = protocol.starts_with("graphql");
         let n = protobench_contract::workload::ALL
             .iter()
             .filter(|w| protocol != "graphql-get" || !protobench_contract::graphql::root(w.operation).mutation)
-            .count();
+            .count()
+            + if graphql {
+                protobench_contract::graphql::WORKLOADS.len()
+            } else {
+                0
+            };
         assert!(n >= 9, "{protocol}: {n} workloads");
+        assert_eq!(out.contains("graphql.dashboard "), graphql, "{out}");
         assert!(
             out.ends_with(&format!("ok {protocol} {addr}: {n} of {n} workloads passed\n")),
             "{out}"

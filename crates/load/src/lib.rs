@@ -63,7 +63,7 @@ pub use crate::stream::{
     stream_plan_defaults, validate_stream, verify_streams,
 };
 pub use crate::validate::{MAX_CONCURRENCY, MAX_DURATION_NS, MAX_DURATION_TEXT, MAX_RATE, MIN_RATE, validate};
-pub use crate::verify::{Outcome, VerifyReport, WorkloadVerdict, verify};
+pub use crate::verify::{Outcome, VerifyReport, WorkloadVerdict, verify, verify_graphql};
 
 /// What the engine reports while it runs.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use protobench_contract::graphql::GraphqlWorkload;
 use protobench_contract::{Encoding, Message, Protocol, Workload, vectors};
 use protobench_model::load::TlsPlan;
 use serde_json::Value;
@@ -14,6 +15,7 @@ use crate::LoadError;
 use crate::check::Family;
 use crate::diff::{first_difference, short};
 use crate::driver::Response;
+use crate::driver::net::Endpoint;
 use crate::prepare::{self, AnyDriver};
 
 /// What verify found for one workload.
@@ -88,11 +90,7 @@ pub async fn verify(
     contract_dir: &Path,
     timeout: Duration,
 ) -> Result<VerifyReport, LoadError> {
-    let parsed = prepare::parse_target(target);
-    let addr = prepare::resolve(&parsed.authority, timeout).await?;
-    let tls = tls.cloned().or_else(|| parsed.https.then(TlsPlan::default));
-    let endpoint =
-        crate::driver::net::Endpoint::new(addr, parsed.authority.clone(), tls.as_ref(), protocol.alpn_ids())?;
+    let endpoint = endpoint_of(protocol, target, tls, timeout).await?;
     let workloads: Vec<&'static Workload> = workloads.to_vec();
     let dir = contract_dir.to_owned();
     // Drivers run on a single-threaded event loop of their own.
@@ -102,9 +100,125 @@ pub async fn verify(
     .await?
 }
 
+/// The endpoint of `target` (resolved; TLS when asked or `https://`).
+async fn endpoint_of(
+    protocol: Protocol,
+    target: &str,
+    tls: Option<&TlsPlan>,
+    timeout: Duration,
+) -> Result<Endpoint, LoadError> {
+    let parsed = prepare::parse_target(target);
+    let addr = prepare::resolve(&parsed.authority, timeout).await?;
+    let tls = tls.cloned().or_else(|| parsed.https.then(TlsPlan::default));
+    Ok(Endpoint::new(
+        addr,
+        parsed.authority.clone(),
+        tls.as_ref(),
+        protocol.alpn_ids(),
+    )?)
+}
+
+/// Verifies GraphQL-only workloads (`contract/graphql`) of a `graphql` or
+/// `graphql-get` server: each vector's document sent (registered first on
+/// `graphql-get`), the answer's JSON compared as a value with the vector's,
+/// nulls dropped (as a run checks them). Fails as [`verify`] does.
+pub async fn verify_graphql(
+    protocol: Protocol,
+    target: &str,
+    tls: Option<&TlsPlan>,
+    workloads: &[&'static GraphqlWorkload],
+    contract_dir: &Path,
+    timeout: Duration,
+) -> Result<VerifyReport, LoadError> {
+    let endpoint = endpoint_of(protocol, target, tls, timeout).await?;
+    let workloads = workloads.to_vec();
+    let dir = contract_dir.to_owned();
+    crate::driver::on_own_thread("protobench-verify-graphql", move || async move {
+        let mut report = VerifyReport::default();
+        for w in workloads {
+            let outcome = match vectors::load_graphql(&dir, w.name) {
+                Err(e) => Outcome::Error(format!(
+                    "cannot read the vectors of {} in {}: {e}",
+                    w.name,
+                    dir.display()
+                )),
+                Ok((request, response)) => match prepare::web_driver(protocol, endpoint.clone(), "", &request, &[]) {
+                    Err(e) => Outcome::Error(protobench_model::format::error_chain(&e)),
+                    Ok(driver) => match call(protocol, &endpoint, &driver, &request, timeout).await {
+                        Err(e) => Outcome::Error(e),
+                        Ok(resp) => match judge_graphql(&response, &resp) {
+                            Outcome::Fail { found, expected } if is_injected(Family::Graphql, &resp) => {
+                                Outcome::Injected { found, expected }
+                            }
+                            other => other,
+                        },
+                    },
+                },
+            };
+            report.verdicts.push(WorkloadVerdict {
+                workload: w.name.to_owned(),
+                outcome,
+            });
+        }
+        report
+    })
+    .await
+}
+
+/// One verify call: on `graphql-get` the document is registered first.
+async fn call(
+    protocol: Protocol,
+    endpoint: &Endpoint,
+    driver: &AnyDriver,
+    request: &[u8],
+    timeout: Duration,
+) -> Result<Response, String> {
+    if protocol == Protocol::GraphqlGet {
+        let register = prepare::registration_driver(endpoint.clone(), request, &[])
+            .map_err(|e| protobench_model::format::error_chain(&e))?;
+        prepare::registered(&register, timeout)
+            .await
+            .map_err(|e| format!("registering the persisted query: {e}"))?;
+    }
+    match driver {
+        AnyDriver::Http1(d) => crate::driver::one(d, timeout).await,
+        AnyDriver::Http2(d) => crate::driver::one(d.as_ref(), timeout).await,
+    }
+}
+
+/// A GraphQL-only workload's answer against its vector: HTTP 200, JSON,
+/// no errors, and the same value once nulls are dropped.
+fn judge_graphql(expected: &[u8], resp: &Response) -> Outcome {
+    if resp.status != 200 {
+        return fail(format!("http status {}", resp.status), "http status 200");
+    }
+    let body = resp.body.as_deref().unwrap_or_default();
+    if let Some(message) = crate::check::graphql_error(body) {
+        return fail(format!("graphql error: {message}"), "data without errors");
+    }
+    let ct = resp.content_type.clone().unwrap_or_default();
+    let media = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    if media != "application/json" {
+        return fail(format!("content type {}", short(&ct)), "application/json");
+    }
+    let found = match serde_json::from_slice::<Value>(body) {
+        Ok(v) => protobench_contract::graphql::drop_nulls(v),
+        Err(e) => return fail(format!("a body that is not JSON ({e})"), "the vector's JSON"),
+    };
+    let want = match serde_json::from_slice::<Value>(expected) {
+        Ok(v) => protobench_contract::graphql::drop_nulls(v),
+        Err(e) => return Outcome::Error(format!("the vector's response is not JSON: {e}")),
+    };
+    match first_difference(&found, &want, String::new()) {
+        None => Outcome::Ok,
+        Some((path, f, e)) if path.is_empty() => fail(f, e),
+        Some((path, f, e)) => fail(format!("{f} at {path}"), e),
+    }
+}
+
 async fn verify_all(
     protocol: Protocol,
-    endpoint: crate::driver::net::Endpoint,
+    endpoint: Endpoint,
     workloads: &[&'static Workload],
     dir: &Path,
     timeout: Duration,
@@ -124,20 +238,7 @@ async fn verify_all(
                 let path = w.operation.rest_path(&request);
                 let driver =
                     prepare::contract_driver(protocol, endpoint.clone(), w.operation, &vector.request, &path, &[])?;
-                let registered = if protocol == Protocol::GraphqlGet {
-                    let register = prepare::registration_driver(endpoint.clone(), &vector.request, &[])?;
-                    prepare::registered(&register, timeout)
-                        .await
-                        .map_err(|e| format!("registering the persisted query: {e}"))
-                } else {
-                    Ok(())
-                };
-                let response = match (&driver, registered) {
-                    (_, Err(e)) => Err(e),
-                    (AnyDriver::Http1(d), _) => crate::driver::one(d, timeout).await,
-                    (AnyDriver::Http2(d), _) => crate::driver::one(d.as_ref(), timeout).await,
-                };
-                match response {
+                match call(protocol, &endpoint, &driver, &vector.request, timeout).await {
                     Err(e) => Outcome::Error(e),
                     Ok(resp) => match judge(family, encoding, w, &vector.response, &resp) {
                         Outcome::Fail { found, expected } if is_injected(family, &resp) => {
@@ -346,6 +447,35 @@ fn compare_values(found: &Value, expected: &Value) -> Outcome {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_graphql_only_answer_is_compared_as_a_value_with_nulls_dropped() {
+        let resp = |status: u16, ct: &str, body: &str| Response {
+            status,
+            content_type: Some(ct.into()),
+            body: Some(bytes::Bytes::from(body.to_owned())),
+            ..Response::default()
+        };
+        let want = br#"{"data":{"items":[{"id":"a","stock":3}]}}"#;
+        let json = "application/json; charset=utf-8";
+        let same = resp(200, json, r#"{"data":{"items":[{"stock":3,"id":"a","note":null}]}}"#);
+        assert_eq!(judge_graphql(want, &same), Outcome::Ok);
+        let differs = resp(200, json, r#"{"data":{"items":[{"id":"a","stock":4}]}}"#);
+        assert_eq!(judge_graphql(want, &differs), fail("4 at data.items[0].stock", "3"));
+        let error = resp(200, json, r#"{"errors":[{"message":"boom"}]}"#);
+        assert_eq!(
+            judge_graphql(want, &error),
+            fail("graphql error: boom", "data without errors")
+        );
+        assert_eq!(
+            judge_graphql(want, &resp(404, json, "{}")),
+            fail("http status 404", "http status 200")
+        );
+        assert_eq!(
+            judge_graphql(want, &resp(200, "text/html", "{}")),
+            fail("content type text/html", "application/json")
+        );
+    }
 
     #[test]
     fn first_difference_has_a_path() {

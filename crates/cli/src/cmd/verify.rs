@@ -28,8 +28,9 @@ pub(crate) struct Args {
     /// host:port of the server.
     #[arg(long)]
     target: String,
-    /// Workloads to check (default: every unary workload); repeatable.
-    /// A streaming workload (stream.*) is checked over --stream's
+    /// Workloads to check (default: every unary workload, and on graphql
+    /// and graphql-get every GraphQL-only one, graphql.*); repeatable. A
+    /// streaming workload (stream.*) is checked over --stream's
     /// transports, or the protocol's default one.
     #[arg(long)]
     workload: Vec<String>,
@@ -81,46 +82,32 @@ pub(crate) fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(Exit::Usage));
         }
     };
-    let workloads = match chosen(protocol, &args.workload) {
-        Ok(w) => w,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return Ok(ExitCode::from(Exit::Usage));
-        }
-    };
+    let (workloads, graphql_only) =
+        match chosen(protocol, &args.workload).and_then(|w| chosen_graphql(protocol, &args.workload).map(|g| (w, g))) {
+            Ok(w) => w,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return Ok(ExitCode::from(Exit::Usage));
+            }
+        };
     let dir = super::common::contract_dir();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    let report = rt.block_on(protobench_load::verify(
+    let checks = Checks {
+        workloads: &workloads,
+        graphql_only: &graphql_only,
+        streams: &stream_checks,
+    };
+    let report = rt.block_on(verify_all(
         protocol,
         &args.target,
         tls.as_ref(),
-        &workloads,
+        &checks,
         &dir,
         args.timeout,
     ));
-    let report = match report {
-        Ok(mut r) if !stream_checks.is_empty() => {
-            let streams = rt.block_on(protobench_load::verify_streams(
-                protocol,
-                &args.target,
-                tls.as_ref(),
-                &stream_checks,
-                std::sync::Arc::new(protobench_contract::Dataset::generate()),
-                args.timeout,
-            ));
-            match streams {
-                Ok(s) => {
-                    r.verdicts.extend(s.verdicts);
-                    Ok(r)
-                }
-                Err(e) => Err(e),
-            }
-        }
-        other => other,
-    };
     let report = match report {
         Ok(r) => r,
         Err(e @ LoadError::Tls(_)) => {
@@ -205,12 +192,45 @@ fn stream_checks(
     Ok(checks)
 }
 
+/// What one `verify` checks.
+struct Checks<'a> {
+    workloads: &'a [&'static workload::Workload],
+    graphql_only: &'a [&'static protobench_contract::graphql::GraphqlWorkload],
+    streams: &'a [protobench_load::StreamCheck],
+}
+
+/// The contract workloads, then the GraphQL-only ones, then the streams:
+/// one report, in that order.
+async fn verify_all(
+    protocol: Protocol,
+    target: &str,
+    tls: Option<&protobench_model::load::TlsPlan>,
+    checks: &Checks<'_>,
+    dir: &std::path::Path,
+    timeout: Duration,
+) -> Result<protobench_load::VerifyReport, LoadError> {
+    let mut report = protobench_load::verify(protocol, target, tls, checks.workloads, dir, timeout).await?;
+    if !checks.graphql_only.is_empty() {
+        let g = protobench_load::verify_graphql(protocol, target, tls, checks.graphql_only, dir, timeout).await?;
+        report.verdicts.extend(g.verdicts);
+    }
+    if !checks.streams.is_empty() {
+        let dataset = std::sync::Arc::new(protobench_contract::Dataset::generate());
+        let s = protobench_load::verify_streams(protocol, target, tls, checks.streams, dataset, timeout).await?;
+        report.verdicts.extend(s.verdicts);
+    }
+    Ok(report)
+}
+
 /// The contract workloads to verify: those named (streams aside), or all
 /// of them; `graphql-get` carries queries only, so its default leaves the
 /// mutations out and a named one is refused.
 fn chosen(protocol: Protocol, names: &[String]) -> Result<Vec<&'static workload::Workload>, String> {
     let mut workloads = Vec::new();
-    for name in names.iter().filter(|n| !n.starts_with("stream.")) {
+    for name in names
+        .iter()
+        .filter(|n| !n.starts_with("stream.") && !n.starts_with("graphql."))
+    {
         workloads.push(workload::find(name).ok_or_else(|| workload::unknown(name))?);
     }
     if names.is_empty() {
@@ -227,6 +247,37 @@ fn chosen(protocol: Protocol, names: &[String]) -> Result<Vec<&'static workload:
         ));
     }
     Ok(workloads)
+}
+
+/// The GraphQL-only workloads (`graphql.*`) to check: on `graphql` and
+/// `graphql-get` every one when none is named, else those named; naming
+/// one on another protocol is an error.
+fn chosen_graphql(
+    protocol: Protocol,
+    names: &[String],
+) -> Result<Vec<&'static protobench_contract::graphql::GraphqlWorkload>, String> {
+    let graphql = matches!(protocol, Protocol::Graphql | Protocol::GraphqlGet);
+    let named: Vec<&String> = names.iter().filter(|n| n.starts_with("graphql.")).collect();
+    if let Some(name) = named.first().filter(|_| !graphql) {
+        return Err(format!(
+            "workload {name} is GraphQL-only (it selects part of a message): use --protocol graphql or graphql-get"
+        ));
+    }
+    if !graphql {
+        return Ok(Vec::new());
+    }
+    if names.is_empty() {
+        return Ok(protobench_contract::graphql::WORKLOADS.iter().collect());
+    }
+    named
+        .into_iter()
+        .map(|name| {
+            protobench_contract::graphql::find(name).ok_or_else(|| {
+                let known: Vec<&str> = protobench_contract::graphql::WORKLOADS.iter().map(|w| w.name).collect();
+                format!("unknown GraphQL workload `{name}` (known: {})", known.join(", "))
+            })
+        })
+        .collect()
 }
 
 /// Whether the workload's GraphQL operation is a mutation (a REST `POST`).
