@@ -57,31 +57,12 @@ pub(crate) async fn open_h1(
     path: &str,
     subscribe: &SubscribeRequest,
 ) -> Result<Body, Outcome> {
-    let io = endpoint.connect(counters).await.map_err(Outcome::from)?;
-    let (mut send, connection) =
-        hyper::client::conn::http1::handshake::<_, Full<Bytes>>(hyper_util::rt::TokioIo::new(io))
-            .await
-            .map_err(|e| broken("HTTP/1.1 connection", e))?;
-    tokio::task::spawn_local(async move {
-        let _ = connection.await;
-    });
     let request = http::Request::post(path)
         .header("host", &endpoint.authority)
         .header("content-type", STREAM_PROTO)
         .body(Full::new(envelope(0, &subscribe.encode_to_vec())))
         .map_err(|e| broken("building the request", e))?;
-    let response = send
-        .send_request(request)
-        .await
-        .map_err(|e| broken("waiting for the response head", e))?;
-    if response.status() != http::StatusCode::OK {
-        let code = response.status().as_u16();
-        return Err(Outcome::coded(
-            StreamEndKind::HttpStatus,
-            i64::from(code),
-            format!("http status {code} (expected 200)"),
-        ));
-    }
+    let response = super::sse::send_h1(endpoint, counters, request).await?;
     let ct = response
         .headers()
         .get("content-type")

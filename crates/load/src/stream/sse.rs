@@ -65,19 +65,36 @@ pub(crate) async fn open_h1(
     counters: &Rc<ByteCounters>,
     path_and_query: &str,
 ) -> Result<Body, Outcome> {
-    let io = endpoint.connect(counters).await.map_err(Outcome::from)?;
-    let (mut send, connection) =
-        hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(hyper_util::rt::TokioIo::new(io))
-            .await
-            .map_err(|e| broken("HTTP/1.1 connection", e))?;
-    tokio::task::spawn_local(async move {
-        let _ = connection.await;
-    });
     let request = http::Request::get(path_and_query)
         .header("host", &endpoint.authority)
         .header("accept", "text/event-stream")
-        .body(Empty::new())
+        .body(Empty::<Bytes>::new())
         .map_err(|e| broken("building the request", e))?;
+    let response = send_h1(endpoint, counters, request).await?;
+    super::grpc::content_type(response.headers(), super::grpc::Kind::EventStream)?;
+    Ok(Body::H1(response.into_body()))
+}
+
+/// Sends `request` on an HTTP/1.1 connection of its own (hyper's client
+/// on the engine's counted socket); returns the response once its head,
+/// status 200, is in (another status is the stream's `http_status` end).
+pub(crate) async fn send_h1<B>(
+    endpoint: &Endpoint,
+    counters: &Rc<ByteCounters>,
+    request: http::Request<B>,
+) -> Result<http::Response<Incoming>, Outcome>
+where
+    B: hyper::body::Body + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let io = endpoint.connect(counters).await.map_err(Outcome::from)?;
+    let (mut send, connection) = hyper::client::conn::http1::handshake::<_, B>(hyper_util::rt::TokioIo::new(io))
+        .await
+        .map_err(|e| broken("HTTP/1.1 connection", e))?;
+    tokio::task::spawn_local(async move {
+        let _ = connection.await;
+    });
     let response = send
         .send_request(request)
         .await
@@ -85,8 +102,7 @@ pub(crate) async fn open_h1(
     if response.status() != http::StatusCode::OK {
         return Err(status(response.status().as_u16()));
     }
-    super::grpc::content_type(response.headers(), super::grpc::Kind::EventStream)?;
-    Ok(Body::H1(response.into_body()))
+    Ok(response)
 }
 
 /// Feed events parsed from an event stream: `event: feed` with the
