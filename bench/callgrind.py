@@ -118,6 +118,21 @@ def per_call(a, b, n1, n2):
     return [(y - x) / d for x, y in zip(fa, fb)]
 
 
+def coordinator_per_call(a, b, n1, n2):
+    """The coordinator's instructions per call: the main thread of `protobench
+    load` (inclusive of coordinator::run_at), whose work while the engine
+    threads run is the per-second timeline (one latency histogram encoded a
+    second). It grows with the run's duration, not with its calls, so a
+    protocol whose server is slow shows more of it per call; 0 for a process
+    without it (the server, the peers)."""
+    out = []
+    for path in (a, b):
+        events, _, funcs = parse(path)
+        i = events.index("Ir")
+        out.append(max((f[2][i] for k, f in funcs.items() if k[1].startswith("protobench_load::coordinator::run_at")), default=0))
+    return (out[1] - out[0]) / (n2 - n1)
+
+
 def crate(key, fl):
     obj, fn = key
     if obj.startswith("libc.so"):
@@ -252,7 +267,8 @@ def main(argv):
         self_test()
     elif len(argv) >= 6 and argv[1] == "per-call":
         ir, sysc, clock = per_call(argv[2], argv[3], int(argv[4]), int(argv[5]))
-        print(f"{ir:.0f} {sysc:.2f} {clock:.2f}")
+        coord = coordinator_per_call(argv[2], argv[3], int(argv[4]), int(argv[5]))
+        print(f"{ir:.0f} {sysc:.2f} {clock:.2f} {coord:.0f}")
     elif len(argv) >= 6 and argv[1] == "profile":
         profile(argv[2], argv[3], int(argv[4]), int(argv[5]), int(argv[6]) if len(argv) > 6 else 15)
     else:

@@ -286,9 +286,19 @@ fn content_length(value: &[u8]) -> Option<usize> {
 /// size past `isize::MAX` (no body is that long, and the reader adds the
 /// CRLF's 2 bytes to it: a size of `usize::MAX` overflowed there; issue 35).
 fn chunk_size(line: &[u8]) -> Option<usize> {
-    let line = std::str::from_utf8(line).ok()?;
-    let size_hex = line.split(';').next().unwrap_or("").trim();
-    let size = usize::from_str_radix(size_hex, 16).ok()?;
+    // Read as bytes: the hex digits before any `;extension`, blanks
+    // around them allowed (the str route cost about 800 instructions
+    // a chunk under callgrind, 3 chunks a gRPC-Web call).
+    let end = memchr::memchr(b';', line).unwrap_or(line.len());
+    let digits = line[..end].trim_ascii();
+    if digits.is_empty() {
+        return None;
+    }
+    let mut size: usize = 0;
+    for &b in digits {
+        let digit = (b as char).to_digit(16)?;
+        size = size.checked_mul(16)?.checked_add(digit as usize)?;
+    }
     (size <= isize::MAX as usize).then_some(size)
 }
 
@@ -617,7 +627,11 @@ mod tests {
             (b"", None),
             (b"g", None),
             (b"-1", None),
+            (b"+1", None),
+            (b" ", None),
+            (b";x", None),
             (b"\xff", None),
+            (b" 00000000000000000010\t", Some(16)),
         ] {
             assert_eq!(chunk_size(line), want, "{:?}", String::from_utf8_lossy(line));
         }
