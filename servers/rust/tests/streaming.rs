@@ -800,7 +800,7 @@ fn the_manifest_lists_every_streaming_transport() {
     // The manifest says the server serves every transport.
     let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/manifest.toml")).unwrap();
     assert!(
-        manifest.contains(r#"streaming = ["grpc", "websocket", "sse", "poll"]"#),
+        manifest.contains(r#"streaming = ["grpc", "websocket", "sse", "poll", "connect"]"#),
         "servers/rust/manifest.toml lists its streaming transports"
     );
 }
