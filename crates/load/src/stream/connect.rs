@@ -111,11 +111,11 @@ fn take_envelope(buf: &mut BytesMut) -> Result<Option<(u8, Bytes)>, Outcome> {
 }
 
 /// The outcome an end-of-stream message stands for: `None` for the clean
-/// end (no `error`).
+/// end (no `error`, or a null one).
 pub(crate) fn end_of_stream(message: &[u8]) -> Result<Option<Outcome>, Outcome> {
     let end: serde_json::Value = serde_json::from_slice(message)
         .map_err(|e| wrong(format!("an end-of-stream message that is not JSON: {e}")))?;
-    let Some(error) = end.get("error") else {
+    let Some(error) = end.get("error").filter(|e| !e.is_null()) else {
         return Ok(None);
     };
     let code = error.get("code").and_then(|c| c.as_str()).unwrap_or("unknown");
@@ -210,6 +210,7 @@ mod tests {
     fn the_end_of_stream_message_is_clean_or_an_error_with_grpc_s_number() {
         assert!(end_of_stream(b"{}").unwrap().is_none());
         assert!(end_of_stream(br#"{"metadata":{"a":["b"]}}"#).unwrap().is_none());
+        assert!(end_of_stream(br#"{"error":null}"#).unwrap().is_none());
         let failed = end_of_stream(br#"{"error":{"code":"unavailable","message":"injected failure"}}"#)
             .unwrap()
             .unwrap();
