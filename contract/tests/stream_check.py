@@ -206,6 +206,16 @@ def websocket_checks(addr, ca):
     return failures
 
 
+def go_tool(name):
+    """A client `go install` put on PATH or in GOPATH/bin; exits 2 if missing."""
+    gopath = subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True, check=False).stdout.strip()
+    path = shutil.which(name) or os.path.join(gopath or os.path.expanduser("~/go"), "bin", name)
+    if not os.access(path, os.X_OK):
+        print(f"stream_check: {name} not found (scripts/setup.sh installs it)", file=sys.stderr)
+        sys.exit(2)
+    return path
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--grpc", help="HOST:PORT of the grpc listener")
@@ -216,19 +226,9 @@ def main():
     args = parser.parse_args()
     failures = []
     if args.grpc:
-        gopath = subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True, check=False).stdout.strip()
-        grpcurl = shutil.which("grpcurl") or os.path.join(gopath or os.path.expanduser("~/go"), "bin", "grpcurl")
-        if not os.access(grpcurl, os.X_OK):
-            print("stream_check: grpcurl not found (scripts/setup.sh installs it)", file=sys.stderr)
-            sys.exit(2)
-        failures += grpcurl_checks(grpcurl, args.grpc, args.cacert)
+        failures += grpcurl_checks(go_tool("grpcurl"), args.grpc, args.cacert)
     if args.connect:
-        gopath = subprocess.run(["go", "env", "GOPATH"], capture_output=True, text=True, check=False).stdout.strip()
-        buf = shutil.which("buf") or os.path.join(gopath or os.path.expanduser("~/go"), "bin", "buf")
-        if not os.access(buf, os.X_OK):
-            print("stream_check: buf not found (scripts/setup.sh installs it)", file=sys.stderr)
-            sys.exit(2)
-        failures += buf_checks(buf, args.connect, args.cacert)
+        failures += buf_checks(go_tool("buf"), args.connect, args.cacert)
     if args.sse:
         curl = shutil.which("curl")
         if not curl:
