@@ -22,6 +22,16 @@ pub(crate) enum AnyDriver {
     Http2(Box<Http2>),
 }
 
+impl AnyDriver {
+    /// One call on a new connection, its body kept ([`crate::driver::one`]).
+    pub(crate) async fn one(&self, timeout: Duration) -> Result<crate::driver::Response, String> {
+        match self {
+            AnyDriver::Http1(d) => crate::driver::one(d, timeout).await,
+            AnyDriver::Http2(d) => crate::driver::one(d.as_ref(), timeout).await,
+        }
+    }
+}
+
 /// What a run needs before it opens a socket.
 pub(crate) struct Prepared {
     pub(crate) driver: AnyDriver,
@@ -214,10 +224,7 @@ fn persisted(message: &[u8]) -> Result<Persisted, LoadError> {
 
 /// Makes the registering call; `Err` says what the server answered.
 pub(crate) async fn registered(driver: &AnyDriver, timeout: Duration) -> Result<(), String> {
-    let resp = match driver {
-        AnyDriver::Http1(d) => crate::driver::one(d, timeout).await?,
-        AnyDriver::Http2(d) => crate::driver::one(d.as_ref(), timeout).await?,
-    };
+    let resp = driver.one(timeout).await?;
     let body = resp.body.as_deref().unwrap_or_default();
     if let Some(message) = crate::check::graphql_error(body) {
         // The document is stored before it runs: an injected failure of

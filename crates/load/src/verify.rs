@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use protobench_contract::graphql::GraphqlWorkload;
+use protobench_contract::graphql::{GraphqlWorkload, drop_nulls};
 use protobench_contract::{Encoding, Message, Protocol, Workload, vectors};
 use protobench_model::load::TlsPlan;
 use serde_json::Value;
@@ -146,12 +146,7 @@ pub async fn verify_graphql(
                     Err(e) => Outcome::Error(protobench_model::format::error_chain(&e)),
                     Ok(driver) => match call(protocol, &endpoint, &driver, &request, timeout).await {
                         Err(e) => Outcome::Error(e),
-                        Ok(resp) => match judge_graphql(&response, &resp) {
-                            Outcome::Fail { found, expected } if is_injected(Family::Graphql, &resp) => {
-                                Outcome::Injected { found, expected }
-                            }
-                            other => other,
-                        },
+                        Ok(resp) => injected_or(Family::Graphql, &resp, judge_graphql(&response, &resp)),
                     },
                 },
             };
@@ -180,14 +175,12 @@ async fn call(
             .await
             .map_err(|e| format!("registering the persisted query: {e}"))?;
     }
-    match driver {
-        AnyDriver::Http1(d) => crate::driver::one(d, timeout).await,
-        AnyDriver::Http2(d) => crate::driver::one(d.as_ref(), timeout).await,
-    }
+    driver.one(timeout).await
 }
 
-/// A GraphQL-only workload's answer against its vector: HTTP 200, JSON,
-/// no errors, and the same value once nulls are dropped.
+/// A GraphQL-only workload's answer against its vector: HTTP 200, no
+/// errors, JSON, and the same value once nulls are dropped (as
+/// [`judge`] compares a GraphQL answer).
 fn judge_graphql(expected: &[u8], resp: &Response) -> Outcome {
     if resp.status != 200 {
         return fail(format!("http status {}", resp.status), "http status 200");
@@ -196,23 +189,18 @@ fn judge_graphql(expected: &[u8], resp: &Response) -> Outcome {
     if let Some(message) = crate::check::graphql_error(body) {
         return fail(format!("graphql error: {message}"), "data without errors");
     }
-    let ct = resp.content_type.clone().unwrap_or_default();
-    let media = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    if media != "application/json" {
-        return fail(format!("content type {}", short(&ct)), "application/json");
+    if let Some(differs) = content_type_differs(Family::Graphql, Encoding::Graphql, resp) {
+        return differs;
     }
-    let found = match serde_json::from_slice::<Value>(body) {
-        Ok(v) => protobench_contract::graphql::drop_nulls(v),
-        Err(e) => return fail(format!("a body that is not JSON ({e})"), "the vector's JSON"),
-    };
-    let want = match serde_json::from_slice::<Value>(expected) {
-        Ok(v) => protobench_contract::graphql::drop_nulls(v),
-        Err(e) => return Outcome::Error(format!("the vector's response is not JSON: {e}")),
-    };
-    match first_difference(&found, &want, String::new()) {
-        None => Outcome::Ok,
-        Some((path, f, e)) if path.is_empty() => fail(f, e),
-        Some((path, f, e)) => fail(format!("{f} at {path}"), e),
+    json_differs(body, expected)
+}
+
+/// `judged`, or the injected failure when a differing answer is the
+/// contract's injected failure.
+fn injected_or(family: Family, resp: &Response, judged: Outcome) -> Outcome {
+    match judged {
+        Outcome::Fail { found, expected } if is_injected(family, resp) => Outcome::Injected { found, expected },
+        other => other,
     }
 }
 
@@ -240,12 +228,7 @@ async fn verify_all(
                     prepare::contract_driver(protocol, endpoint.clone(), w.operation, &vector.request, &path, &[])?;
                 match call(protocol, &endpoint, &driver, &vector.request, timeout).await {
                     Err(e) => Outcome::Error(e),
-                    Ok(resp) => match judge(family, encoding, w, &vector.response, &resp) {
-                        Outcome::Fail { found, expected } if is_injected(family, &resp) => {
-                            Outcome::Injected { found, expected }
-                        }
-                        other => other,
-                    },
+                    Ok(resp) => injected_or(family, &resp, judge(family, encoding, w, &vector.response, &resp)),
                 }
             }
         };
@@ -348,28 +331,8 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
             return fail(format!("{} gRPC messages", resp.grpc_messages), "1 gRPC message");
         }
     }
-    // Content type.
-    let ct = resp.content_type.clone().unwrap_or_default();
-    let media = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    let (ok, want) = match family {
-        Family::Rest | Family::Graphql => (media == "application/json", "application/json"),
-        Family::Soap => (media == "text/xml", "text/xml"),
-        Family::Grpc => (
-            media == "application/grpc" || media == "application/grpc+proto",
-            "application/grpc",
-        ),
-        Family::Connect if encoding == Encoding::Json => (media == "application/json", "application/json"),
-        Family::Connect => (media == "application/proto", "application/proto"),
-        // The driver read the frames (the content type was checked there).
-        Family::GrpcWeb => (true, "application/grpc-web"),
-    };
-    if !ok {
-        let shown = if ct.is_empty() {
-            "no content type".to_owned()
-        } else {
-            format!("content type {ct}")
-        };
-        return fail(shown, format!("content type {want}"));
+    if let Some(differs) = content_type_differs(family, encoding, resp) {
+        return differs;
     }
     // Body.
     let body = resp.body.clone().unwrap_or_default();
@@ -377,14 +340,7 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
     // (protojson's default): compared as messages, not JSON values.
     let by_value = family != Family::Connect;
     match encoding {
-        Encoding::Json | Encoding::Graphql if by_value => {
-            let found: Value = match serde_json::from_slice(&body) {
-                Ok(v) => v,
-                Err(e) => return fail(format!("invalid JSON ({e})"), "a JSON body"),
-            };
-            let expected: Value = serde_json::from_slice(expected_bytes).unwrap_or(Value::Null);
-            compare_values(&drop_nulls(found), &drop_nulls(expected))
-        }
+        Encoding::Json | Encoding::Graphql if by_value => json_differs(&body, expected_bytes),
         _ => {
             let expected = vectors::expected_response(op, encoding, expected_bytes);
             let found = match Message::decode_response(op, encoding, &body) {
@@ -406,6 +362,43 @@ fn judge(family: Family, encoding: Encoding, w: &Workload, expected_bytes: &[u8]
     }
 }
 
+/// The difference in content type from what `family` answers, if any.
+fn content_type_differs(family: Family, encoding: Encoding, resp: &Response) -> Option<Outcome> {
+    let ct = resp.content_type.clone().unwrap_or_default();
+    let media = ct.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let (ok, want) = match family {
+        Family::Rest | Family::Graphql => (media == "application/json", "application/json"),
+        Family::Soap => (media == "text/xml", "text/xml"),
+        Family::Grpc => (
+            media == "application/grpc" || media == "application/grpc+proto",
+            "application/grpc",
+        ),
+        Family::Connect if encoding == Encoding::Json => (media == "application/json", "application/json"),
+        Family::Connect => (media == "application/proto", "application/proto"),
+        // The driver read the frames (the content type was checked there).
+        Family::GrpcWeb => (true, "application/grpc-web"),
+    };
+    if ok {
+        return None;
+    }
+    let shown = if ct.is_empty() {
+        "no content type".to_owned()
+    } else {
+        format!("content type {ct}")
+    };
+    Some(fail(shown, format!("content type {want}")))
+}
+
+/// A JSON body against the vector's, as values with nulls dropped.
+fn json_differs(body: &[u8], expected_bytes: &[u8]) -> Outcome {
+    let found: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return fail(format!("invalid JSON ({e})"), "a JSON body"),
+    };
+    let expected: Value = serde_json::from_slice(expected_bytes).unwrap_or(Value::Null);
+    compare_values(&drop_nulls(found), &drop_nulls(expected))
+}
+
 trait KindName {
     fn response_kind_name(self) -> String;
 }
@@ -413,20 +406,6 @@ trait KindName {
 impl KindName for protobench_contract::Operation {
     fn response_kind_name(self) -> String {
         format!("{:?}", self.response_kind())
-    }
-}
-
-/// Removes object members whose value is `null` (the contract treats them as absent).
-pub(crate) fn drop_nulls(v: Value) -> Value {
-    match v {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k, drop_nulls(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.into_iter().map(drop_nulls).collect()),
-        other => other,
     }
 }
 
@@ -473,7 +452,7 @@ mod tests {
         );
         assert_eq!(
             judge_graphql(want, &resp(200, "text/html", "{}")),
-            fail("content type text/html", "application/json")
+            fail("content type text/html", "content type application/json")
         );
     }
 
