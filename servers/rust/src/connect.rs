@@ -27,8 +27,8 @@ use axum::routing::post;
 use protobench_contract::stream::StreamOperation;
 use protobench_contract::{Encoding, Message, Operation};
 
-use crate::body::{self, BodyError};
-use crate::connect_code::{Code, JSON, code_of, connect_error, connect_error_with_status};
+use crate::body;
+use crate::connect_code::{Code, JSON, code_of, connect_error, connect_error_with_status, read_body};
 use crate::core::Core;
 
 /// `application/proto`: a protobuf body.
@@ -108,16 +108,9 @@ async fn handle(
             ),
         );
     }
-    let version = request.version();
-    let bytes = match body::read(request, core.max_request_bytes, core.read_timeout).await {
+    let bytes = match read_body(request, &core, connect_error).await {
         Ok(bytes) => bytes,
-        Err(err @ BodyError::TooLarge { .. }) => return connect_error(Code::ResourceExhausted, &err.to_string()),
-        Err(err @ BodyError::Timeout { .. }) => {
-            let mut response = connect_error(Code::DeadlineExceeded, &err.to_string());
-            body::close_connection(version, &mut response);
-            return response;
-        }
-        Err(err) => return connect_error(Code::InvalidArgument, &err.to_string()),
+        Err(response) => return response,
     };
     let message = match Message::decode_request(op, encoding, &bytes) {
         Ok(m) => m,

@@ -4,7 +4,8 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::core::{CallError, INJECTED_FAILURE};
+use crate::body::{self, BodyError};
+use crate::core::{CallError, Core, INJECTED_FAILURE};
 
 /// `application/json`: a canonical JSON body (unary calls' and errors').
 pub(crate) const JSON: &str = "application/json";
@@ -69,4 +70,27 @@ pub(crate) fn code_of(err: CallError) -> (Code, String) {
         CallError::NotFound(m) => (Code::NotFound, m),
         CallError::Injected => (Code::Unavailable, INJECTED_FAILURE.to_owned()),
     }
+}
+
+/// Reads a Connect request's body within the server's limits; a body that
+/// cannot be read is answered by `answer` with its Connect code (too large:
+/// `resource_exhausted`; too slow: `deadline_exceeded`, the connection then
+/// closed; otherwise `invalid_argument`), for unary calls and streams alike.
+pub(crate) async fn read_body(
+    request: axum::extract::Request,
+    core: &Core,
+    answer: impl Fn(Code, &str) -> Response,
+) -> Result<bytes::Bytes, Response> {
+    let version = request.version();
+    body::read(request, core.max_request_bytes, core.read_timeout)
+        .await
+        .map_err(|err| match err {
+            BodyError::TooLarge { .. } => answer(Code::ResourceExhausted, &err.to_string()),
+            BodyError::Timeout { .. } => {
+                let mut response = answer(Code::DeadlineExceeded, &err.to_string());
+                body::close_connection(version, &mut response);
+                response
+            }
+            _ => answer(Code::InvalidArgument, &err.to_string()),
+        })
 }

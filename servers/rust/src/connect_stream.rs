@@ -29,8 +29,8 @@ use prost::Message as _;
 use protobench_contract::pb::bench::SubscribeRequest;
 use protobench_contract::stream;
 
-use crate::body::{self, BodyError};
-use crate::connect_code::{Code, code_of, connect_error_with_status};
+use crate::body;
+use crate::connect_code::{Code, code_of, connect_error_with_status, read_body};
 use crate::core::Core;
 use crate::feed::Feed;
 
@@ -69,16 +69,9 @@ pub(crate) async fn subscribe(core: Arc<Core>, request: Request) -> Response {
             &format!("connect-content-encoding {found:?} is not supported; send the stream uncompressed"),
         );
     }
-    let version = request.version();
-    let bytes = match body::read(request, core.max_request_bytes, core.read_timeout).await {
+    let bytes = match read_body(request, &core, answer).await {
         Ok(bytes) => bytes,
-        Err(err @ BodyError::TooLarge { .. }) => return answer(Code::ResourceExhausted, &err.to_string()),
-        Err(err @ BodyError::Timeout { .. }) => {
-            let mut response = answer(Code::DeadlineExceeded, &err.to_string());
-            body::close_connection(version, &mut response);
-            return response;
-        }
-        Err(err) => return answer(Code::InvalidArgument, &err.to_string()),
+        Err(response) => return response,
     };
     let request = match unenvelope(&bytes).and_then(|m| decode(m, json)) {
         Ok(request) => request,
