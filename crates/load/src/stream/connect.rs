@@ -13,7 +13,7 @@
 
 use std::rc::Rc;
 
-use bytes::{Buf as _, BufMut as _, Bytes, BytesMut};
+use bytes::{Buf as _, Bytes, BytesMut};
 use http_body_util::Full;
 use prost::Message as _;
 use protobench_contract::pb::bench::{FeedEvent, SubscribeRequest};
@@ -40,15 +40,6 @@ fn wrong(message: String) -> Outcome {
     Outcome::new(StreamEndKind::WrongMessage, message)
 }
 
-/// One envelope: `flags`, the length, `message`.
-pub(crate) fn envelope(flags: u8, message: &[u8]) -> Bytes {
-    let mut out = BytesMut::with_capacity(5 + message.len());
-    out.put_u8(flags);
-    out.put_u32(u32::try_from(message.len()).expect("a message under 4 GiB"));
-    out.put_slice(message);
-    out.freeze()
-}
-
 /// Opens a subscription on its own connection: the request sent whole,
 /// returns once the response head (200, `application/connect+proto`) is in.
 pub(crate) async fn open_h1(
@@ -60,7 +51,7 @@ pub(crate) async fn open_h1(
     let request = http::Request::post(path)
         .header("host", &endpoint.authority)
         .header("content-type", STREAM_PROTO)
-        .body(Full::new(envelope(0, &subscribe.encode_to_vec())))
+        .body(Full::new(super::grpc::frame(subscribe)))
         .map_err(|e| broken("building the request", e))?;
     let response = super::sse::send_h1(endpoint, counters, request).await?;
     let ct = response
@@ -203,7 +194,6 @@ mod tests {
         assert_eq!(&buf[..], &[2, 0, 0, 0, 2], "the next envelope's start stays");
         let mut huge = BytesMut::from(&[0u8, 0xff, 0, 0, 0][..]);
         assert!(take_envelope(&mut huge).unwrap_err().message.contains("at most"));
-        assert_eq!(&envelope(2, b"{}")[..], &[2, 0, 0, 0, 2, b'{', b'}']);
     }
 
     #[test]
