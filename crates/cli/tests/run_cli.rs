@@ -290,6 +290,34 @@ fn command_line_overrides_change_the_plan() {
         text(&out.stderr)
     );
     assert!(!dir.path().join("r.db").exists(), "nothing was created");
+
+    // --claims-only: Bolanowski's claims read its 28 points with a new
+    // connection per call, of 56; the plan says so.
+    let out = run_in(dir.path(), &["run", "bolanowski2022", "--claims-only", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let points = plan["points"].as_array().unwrap();
+    assert_eq!(points.len(), 28);
+    assert!(
+        points.iter().all(|p| p["connection_policy"] == "per-call"),
+        "{points:?}"
+    );
+    let notes = plan["notes"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|n| n
+            .as_str()
+            .unwrap()
+            .starts_with("claims only: 28 of the preset's 56 points")),
+        "{notes:?}"
+    );
+    let out = run_in(dir.path(), &["run", "quick", "--claims-only", "--db", "r.db"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("--claims-only: the preset states no claims"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!dir.path().join("r.db").exists(), "nothing was created");
 }
 
 #[test]

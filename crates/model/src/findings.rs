@@ -384,6 +384,17 @@ impl Finding {
         if self.a2.is_some() { "(a2/b2)/(a/b)" } else { "a/b" }
     }
 
+    /// Every point the claim reads, `a` first (`b` may be a number, then
+    /// the trend's `a2` and `b2`).
+    pub fn selectors(&self) -> Vec<&Selector> {
+        let mut all = vec![&self.a];
+        if let Operand::Point(sel) = &self.b {
+            all.push(sel);
+        }
+        all.extend(self.a2.iter().chain(self.b2.iter()));
+        all
+    }
+
     /// The relation in one short line: `rate: a > b, about 20x`.
     pub fn relation(&self) -> String {
         let mut s = if self.a2.is_some() {
@@ -706,15 +717,9 @@ fn judge_one(f: &Finding, points: &[PointAggregate], conditions: &Conditions) ->
         paired: false,
         reason: String::new(),
     };
-    // Every point of the claim, `a` first; `b` may be a number.
-    let mut selectors: Vec<&Selector> = vec![&f.a];
-    if let Operand::Point(sel) = &f.b {
-        selectors.push(sel);
-    }
-    selectors.extend(f.a2.iter().chain(f.b2.iter()));
     let mut found: Vec<&PointAggregate> = Vec::new();
     let mut summaries: Vec<Summary> = Vec::new();
-    for sel in selectors {
+    for sel in f.selectors() {
         match find(sel, points).map(|p| (p, f.metric.of(p))) {
             Ok((p, Some(s))) => {
                 found.push(p);

@@ -392,6 +392,33 @@ impl Plan {
         self.groups.iter().find(|g| g.points.contains(&index))
     }
 
+    /// Keeps the points `keep` accepts and drops the rest, renumbering
+    /// points and groups in plan order (a group left with no point goes
+    /// too); returns how many points were dropped.
+    pub fn keep_points(&mut self, keep: impl Fn(&PointConfig) -> bool) -> usize {
+        let before = self.points.len();
+        let mut new_index: Vec<Option<u32>> = Vec::with_capacity(before);
+        let mut kept = Vec::new();
+        for mut p in std::mem::take(&mut self.points) {
+            if keep(&p) {
+                new_index.push(Some(kept.len() as u32));
+                p.index = kept.len() as u32;
+                kept.push(p);
+            } else {
+                new_index.push(None);
+            }
+        }
+        self.points = kept;
+        for g in &mut self.groups {
+            g.points = g.points.iter().filter_map(|&i| new_index[i as usize]).collect();
+        }
+        self.groups.retain(|g| !g.points.is_empty());
+        for (i, g) in self.groups.iter_mut().enumerate() {
+            g.index = i as u32;
+        }
+        before - self.points.len()
+    }
+
     /// Total measurements: points × repetitions.
     pub fn total(&self) -> u32 {
         self.points.len() as u32 * self.repetitions

@@ -669,6 +669,81 @@ fn command_line_overrides_replace_the_lists_and_are_checked_like_the_file() {
     assert!(lines[1].starts_with("presets/t.toml:8:15: load.concurrency: "), "{e}");
 }
 
+/// `--claims-only` keeps the points the claims read, renumbered, and every
+/// claim still reads one point; a preset without claims is refused.
+#[test]
+fn claims_only_keeps_the_points_the_claims_read_and_nothing_else() {
+    let shipped = shipped();
+    let only = preset::CommandLine {
+        claims_only: true,
+        ..Default::default()
+    };
+    // (preset, points of the full matrix, points its claims read):
+    // Bolanowski's claims are all on a new connection per call; the GraphQL
+    // extension's on task V, clear, reused, REST/gRPC/GraphQL; CMPT453's on
+    // Flask and grpc.aio (FastAPI is shown, not claimed).
+    for (name, all, read) in [
+        ("bolanowski2022", 56, 28),
+        ("bolanowski2022-graphql", 84, 3),
+        ("cmpt453", 12, 8),
+    ] {
+        let path = presets_dir().join(format!("{name}.toml"));
+        let full = preset::load(&path, &shipped).unwrap_or_else(|e| panic!("{e}"));
+        let plan = preset::load_command(&path, &shipped, &only).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((full.points.len(), plan.points.len()), (all, read), "{name}");
+        // Exactly the points some claim reads, in plan order, renumbered.
+        let claimed: Vec<_> = full
+            .points
+            .iter()
+            .filter(|p| full.findings.iter().any(|f| f.selectors().iter().any(|s| s.matches(p))))
+            .map(|p| (p.server.clone(), p.protocol, p.workload.clone(), p.tls, p.policy()))
+            .collect();
+        let kept: Vec<_> = plan
+            .points
+            .iter()
+            .map(|p| (p.server.clone(), p.protocol, p.workload.clone(), p.tls, p.policy()))
+            .collect();
+        assert_eq!(kept, claimed, "{name}");
+        assert!(
+            plan.points.iter().enumerate().all(|(i, p)| p.index == i as u32),
+            "{name}"
+        );
+        // Every point in exactly one group; groups numbered by position and
+        // none empty; the schedule measures each point once a repetition.
+        let mut served: Vec<u32> = plan.groups.iter().flat_map(|g| g.points.clone()).collect();
+        served.sort();
+        assert_eq!(served, (0..read as u32).collect::<Vec<_>>(), "{name}");
+        assert!(
+            plan.groups
+                .iter()
+                .enumerate()
+                .all(|(i, g)| g.index == i as u32 && !g.points.is_empty())
+        );
+        assert_eq!(
+            plan.schedule().iter().map(|(_, _, p)| p.len()).sum::<usize>(),
+            read * plan.repetitions as usize
+        );
+        // Each side of each claim still matches exactly one point.
+        for f in &plan.findings {
+            for sel in f.selectors() {
+                let n = plan.points.iter().filter(|p| sel.matches(p)).count();
+                assert_eq!(n, 1, "{name}: {} reads {}", f.claim, sel.describe());
+            }
+        }
+        let note = format!("claims only: {read} of the preset's {all} points are measured");
+        assert!(
+            plan.notes.iter().any(|n| n.starts_with(&note)),
+            "{name}: {:?}",
+            plan.notes
+        );
+    }
+    // No claims, nothing to keep: refused, naming the flag.
+    let e = preset::load_command(&presets_dir().join("quick.toml"), &shipped, &only)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("--claims-only: the preset states no claims"), "{e}");
+}
+
 /// `--time-scale` multiplies the experiment's durations (not per-call
 /// limits), is recorded, and refuses what is not a scale.
 #[test]

@@ -32,7 +32,7 @@ use crate::exit::Exit;
 /// Run a preset (default: quick) and report it.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Examples:\n  protobench run\n  protobench run presets/grpcbench.toml --repetitions 5 --db results.db\n  protobench run quick --threshold 'p99<5ms' --threshold 'error_rate<0.1%'   # exit 4 if one fails\n  protobench run --resume 3\n  protobench run berg2023 --until-decided --budget 40m   # rounds until every claim is decided\n  protobench run --list"
+    after_help = "Examples:\n  protobench run\n  protobench run presets/grpcbench.toml --repetitions 5 --db results.db\n  protobench run quick --threshold 'p99<5ms' --threshold 'error_rate<0.1%'   # exit 4 if one fails\n  protobench run --resume 3\n  protobench run berg2023 --until-decided --budget 40m   # rounds until every claim is decided\n  protobench run bolanowski2022 --claims-only --until-decided   # only the points its claims read\n  protobench run --list"
 )]
 pub(crate) struct Args {
     /// Preset name (a file in the presets directory, else the built-in preset; see --list) or path to a preset file.
@@ -81,6 +81,11 @@ pub(crate) struct Args {
     /// With --until-decided: the run's measuring time at most [default: 45m].
     #[arg(long, value_parser = parse_duration_arg, requires = "until_decided")]
     budget: Option<Duration>,
+    /// Measure only the points the preset's claims read (a study whose
+    /// claims compare a few points of a large matrix); the report notes how
+    /// many were left out.
+    #[arg(long)]
+    claims_only: bool,
     /// Follow the run on a live page served by this binary at ADDR (default
     /// 127.0.0.1:0, any free port; the address is printed); after the run it
     /// serves the finished report until Ctrl-C. Read-only.
@@ -353,6 +358,7 @@ fn command_line(args: &Args) -> CommandLine {
         repetitions: args.repetitions,
         thresholds: args.thresholds.clone(),
         until_decided: args.until_decided.then(|| args.budget.unwrap_or(DEFAULT_BUDGET)),
+        claims_only: args.claims_only,
         agents: (!args.coordinator.agents.is_empty()).then(|| args.coordinator.agents.clone()),
     }
 }

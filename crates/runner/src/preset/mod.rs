@@ -166,6 +166,8 @@ pub struct CommandLine {
     /// `--until-decided --budget`: the budget of the rounds that are added
     /// while a claim is undecided.
     pub until_decided: Option<std::time::Duration>,
+    /// `--claims-only`: measure only the points the preset's claims read.
+    pub claims_only: bool,
     /// `--agents`: replaces the preset's `agents` (checked by its rules).
     pub agents: Option<Vec<String>>,
 }
@@ -187,11 +189,12 @@ enum Flag {
     Repetitions,
     Threshold,
     UntilDecided,
+    ClaimsOnly,
     Agents,
 }
 
 impl Flag {
-    const ALL: [Flag; 8] = [
+    const ALL: [Flag; 9] = [
         Flag::Servers,
         Flag::Protocols,
         Flag::Workloads,
@@ -199,6 +202,7 @@ impl Flag {
         Flag::Repetitions,
         Flag::Threshold,
         Flag::UntilDecided,
+        Flag::ClaimsOnly,
         Flag::Agents,
     ];
 
@@ -211,6 +215,7 @@ impl Flag {
             Flag::Repetitions => "--repetitions",
             Flag::Threshold => "--threshold",
             Flag::UntilDecided => "--until-decided",
+            Flag::ClaimsOnly => "--claims-only",
             Flag::Agents => "--agents",
         }
     }
@@ -326,6 +331,9 @@ pub fn resolve_command(text: &str, file: &str, ctx: &Context, command: &CommandL
     let mut c = Checker::new(text);
     let mut plan = build(&raw, file, ctx, &mut c);
     decide_scalars(&mut plan, command, &mut c);
+    if command.claims_only {
+        keep_claimed(&mut plan, &mut c);
+    }
     if c.issues.is_empty() {
         Ok(plan)
     } else {
@@ -396,6 +404,35 @@ fn decide_scalars(plan: &mut Plan, command: &CommandLine, c: &mut Checker<'_>) {
             ));
         }
     }
+}
+
+/// `--claims-only`: drops the points no claim reads (a study rerun whose
+/// claims compare a few points of a large matrix; docs/studies.md), and
+/// notes how many; the claims then read the same points as in a full run.
+fn keep_claimed(plan: &mut Plan, c: &mut Checker<'_>) {
+    if plan.findings.is_empty() {
+        c.issue(
+            Flag::ClaimsOnly.span(),
+            "--claims-only",
+            "the preset states no claims (`[[findings]]`) whose points to keep",
+        );
+        return;
+    }
+    let all = plan.points.len();
+    let findings = plan.findings.clone();
+    let dropped = plan.keep_points(|p| findings.iter().any(|f| f.selectors().iter().any(|s| s.matches(p))));
+    if plan.points.is_empty() {
+        c.issue(
+            Flag::ClaimsOnly.span(),
+            "--claims-only",
+            "no claim reads a point of this plan: nothing would be measured",
+        );
+        return;
+    }
+    plan.notes.push(format!(
+        "claims only: {} of the preset's {all} points are measured, those its claims read; the {dropped} others are left out (--claims-only)",
+        plan.points.len()
+    ));
 }
 
 /// The preset text as written, or its syntax error at its place.
