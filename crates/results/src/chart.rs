@@ -94,16 +94,43 @@ pub(crate) fn representative<'a>(
         })
 }
 
-/// A rate's median with the half-width of its 95% interval (`1,234 ±56`),
-/// `-` when there is none: the tables' rate cell.
+/// A rate's median with its 95% interval relative to it (`1,234 ±4.6%`,
+/// or `1,234 -21%/+27%` when the interval is not symmetric, as a log-scale
+/// one is not: `stats::value_interval`), `-` when there is none: the
+/// tables' rate cell.
 pub(crate) fn rate_cell(s: &Option<protobench_model::stats::Summary>) -> String {
     use protobench_model::format::fmt_rate;
     match s {
         None => "-".into(),
-        Some(s) => match s.half_width() {
-            Some(h) => format!("{} ±{}", fmt_rate(s.median), fmt_rate(h)),
-            None => fmt_rate(s.median),
+        Some(s) => match s.ci_low.zip(s.ci_high) {
+            Some((lo, hi)) if s.median > 0.0 => {
+                format!(
+                    "{} {}",
+                    fmt_rate(s.median),
+                    relative_interval(lo / s.median - 1.0, hi / s.median - 1.0)
+                )
+            }
+            _ => fmt_rate(s.median),
         },
+    }
+}
+
+/// `±4.6%` when both ends round alike, else `-21%/+27%`: one decimal
+/// below 10%, none above.
+fn relative_interval(down: f64, up: f64) -> String {
+    let pct = |x: f64| {
+        let p = x * 100.0;
+        if p.abs() < 10.0 {
+            format!("{p:+.1}%")
+        } else {
+            format!("{p:+.0}%")
+        }
+    };
+    let (d, u) = (pct(down), pct(up));
+    if d.trim_start_matches('-') == u.trim_start_matches('+') && d.starts_with('-') {
+        format!("±{}", u.trim_start_matches('+'))
+    } else {
+        format!("{d}/{u}")
     }
 }
 
@@ -111,4 +138,24 @@ pub(crate) fn rate_cell(s: &Option<protobench_model::stats::Summary>) -> String 
 pub(crate) fn ns_cell(s: &Option<protobench_model::stats::Summary>) -> String {
     s.as_ref()
         .map_or("-".into(), |s| protobench_model::format::fmt_ns(s.median))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protobench_model::stats::Summary;
+
+    /// The rate cell shows the interval relative to the median, symmetric
+    /// or not, and never a bound below 0 (500/1,000/1,500 is -77%/+261%,
+    /// not 1,000 ±1,242).
+    #[test]
+    fn a_rate_cell_shows_its_interval_relative_to_the_median() {
+        assert_eq!(rate_cell(&Summary::of(&[1001.0, 1002.0, 1003.0])), "1,002 ±0.2%");
+        assert_eq!(rate_cell(&Summary::of(&[500.0, 1000.0, 1500.0])), "1,000 -77%/+261%");
+        assert_eq!(rate_cell(&Summary::of(&[1000.0])), "1,000");
+        assert_eq!(rate_cell(&None), "-");
+        assert_eq!(relative_interval(-0.046, 0.046), "±4.6%");
+        assert_eq!(relative_interval(-0.21, 0.27), "-21%/+27%");
+        assert_eq!(relative_interval(0.03, 0.4), "+3.0%/+40%");
+    }
 }

@@ -472,7 +472,7 @@ fn streams_section(run: &RunRecord) -> String {
     let mut h = String::from(
         "<section id=\"streams\"><h2>Streams</h2><p>Each streaming point: its workload carried one way \
          (gRPC streams, WebSocket in binary or text frames, Server-Sent Events, polling), its streams open at \
-         once, each replaced when it ends. Medians over repetitions; ± is the 95% confidence interval of the message rate (Student t). Per-message latency runs from the \
+         once, each replaced when it ends. Medians over repetitions; beside the message rate, its 95% confidence interval relative to the median (Student t on the log scale). Per-message latency runs from the \
          intended send time: an echo's schedule, or the server's stamp on a pushed event, so a stream that \
          falls behind shows it. <em>deferred sends</em>: messages that could not go out at their time (flow \
          control, a full buffer). <em>CPU/msg</em>: over the messages sent and received. \
@@ -586,7 +586,7 @@ pub fn render(run: &RunRecord, charts: &[Chart]) -> String {
         h.push_str("</tr>");
     }
     h.push_str(
-        "</tbody></table><p>Medians over repetitions; ± is the 95% confidence interval (Student t). \
+        "</tbody></table><p>Medians over repetitions; beside the rate, its 95% confidence interval relative to the median (Student t on the log scale). \
          A point is <em>noisy</em> when the coefficient of variation of its rate exceeds the run's threshold. \
          <em>CPU/call coarse</em>: the server used under 0.2 s of CPU in a window, and /proc counts CPU in 10 ms ticks, \
          so its CPU per call is known to worse than 10%. \

@@ -415,7 +415,7 @@ pub fn text_table(run: &RunRecord) -> String {
         out = table.render();
     }
     if let Some(streams) = crate::streams::text(run) {
-        out.push_str("\nStreams (medians over repetitions, ± the 95% interval of the rate; per-message latency from the intended send time)\n");
+        out.push_str("\nStreams (medians over repetitions, the rate with its 95% interval relative to the median; per-message latency from the intended send time)\n");
         out.push_str(&streams);
     }
     if let Some(agents) = crate::agents::text(run) {
@@ -568,7 +568,7 @@ pub fn markdown(run: &RunRecord) -> String {
     }
     let _ = writeln!(
         out,
-        "\nMedians over repetitions; ± is the 95% confidence interval (Student t, see docs/results.md). \
+        "\nMedians over repetitions; beside the rate, its 95% confidence interval relative to the median (Student t on the log scale, see docs/results.md). \
          Latency is measured from the intended start of each call."
     );
     out

@@ -80,7 +80,7 @@ fn text_table_has_a_row_per_point_and_flags() {
     let lines: Vec<&str> = t.lines().collect();
     assert_eq!(lines.len(), 2 + 4);
     assert!(lines[0].starts_with("server  protocol  workload"));
-    assert!(lines[2].contains("1,002 ±"));
+    assert!(lines[2].contains("1,002 ±0.2%"), "{}", lines[2]);
     assert!(lines[4].contains("noisy"));
     assert!(lines[5].contains("FAILED 1/1"));
 }
