@@ -660,6 +660,15 @@ fn refusal(f: &Finding, points: &[&PointAggregate], conditions: &Conditions) -> 
             p.config.label()
         ));
     }
+    if f.metric == Metric::CpuPerCall
+        && let Some(p) = points.iter().find(|p| p.server_cpu_coarse)
+    {
+        return Some(format!(
+            "{}'s server used under {} s of CPU in a repetition's window: counted in 10 ms clock ticks, its CPU per call is not known to 10% (judge cost at a higher rate)",
+            p.config.label(),
+            crate::format::plain_number(crate::run::SERVER_CPU_RESOLUTION_NS as f64 / 1e9)
+        ));
+    }
     if !f.timeouts_expected
         && let Some(p) = points.iter().find(|p| p.timeouts > 0)
     {
@@ -1192,6 +1201,14 @@ mod tests {
             ..claim(Expect::Greater, rest())
         };
         let plain = claim(Expect::Greater, rest());
+        let cost = Finding {
+            metric: Metric::CpuPerCall,
+            ..claim(Expect::Greater, rest())
+        };
+        let coarse = |mut v: Vec<PointAggregate>| {
+            v[1].server_cpu_coarse = true;
+            v
+        };
         type Row<'a> = (
             &'static str,
             &'a Finding,
@@ -1244,6 +1261,16 @@ mod tests {
                 Some("lost 12 calls to protobench's call timeout"),
             ),
             ("timeouts expected", &expected, points(None, None, 12), &none, None),
+            // Niswar's CPU claims at 1 call/s: a few ms of CPU a window
+            (
+                "CPU per call, coarse",
+                &cost,
+                coarse(points(None, None, 0)),
+                &none,
+                Some("under 0.2 s of CPU in a repetition's window"),
+            ),
+            // the rate is not read from the CPU clock
+            ("rate, CPU coarse", &plain, coarse(points(None, None, 0)), &none, None),
         ];
         for (what, f, pts, cond, want) in rows {
             let j = judge(std::slice::from_ref(f), &pts, cond).remove(0);
