@@ -401,7 +401,8 @@ async fn measure_and_record<E: Engine>(
     if m.result.generator.generator_bound {
         let why = m.result.generator.reason.clone().unwrap_or_default();
         c.voice.warn(format!(
-            "generator-bound: {} {} {} ({why}); the rate measures the load generator, not the server",
+            "generator-bound: {} {} {} {} ({why}); the rate measures the load generator, not the server",
+            point.server,
             point.protocol,
             point.workload,
             point.variant_label()
@@ -490,7 +491,8 @@ fn record_stream<E: Engine>(
     };
     if m.result.generator_bound {
         c.voice.warn(format!(
-            "generator-bound: {} {} {}; the message rate measures the load generator, not the server",
+            "generator-bound: {} {} {} {}; the message rate measures the load generator, not the server",
+            point.server,
             point.protocol,
             point.workload,
             point.variant_label()
